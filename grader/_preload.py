@@ -1,0 +1,12 @@
+"""Imported once by the fork server, so every child starts with Keras already imported.
+
+No TensorFlow op may run here: thread pools made by running ops do not survive a fork.
+"""
+
+import keras  # noqa: F401
+import numpy  # noqa: F401
+
+import grader.runner  # noqa: F401
+
+if keras.backend.backend() == "tensorflow":
+    import tensorflow  # noqa: F401

@@ -1,0 +1,144 @@
+"""`grader`: a thin Click layer over grader.engine, grader.report and grader.stubs.
+
+Exit codes: 0 every part passed, 1 some part did not, 2 a usage error.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+
+import click
+
+from grader.records import EXERCISES, UnknownExercise, get_exercise
+
+
+def _records(ids: tuple[str, ...], everything: bool):
+    if everything:
+        return list(EXERCISES.values())
+    if not ids:
+        raise click.UsageError("Name an exercise to check (`grader list` shows them), or --all.")
+    try:
+        return [get_exercise(exercise_id) for exercise_id in ids]
+    except UnknownExercise as error:
+        raise click.UsageError(str(error)) from None
+
+
+def _submission(value: str) -> Path:
+    """A folder (or file) as given; the kit's own `exercises` / `solutions` from anywhere."""
+    from grader.stubs import package_dir
+
+    path = Path(value)
+    if path.exists():
+        return path
+    if value.rstrip("/") in ("exercises", "solutions"):
+        return package_dir(value.rstrip("/"))
+    raise click.BadParameter(f"{value!r} does not exist: give the folder that holds your "
+                             "exercise files", param_hint="--submission")
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="attnkit")
+def main():
+    """Grade the attention chapter's exercises: outputs and gradients, with feedback."""
+
+
+@main.command("list")
+def list_exercises():
+    """List the exercises with their points."""
+    width = max(len(record.id) for record in EXERCISES.values())
+    for record in EXERCISES.values():
+        click.echo(f"{record.id:<{width}}  {record.max_score:>4g} pts  {record.title}"
+                   f"  [{record.section}]")
+
+
+@main.command()
+@click.argument("exercise_id")
+def show(exercise_id):
+    """Explain one exercise: the task, the file to edit, the parts and points."""
+    from grader.report import render_show
+
+    click.echo(render_show(_records((exercise_id,), False)[0]))
+
+
+@main.command()
+@click.argument("exercise_ids", nargs=-1)
+@click.option("--all", "everything", is_flag=True, help="Check every exercise.")
+@click.option("--submission", default="exercises", show_default=True,
+              help="Folder with your exercise files.")
+@click.option("--format", "output_format", type=click.Choice(["text", "json"]), default="text",
+              show_default=True, help="json: one result object per exercise, one per line.")
+@click.option("--verbose", "-v", is_flag=True, help="List every check, passed or not.")
+@click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True,
+              help="Seed of the check cases.")
+@click.option("--timeout", type=click.FloatRange(min=0, min_open=True), default=None,
+              help="Seconds each part may run (default: the exercise's own limit).")
+def check(exercise_ids, everything, submission, output_format, verbose, seed, timeout):
+    """Grade your exercise files against the reference: outputs and gradients."""
+    from grader.processes import warm_up
+
+    records = _records(exercise_ids, everything)
+    folder = _submission(submission)
+    warm_up()
+
+    from grader.engine import GraderError, grade
+    from grader.report import render
+
+    color = None if sys.stdout.isatty() and not os.environ.get("NO_COLOR") else False
+    all_passed = True
+    for record in records:
+        try:
+            result = grade(record.id, folder, seed=seed, timeout=timeout)
+        except GraderError as error:
+            raise click.ClickException(str(error)) from None
+        all_passed &= result.passed
+        if output_format == "json":
+            click.echo(json.dumps(result.to_dict(), ensure_ascii=False))
+        else:
+            click.echo(render(record, result, verbose=verbose, color=color), color=color)
+    sys.exit(0 if all_passed else 1)
+
+
+@main.command()
+@click.option("--check", "check_only", is_flag=True,
+              help="Only report stubs that differ from their solutions; exit 1 if any.")
+def stubs(check_only):
+    """(Maintainers) Make exercises/ from solutions/."""
+    from grader.stubs import MarkerError, sync_stubs
+
+    try:
+        changed = sync_stubs(write=not check_only)
+    except MarkerError as error:
+        raise click.ClickException(str(error)) from None
+    verb = "differs from its solution" if check_only else "written"
+    for path in changed:
+        click.echo(f"{path}: {verb}")
+    if not changed:
+        click.echo("every stub matches its solution")
+    sys.exit(1 if check_only and changed else 0)
+
+
+@main.command()
+@click.argument("exercise_ids", nargs=-1)
+@click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path),
+              default=Path("fixtures"), show_default=True)
+@click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True)
+def fixtures(exercise_ids, out_dir, seed):
+    """(Maintainers) Save check cases and expected results, for a kit without solutions/."""
+    from grader.engine import GraderError, LiveReference, write_fixture
+    from grader.stubs import package_dir
+
+    out_dir.mkdir(parents=True, exist_ok=True)
+    for record in _records(exercise_ids, not exercise_ids):
+        try:
+            write_fixture(record, seed, out_dir / f"{record.id}.npz",
+                          LiveReference(package_dir("solutions")))
+        except GraderError as error:
+            raise click.ClickException(str(error)) from None
+        click.echo(f"{out_dir / (record.id + '.npz')}: seed {seed}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,347 @@
+"""The one generic checker: grade any exercise record against any submission.
+
+The grader's process makes the cases (NumPy, from a seed), asks a reference for the expected
+outputs (the solution run in a child, or a fixture file), runs the submission one part per child
+process with a time limit, and compares everything itself.
+"""
+
+from __future__ import annotations
+
+import ast
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from grader import compare
+from grader.bundle import cases_from_bundle, cases_to_bundle, load_bundle, save_bundle
+from grader.processes import CRASHED, TIMED_OUT, Job, Outcome, run_jobs
+from grader.records import get_exercise
+from grader.results import (
+    ERROR,
+    FAILED,
+    NOT_IMPLEMENTED,
+    PASSED,
+    TIMEOUT,
+    CheckResult,
+    ExerciseResult,
+    PartResult,
+)
+from grader.runner import OK
+from grader.runner import NOT_IMPLEMENTED as CASE_NOT_IMPLEMENTED
+from grader.spec import LAYER, Case, Exercise
+
+
+class GraderError(RuntimeError):
+    """The grader itself cannot grade (no reference, a broken fixture): not the student's fault."""
+
+
+@dataclass
+class CaseOutput:
+    status: str
+    output: np.ndarray | None = None
+    grads: dict[str, np.ndarray] = field(default_factory=dict)
+    dtype: str = ""
+    exception: str = ""
+    message: str = ""
+    where: str = ""
+
+
+def make_cases(record: Exercise, seed: int) -> dict[str, list[Case]]:
+    return {
+        part.name: part.make_cases(np.random.default_rng([seed, index]))
+        for index, part in enumerate(record.parts)
+    }
+
+
+def read_case_outputs(outcome: Outcome, count: int) -> list[CaseOutput]:
+    """Parse a child's report; anything malformed raises ValueError (treated as a crash)."""
+    reports = outcome.meta.get("cases")
+    if not isinstance(reports, list) or len(reports) != count:
+        raise ValueError("the process reported a malformed result")
+    outputs = []
+    for index, report in enumerate(reports):
+        if not isinstance(report, dict) or report.get("status") not in (OK, CASE_NOT_IMPLEMENTED,
+                                                                         "error"):
+            raise ValueError("the process reported a malformed result")
+        text = {key: str(report.get(key, "")) for key in ("exception", "message", "where")}
+        if report["status"] != OK:
+            outputs.append(CaseOutput(report["status"], **text))
+            continue
+        prefix = f"case{index}/grad/"
+        outputs.append(
+            CaseOutput(
+                OK,
+                output=outcome.arrays.get(f"case{index}/output"),
+                grads={k[len(prefix):]: v for k, v in outcome.arrays.items() if k.startswith(prefix)},
+                dtype=str(report.get("output_dtype", "")),
+            )
+        )
+    return outputs
+
+
+class LiveReference:
+    """Expected outputs from running the solution file, memoised per exercise, seed and file."""
+
+    _memo: dict[tuple, tuple[dict[str, list[Case]], dict[str, list[CaseOutput]]]] = {}
+
+    def __init__(self, directory: str | Path):
+        self.directory = Path(directory)
+
+    def _key(self, record, seed):
+        path = self.directory / record.file
+        if not path.is_file():
+            raise GraderError(f"the reference solution {path} is missing")
+        return (record.id, seed, str(path.resolve()), path.stat().st_mtime_ns)
+
+    def cases(self, record, seed):
+        key = self._key(record, seed)
+        return self._memo[key][0] if key in self._memo else make_cases(record, seed)
+
+    def job(self, record, seed, workdir: Path, cases) -> Job | None:
+        if self._key(record, seed) in self._memo:
+            return None
+        everything = [case for part in record.parts for case in cases[part.name]]
+        path = workdir / "cases-reference.npz"
+        described, arrays = cases_to_bundle(everything)
+        save_bundle(path, {"cases": described}, arrays)
+        return Job("reference", self.directory / record.file, path, workdir, timeout=300.0,
+                   module_name="reference_solution")
+
+    def expected(self, record, seed, cases, outcome: Outcome | None):
+        key = self._key(record, seed)
+        if key in self._memo:
+            return self._memo[key][1]
+        everything = [case for part in record.parts for case in cases[part.name]]
+        try:
+            if outcome is None or outcome.state != "finished":
+                raise ValueError(outcome.problem if outcome else "it did not run")
+            if outcome.meta.get("import_error"):
+                raise ValueError(str(outcome.meta["import_error"]))
+            outputs = read_case_outputs(outcome, len(everything))
+        except ValueError as error:
+            raise GraderError(f"the reference solution could not run: {error}") from error
+        failed = [(c, o) for c, o in zip(everything, outputs, strict=True) if o.status != OK]
+        if failed:
+            case, output = failed[0]
+            raise GraderError(
+                f"the reference solution failed on {case.target}, {case.label}: "
+                f"{output.exception}: {output.message} ({output.where})"
+            )
+        expected, start = {}, 0
+        for part in record.parts:
+            expected[part.name] = outputs[start : start + len(cases[part.name])]
+            start += len(cases[part.name])
+        self._memo[key] = (cases, expected)
+        return expected
+
+
+class FixtureReference:
+    """Cases and expected outputs read from a fixture file written by `write_fixture`."""
+
+    def __init__(self, path: str | Path):
+        self.path = Path(path)
+
+    def _load(self, record, seed):
+        if not self.path.is_file():
+            raise GraderError(f"the fixture file {self.path} is missing")
+        meta, arrays = load_bundle(self.path)
+        if meta.get("exercise") != record.id or meta.get("seed") != seed:
+            raise GraderError(
+                f"{self.path} holds exercise {meta.get('exercise')} with seed {meta.get('seed')}"
+                f", not exercise {record.id} with seed {seed}"
+            )
+        cases, expected = {}, {}
+        for part in record.parts:
+            entry = meta["parts"][part.name]
+            prefix = f"{part.name}/"
+            own = {k[len(prefix):]: v for k, v in arrays.items() if k.startswith(prefix)}
+            cases[part.name] = cases_from_bundle(entry["cases"], own)
+            outcome = Outcome("finished", 0.0, meta={"cases": entry["expected"]},
+                              arrays={k[len("expected/"):]: v for k, v in own.items()
+                                      if k.startswith("expected/")})
+            expected[part.name] = read_case_outputs(outcome, len(cases[part.name]))
+        return cases, expected
+
+    def cases(self, record, seed):
+        return self._load(record, seed)[0]
+
+    def job(self, record, seed, workdir, cases):
+        return None
+
+    def expected(self, record, seed, cases, outcome):
+        return self._load(record, seed)[1]
+
+
+def write_fixture(record: Exercise, seed: int, path: str | Path, reference: LiveReference) -> None:
+    """Save the cases and the reference's outputs, for copies of the kit without solutions/."""
+    cases = reference.cases(record, seed)
+    with tempfile.TemporaryDirectory(prefix="attnkit-fixture-") as workdir:
+        job = reference.job(record, seed, Path(workdir), cases)
+        outcome = run_jobs([job])["reference"] if job else None
+        expected = reference.expected(record, seed, cases, outcome)
+    meta, arrays = {"exercise": record.id, "seed": seed, "parts": {}}, {}
+    for part in record.parts:
+        described, case_arrays = cases_to_bundle(cases[part.name])
+        reports = []
+        for index, output in enumerate(expected[part.name]):
+            reports.append({"status": OK, "output_dtype": output.dtype, "grads": list(output.grads)})
+            case_arrays[f"expected/case{index}/output"] = output.output
+            for name, grad in output.grads.items():
+                case_arrays[f"expected/case{index}/grad/{name}"] = grad
+        meta["parts"][part.name] = {"cases": described, "expected": reports}
+        arrays.update({f"{part.name}/{key}": value for key, value in case_arrays.items()})
+    save_bundle(path, meta, arrays)
+
+
+def default_reference(record: Exercise):
+    """The installed solutions when there are any, else the fixture shipped with the grader."""
+    import importlib.util
+
+    spec = importlib.util.find_spec("solutions")
+    if spec is not None and spec.submodule_search_locations:
+        directory = Path(list(spec.submodule_search_locations)[0])
+        if (directory / record.file).is_file():
+            return LiveReference(directory)
+    fixture = Path(__file__).parent / "fixtures" / f"{record.id}.npz"
+    if fixture.is_file():
+        return FixtureReference(fixture)
+    raise GraderError(
+        f"no reference for exercise {record.id}: neither solutions/{record.file} nor {fixture}"
+    )
+
+
+def grade(
+    exercise_id: str,
+    submission: str | Path,
+    *,
+    seed: int = 0,
+    reference=None,
+    parts: list[str] | None = None,
+    timeout: float | None = None,
+    parallel: int | None = None,
+) -> ExerciseResult:
+    """Grade one exercise of one submission folder (or file)."""
+    record = get_exercise(exercise_id)
+    chosen = [record.part(name) for name in parts] if parts else list(record.parts)
+    submission = Path(submission)
+    path = submission if submission.is_file() else submission / record.file
+    result = ExerciseResult(record.id, [], submission=str(path), seed=seed)
+
+    problem = _unloadable(path)
+    if problem:
+        result.parts = [PartResult(p.name, p.points, ERROR, [CheckResult("load", False, problem)],
+                                   summary=problem) for p in chosen]
+        return result
+
+    reference = reference or default_reference(record)
+    cases = reference.cases(record, seed)
+    with tempfile.TemporaryDirectory(prefix="attnkit-grade-") as scratch:
+        workdir = Path(scratch)
+        jobs = []
+        for part in chosen:
+            case_path = workdir / f"cases-{part.name}.npz"
+            described, arrays = cases_to_bundle(cases[part.name])
+            save_bundle(case_path, {"cases": described}, arrays)
+            jobs.append(Job(f"part-{part.name}", path.resolve(), case_path, workdir,
+                            timeout=timeout or record.timeout, module_name=path.stem))
+        reference_job = reference.job(record, seed, workdir, cases)
+        outcomes = run_jobs(([reference_job] if reference_job else []) + jobs, parallel)
+        expected = reference.expected(record, seed, cases, outcomes.get("reference"))
+    for part in chosen:
+        result.parts.append(
+            judge_part(part, cases[part.name], expected[part.name], outcomes[f"part-{part.name}"],
+                       timeout or record.timeout)
+        )
+    return result
+
+
+def _unloadable(path: Path) -> str:
+    """A reason the file cannot even be parsed, or "". Parsing runs none of its code."""
+    if not path.is_file():
+        return f"{path} not found: the exercise file must be named {path.name}"
+    try:
+        ast.parse(path.read_bytes(), filename=str(path))
+    except SyntaxError as error:
+        return f"{path.name}, line {error.lineno}: SyntaxError: {error.msg} — fix it and run again"
+    except ValueError as error:
+        return f"{path.name} cannot be parsed: {error}"
+    return ""
+
+
+def judge_part(part, cases, expected, outcome: Outcome, timeout: float) -> PartResult:
+    if outcome.state == TIMED_OUT:
+        message = (f"stopped after {timeout:g} s without finishing: an endless loop, or far too "
+                   "much work for these small inputs")
+        return PartResult(part.name, part.points, TIMEOUT, [CheckResult(part.name, False, message)],
+                          summary=message)
+    try:
+        if outcome.state == CRASHED:
+            raise ValueError(outcome.problem)
+        if outcome.meta.get("import_error"):
+            info = outcome.meta["import_error"]
+            message = _error_words(CaseOutput("error", **{k: str(info.get(k, "")) for k in
+                                                          ("exception", "message", "where")}))
+            message = "could not import the file: " + message
+            return PartResult(part.name, part.points, ERROR,
+                              [CheckResult("import", False, message)], summary=message)
+        received = read_case_outputs(outcome, len(cases))
+    except ValueError as error:
+        message = f"crashed: {error}"
+        if outcome.log_tail.strip():
+            message += "; its last output:\n" + outcome.log_tail.strip()[-600:]
+        return PartResult(part.name, part.points, ERROR, [CheckResult(part.name, False, message)],
+                          summary=message)
+
+    checks = []
+    for case, want, got in zip(cases, expected, received, strict=True):
+        checks.extend(judge_case(part, case, want, got))
+    statuses = {got.status for got in received}
+    if all(check.passed for check in checks):
+        status = PASSED
+    elif statuses == {CASE_NOT_IMPLEMENTED} or (
+        CASE_NOT_IMPLEMENTED in statuses and "error" not in statuses
+        and all(c.passed for c in checks if not c.message.startswith("not implemented"))
+    ):
+        status = NOT_IMPLEMENTED
+    elif "error" in statuses:
+        status = ERROR
+    else:
+        status = FAILED
+    return PartResult(part.name, part.points, status, checks)
+
+
+def judge_case(part, case: Case, want: CaseOutput, got: CaseOutput) -> list[CheckResult]:
+    prefix = f"{case.target}: " if len(part.targets) > 1 else ""
+    if got.status == CASE_NOT_IMPLEMENTED:
+        message = "not implemented yet" + (f" ({got.message})" if got.message else "")
+        return [CheckResult(f"{prefix}{case.label}", False, message)]
+    if got.status != OK:
+        return [CheckResult(f"{prefix}{case.label}", False, _error_words(got))]
+    if got.output is None:
+        return [CheckResult(f"{prefix}output, {case.label}", False, "no output was reported")]
+    checks = [_check(f"{prefix}output, {case.label}",
+                     compare.difference(want.output, got.output, case, part.mistakes))]
+    if case.kind == LAYER:
+        checks.append(_check(f"{prefix}dtype, {case.label}", compare.dtype_difference(case, got.dtype)))
+        for name, grad in want.grads.items():
+            wrt = name.split(":", 1)[-1]
+            found = got.grads.get(name)
+            if found is None:
+                problem = compare.Difference(f"no gradient with respect to {wrt} came back")
+            else:
+                problem = compare.gradient_difference(grad, found, case, wrt)
+            checks.append(_check(f"{prefix}gradient wrt {wrt}, {case.label}", problem))
+    return checks
+
+
+def _check(name: str, problem: compare.Difference | None) -> CheckResult:
+    if problem is None:
+        return CheckResult(name, True)
+    return CheckResult(name, False, problem.message, problem.mistake)
+
+
+def _error_words(output: CaseOutput) -> str:
+    words = f"{output.exception}: {output.message}" if output.exception else output.message
+    return words + (f" [{output.where}]" if output.where else "")

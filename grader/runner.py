@@ -1,0 +1,243 @@
+"""The child side: load one submitted file, run check cases through it, write plain arrays.
+
+This module runs inside a process forked for one job. It never decides whether anything is
+right: it only records what the submitted code returned (outputs, vector–Jacobian products,
+dtypes) or how it failed, and the grader compares in its own process. It imports Keras lazily so
+that the grader's own process can import this module without TensorFlow.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import sys
+import traceback
+from pathlib import Path
+
+import numpy as np
+
+from grader.bundle import cases_from_bundle, load_bundle, save_bundle
+from grader.spec import LAYER
+
+OK = "ok"
+NOT_IMPLEMENTED = "not_implemented"
+ERROR = "error"
+
+# Captured before any submitted code runs, so that patching NumPy in a submission cannot change
+# how results are written.
+_asarray = np.asarray
+_save_bundle = save_bundle
+
+
+class SubmissionError(Exception):
+    """A problem with the submission that the grader explains in plain words."""
+
+
+def run_job(job: dict) -> None:
+    """Entry point of a child process. `job` holds paths only (written by the grader)."""
+    _isolate(job)
+    meta, arrays = load_bundle(job["cases"])
+    cases = cases_from_bundle(meta["cases"], arrays)
+    results: dict = {"import_error": None, "cases": []}
+    outputs: dict[str, np.ndarray] = {}
+    try:
+        module = load_submission(job["module"], job.get("module_name", "submission"))
+    except BaseException as error:  # noqa: BLE001 - a submission may raise anything, SystemExit too
+        results["import_error"] = describe(error, job["module"])
+        _save_bundle(job["out"], results, outputs)
+        return
+    for index, case in enumerate(cases):
+        results["cases"].append(_run_case(module, case, index, outputs, job["module"]))
+    _save_bundle(job["out"], results, outputs)
+
+
+def _isolate(job: dict) -> None:
+    """Own process group (so the grader can kill everything it spawns), quiet stdio, one thread."""
+    try:
+        os.setsid()
+    except OSError:
+        pass
+    log = os.open(job["log"], os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    devnull = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(devnull, 0)
+    os.dup2(log, 1)
+    os.dup2(log, 2)
+    if job.get("workdir"):
+        os.chdir(job["workdir"])
+    if os.environ.get("KERAS_BACKEND", "tensorflow") == "tensorflow":
+        import tensorflow as tf
+
+        tf.config.threading.set_intra_op_parallelism_threads(1)
+        tf.config.threading.set_inter_op_parallelism_threads(1)
+
+
+def load_submission(path: str, module_name: str = "submission"):
+    spec = importlib.util.spec_from_file_location(module_name, path)
+    if spec is None or spec.loader is None:
+        raise SubmissionError(f"cannot load {path} as a Python module")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[module_name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def _run_case(module, case, index: int, outputs: dict, module_path: str) -> dict:
+    try:
+        target = getattr(module, case.target, None)
+        if target is None:
+            raise SubmissionError(
+                f"{Path(module_path).name} defines no `{case.target}`: keep the names of the stub"
+            )
+        if case.kind == LAYER:
+            output, grads = _run_layer(target, case)
+        else:
+            output, grads = _run_function(target, case), {}
+    except NotImplementedError as error:
+        return {"status": NOT_IMPLEMENTED, **describe(error, module_path)}
+    except BaseException as error:  # noqa: BLE001
+        return {"status": ERROR, **describe(error, module_path)}
+    outputs[f"case{index}/output"] = output
+    for name, grad in grads.items():
+        outputs[f"case{index}/grad/{name}"] = grad
+    return {"status": OK, "output_dtype": str(output.dtype), "grads": sorted(grads)}
+
+
+def _to_numpy(value, what: str) -> np.ndarray:
+    import keras
+
+    if value is None:
+        raise SubmissionError(f"{what} returned None: did you forget a `return`?")
+    try:
+        array = _asarray(keras.ops.convert_to_numpy(value))
+    except Exception:
+        array = _asarray(value)
+    if array.dtype.kind not in "biuf":
+        raise SubmissionError(
+            f"{what} returned {type(value).__name__} (dtype {array.dtype}); expected numbers"
+        )
+    return array
+
+
+def _run_function(function, case) -> np.ndarray:
+    args = [case.inputs[name] for name in case.inputs]
+    return _to_numpy(function(*args, **case.params), f"{case.target}()")
+
+
+def _run_layer(layer_class, case) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+    import keras
+
+    layer = layer_class(dtype=case.dtype, **case.params)
+    inputs = [keras.ops.convert_to_tensor(x.astype(case.dtype)) for x in case.inputs.values()]
+    layer(*inputs)  # builds the layer, so its weights exist
+    variables = _assign_weights(layer, case)
+    output, grads = vector_jacobian(layer, inputs, variables, case.upstream.astype(case.dtype))
+    named = {f"input:{name}": g for name, g in zip(case.inputs, grads[: len(inputs)], strict=True)}
+    named.update({f"weight:{n}": g for n, g in zip(case.weights, grads[len(inputs) :], strict=True)})
+    return _to_numpy(output, f"{case.target}.call"), {
+        name: _asarray(keras.ops.convert_to_numpy(g)) for name, g in named.items()
+    }
+
+
+def _assign_weights(layer, case) -> list:
+    by_name = {weight.name: weight for weight in layer.weights}
+    variables = []
+    for name, value in case.weights.items():
+        if name not in by_name:
+            found = ", ".join(repr(n) for n in by_name) or "none"
+            raise SubmissionError(
+                f"{case.target} has no weight named {name!r} (its weights: {found}); keep the "
+                "build() of the stub, which names it"
+            )
+        variable = by_name[name]
+        if tuple(variable.shape) != value.shape:
+            raise SubmissionError(
+                f"{case.target}'s weight {name!r} has shape {tuple(variable.shape)}, expected "
+                f"{value.shape}"
+            )
+        variable.assign(value.astype(variable.dtype))
+        variables.append(variable)
+    return variables
+
+
+def vector_jacobian(layer, inputs, variables, upstream):
+    """The layer's output and the VJPs of `upstream` w.r.t. inputs and variables.
+
+    A missing gradient (no path from that input to the output) comes back as zeros, which the
+    grader reports as a cut gradient.
+    """
+    import keras
+
+    backend = keras.backend.backend()
+    if backend == "tensorflow":
+        import tensorflow as tf
+
+        with tf.GradientTape() as tape:
+            tape.watch(inputs)
+            output = layer(*inputs)
+        if tuple(output.shape) != upstream.shape:
+            return output, []
+        sources = list(inputs) + [v.value for v in variables]
+        grads = tape.gradient(output, sources, output_gradients=tf.constant(upstream))
+    elif backend == "jax":
+        import jax
+
+        trainable = list(layer.trainable_variables)
+        positions = [next(i for i, t in enumerate(trainable) if t is v) for v in variables]
+        frozen = [v.value for v in layer.non_trainable_variables]
+
+        def forward(input_values, trainable_values):
+            return layer.stateless_call(trainable_values, frozen, *input_values)[0]
+
+        output, pullback = jax.vjp(forward, list(inputs), [v.value for v in trainable])
+        if tuple(output.shape) != upstream.shape:
+            return output, []
+        input_grads, trainable_grads = pullback(jax.numpy.asarray(upstream))
+        grads = list(input_grads) + [trainable_grads[i] for i in positions]
+    elif backend == "torch":
+        import torch
+
+        inputs = [x.detach().requires_grad_(True) for x in inputs]
+        output = layer(*inputs)
+        if tuple(output.shape) != upstream.shape:
+            return output, []
+        sources = inputs + [v.value for v in variables]
+        grads = torch.autograd.grad(
+            output, sources, grad_outputs=torch.as_tensor(upstream), allow_unused=True
+        )
+    else:
+        raise SubmissionError(f"the grader does not support the {backend!r} Keras backend")
+    sources = list(inputs) + list(variables)
+    return output, [
+        keras.ops.zeros(tuple(s.shape), dtype=upstream.dtype) if g is None else g
+        for s, g in zip(sources, grads, strict=True)
+    ]
+
+
+def unwrap_keras_message(message: str) -> str:
+    """The submission's own message, without the call report Keras wraps around it."""
+    if not message.startswith("Exception encountered when calling"):
+        return message
+    body = message.split("\n\n", 1)[-1]
+    return body.split("\n\nArguments received by", 1)[0].strip()
+
+
+def describe(error: BaseException, module_path: str) -> dict:
+    """What went wrong and where in the submitted file, for the student to read."""
+    where = ""
+    for frame in reversed(traceback.extract_tb(error.__traceback__)):
+        if os.path.abspath(frame.filename) == os.path.abspath(module_path):
+            where = f"{Path(module_path).name}, line {frame.lineno}, in {frame.name}"
+            if frame.line:
+                where += f": {frame.line.strip()}"
+            break
+    if isinstance(error, SyntaxError) and error.lineno:
+        where = f"{Path(error.filename or module_path).name}, line {error.lineno}"
+    if isinstance(error, SystemExit):
+        message = f"the code called sys.exit({error.code!r})"
+    else:
+        message = unwrap_keras_message(str(error))
+    return {"exception": type(error).__name__, "message": message[:2000], "where": where}
+
+
+if __name__ == "__main__":  # a job in a fresh interpreter, where os.fork does not exist
+    run_job(__import__("json").loads(sys.argv[1]))

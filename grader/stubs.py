@@ -1,0 +1,64 @@
+"""Exercise stubs are made from the solutions, never written by hand.
+
+In a solution file, the code between `# BEGIN SOLUTION: <hint>` and `# END SOLUTION` is the
+answer. The stub keeps everything else (imports, signatures, docstrings, given code) and puts
+`raise NotImplementedError("Exercise <id>: <hint>")` in place of each answer.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from grader.records import EXERCISES
+
+BEGIN = re.compile(r"^(?P<indent>\s*)# BEGIN SOLUTION(?::\s*(?P<hint>.*\S))?\s*$")
+END = re.compile(r"^\s*# END SOLUTION\s*$")
+
+
+class MarkerError(ValueError):
+    pass
+
+
+def make_stub(source: str, exercise_id: str, filename: str = "<solution>") -> str:
+    lines, inside = [], None
+    for number, line in enumerate(source.splitlines(keepends=True), start=1):
+        begin, end = BEGIN.match(line), END.match(line)
+        if begin:
+            if inside is not None:
+                raise MarkerError(f"{filename}:{number}: BEGIN SOLUTION inside another "
+                                  f"(opened on line {inside})")
+            inside = number
+            hint = begin["hint"] or "write this part"
+            message = f"Exercise {exercise_id}: {hint}".replace("\\", "\\\\").replace('"', '\\"')
+            lines.append(f'{begin["indent"]}raise NotImplementedError("{message}")\n')
+        elif end:
+            if inside is None:
+                raise MarkerError(f"{filename}:{number}: END SOLUTION without BEGIN SOLUTION")
+            inside = None
+        elif inside is None:
+            lines.append(line)
+    if inside is not None:
+        raise MarkerError(f"{filename}:{inside}: BEGIN SOLUTION is never closed")
+    return "".join(lines)
+
+
+def package_dir(name: str) -> Path:
+    return Path(__file__).resolve().parent.parent / name
+
+
+def sync_stubs(solutions: Path | None = None, exercises: Path | None = None,
+               write: bool = True) -> list[Path]:
+    """Make every stub from its solution; return the stubs that were (or would be) changed."""
+    solutions = solutions or package_dir("solutions")
+    exercises = exercises or package_dir("exercises")
+    changed = []
+    for record in EXERCISES.values():
+        source = solutions / record.file
+        stub = make_stub(source.read_text(encoding="utf-8"), record.id, str(source))
+        target = exercises / record.file
+        if not target.is_file() or target.read_text(encoding="utf-8") != stub:
+            changed.append(target)
+            if write:
+                target.write_text(stub, encoding="utf-8")
+    return changed

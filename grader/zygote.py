@@ -1,0 +1,32 @@
+"""The zygote: import Keras once, then fork one child per job (see grader.processes).
+
+Protocol on stdin/stdout, one JSON document per line: the grader sends
+`{"jobs": [...], "parallel": N}`; the zygote answers one line per finished job
+(`{"key", "state", "exitcode", "seconds"}`) and then `{"done": true}`. It exits when stdin
+closes. Its own stdout is kept for the protocol alone: anything else printed goes to stderr.
+"""
+
+import json
+import os
+import sys
+
+
+def main() -> None:
+    protocol = os.fdopen(os.dup(1), "w", buffering=1)
+    os.dup2(2, 1)
+    sys.stdout = sys.stderr
+
+    import grader._preload  # noqa: F401 - Keras and the backend, imported before any fork
+    from grader.processes import ForkedChild, schedule
+
+    def report(message):
+        protocol.write(json.dumps(message) + "\n")
+
+    for line in sys.stdin:
+        request = json.loads(line)
+        schedule(request["jobs"], request["parallel"], ForkedChild, report)
+        report({"done": True})
+
+
+if __name__ == "__main__":
+    main()
