@@ -84,6 +84,6 @@ def softmax_jacobian(scores):
     """scores (..., n) -> Jacobian of softmax (..., n, n) = diag(p) - p pᵀ.
 
     p = softmax(scores) over the last axis; J[..., i, j] = d p_i / d s_j. Leading axes are
-    batch axes. Large scores (hundreds) must not overflow: use a stable softmax.
+    batch axes. Large scores (a thousand) must not overflow: use a stable softmax.
     """
     raise NotImplementedError("Exercise 8-2: a stable softmax, then diag(p) minus the outer product of p with itself")

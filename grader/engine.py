@@ -8,6 +8,7 @@ process with a time limit, and compares everything itself.
 from __future__ import annotations
 
 import ast
+import re
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -65,7 +66,7 @@ def read_case_outputs(outcome: Outcome, count: int) -> list[CaseOutput]:
         if not isinstance(report, dict) or report.get("status") not in (OK, CASE_NOT_IMPLEMENTED,
                                                                          "error"):
             raise ValueError("the process reported a malformed result")
-        text = {key: str(report.get(key, "")) for key in ("exception", "message", "where")}
+        text = {key: printable(report.get(key, "")) for key in ("exception", "message", "where")}
         if report["status"] != OK:
             outputs.append(CaseOutput(report["status"], **text))
             continue
@@ -79,6 +80,15 @@ def read_case_outputs(outcome: Outcome, count: int) -> list[CaseOutput]:
             )
         )
     return outputs
+
+
+_ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]")
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
+
+
+def printable(text, limit: int = 2000) -> str:
+    """Text from a child, safe to print: no terminal escapes or control characters."""
+    return _CONTROL.sub("", _ANSI.sub("", str(text)))[:limit]
 
 
 class LiveReference:
@@ -281,7 +291,7 @@ def judge_part(part, cases, expected, outcome: Outcome, timeout: float) -> PartR
             raise ValueError(outcome.problem)
         if outcome.meta.get("import_error"):
             info = outcome.meta["import_error"]
-            message = _error_words(CaseOutput("error", **{k: str(info.get(k, "")) for k in
+            message = _error_words(CaseOutput("error", **{k: printable(info.get(k, "")) for k in
                                                           ("exception", "message", "where")}))
             message = "could not import the file: " + message
             return PartResult(part.name, part.points, ERROR,
@@ -290,7 +300,7 @@ def judge_part(part, cases, expected, outcome: Outcome, timeout: float) -> PartR
     except ValueError as error:
         message = f"crashed: {error}"
         if outcome.log_tail.strip():
-            message += "; its last output:\n" + outcome.log_tail.strip()[-600:]
+            message += "; its last output:\n" + printable(outcome.log_tail.strip()[-600:])
         return PartResult(part.name, part.points, ERROR, [CheckResult(part.name, False, message)],
                           summary=message)
 

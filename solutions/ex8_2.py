@@ -98,7 +98,7 @@ def softmax_jacobian(scores):
     """scores (..., n) -> Jacobian of softmax (..., n, n) = diag(p) - p pᵀ.
 
     p = softmax(scores) over the last axis; J[..., i, j] = d p_i / d s_j. Leading axes are
-    batch axes. Large scores (hundreds) must not overflow: use a stable softmax.
+    batch axes. Large scores (a thousand) must not overflow: use a stable softmax.
     """
     # BEGIN SOLUTION: a stable softmax, then diag(p) minus the outer product of p with itself
     probs = ops.softmax(ops.convert_to_tensor(scores), axis=-1)
