@@ -35,8 +35,10 @@ def _submission(value: str) -> Path:
         return path
     if value.rstrip("/") in ("exercises", "solutions"):
         return package_dir(value.rstrip("/"))
-    raise click.BadParameter(f"{value!r} does not exist: give the folder that holds your "
-                             "exercise files", param_hint="--submission")
+    raise click.BadParameter(
+        f"{value!r} does not exist: give the folder that holds your exercise files",
+        param_hint="--submission",
+    )
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -50,8 +52,9 @@ def list_exercises():
     """List the exercises with their points."""
     width = max(len(record.id) for record in EXERCISES.values())
     for record in EXERCISES.values():
-        click.echo(f"{record.id:<{width}}  {record.max_score:>4g} pts  {record.title}"
-                   f"  [{record.section}]")
+        click.echo(
+            f"{record.id:<{width}}  {record.max_score:>4g} pts  {record.title}  [{record.section}]"
+        )
 
 
 @main.command()
@@ -66,15 +69,31 @@ def show(exercise_id):
 @main.command()
 @click.argument("exercise_ids", nargs=-1)
 @click.option("--all", "everything", is_flag=True, help="Check every exercise.")
-@click.option("--submission", default="exercises", show_default=True,
-              help="Folder with your exercise files.")
-@click.option("--format", "output_format", type=click.Choice(["text", "json"]), default="text",
-              show_default=True, help="json: one result object per exercise, one per line.")
+@click.option(
+    "--submission", default="exercises", show_default=True, help="Folder with your exercise files."
+)
+@click.option(
+    "--format",
+    "output_format",
+    type=click.Choice(["text", "json"]),
+    default="text",
+    show_default=True,
+    help="json: one result object per exercise, one per line.",
+)
 @click.option("--verbose", "-v", is_flag=True, help="List every check, passed or not.")
-@click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True,
-              help="Seed of the check cases.")
-@click.option("--timeout", type=click.FloatRange(min=0, min_open=True), default=None,
-              help="Seconds each part may run (default: the exercise's own limit).")
+@click.option(
+    "--seed",
+    type=click.IntRange(min=0),
+    default=0,
+    show_default=True,
+    help="Seed of the check cases.",
+)
+@click.option(
+    "--timeout",
+    type=click.FloatRange(min=0, min_open=True),
+    default=None,
+    help="Seconds each part may run (default: the exercise's own limit).",
+)
 def check(exercise_ids, everything, submission, output_format, verbose, seed, timeout):
     """Grade your exercise files against the reference: outputs and gradients."""
     from grader.processes import warm_up
@@ -102,8 +121,12 @@ def check(exercise_ids, everything, submission, output_format, verbose, seed, ti
 
 
 @main.command()
-@click.option("--check", "check_only", is_flag=True,
-              help="Only report stubs that differ from their solutions; exit 1 if any.")
+@click.option(
+    "--check",
+    "check_only",
+    is_flag=True,
+    help="Only report stubs that differ from their solutions; exit 1 if any.",
+)
 def stubs(check_only):
     """(Maintainers) Make exercises/ from solutions/."""
     from grader.stubs import MarkerError, sync_stubs
@@ -122,8 +145,13 @@ def stubs(check_only):
 
 @main.command()
 @click.argument("exercise_ids", nargs=-1)
-@click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path),
-              default=Path("fixtures"), show_default=True)
+@click.option(
+    "--out",
+    "out_dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=Path("fixtures"),
+    show_default=True,
+)
 @click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True)
 def fixtures(exercise_ids, out_dir, seed):
     """(Maintainers) Save check cases and expected results, for a kit without solutions/."""
@@ -133,8 +161,9 @@ def fixtures(exercise_ids, out_dir, seed):
     out_dir.mkdir(parents=True, exist_ok=True)
     for record in _records(exercise_ids, not exercise_ids):
         try:
-            write_fixture(record, seed, out_dir / f"{record.id}.npz",
-                          LiveReference(package_dir("solutions")))
+            write_fixture(
+                record, seed, out_dir / f"{record.id}.npz", LiveReference(package_dir("solutions"))
+            )
         except GraderError as error:
             raise click.ClickException(str(error)) from None
         click.echo(f"{out_dir / (record.id + '.npz')}: seed {seed}")

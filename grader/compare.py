@@ -28,7 +28,10 @@ class Difference:
 
 def tolerances(case: Case) -> tuple[float, float]:
     rtol, atol = TOLERANCES.get(case.dtype, TOLERANCES["float32"])
-    return (case.rtol if case.rtol is not None else rtol, case.atol if case.atol is not None else atol)
+    return (
+        case.rtol if case.rtol is not None else rtol,
+        case.atol if case.atol is not None else atol,
+    )
 
 
 def close(expected: np.ndarray, received: np.ndarray, case: Case) -> np.ndarray:
@@ -61,8 +64,9 @@ def difference(
     ok = close(expected, received, case)
     if ok.all():
         return None
-    worst = np.unravel_index(int(np.argmax(np.where(ok, -1.0, np.abs(received - expected)))),
-                             expected.shape)
+    worst = np.unravel_index(
+        int(np.argmax(np.where(ok, -1.0, np.abs(received - expected)))), expected.shape
+    )
     where = f"at index {[int(i) for i in worst]}" if expected.ndim else "value"
     located = (
         f"{where}: expected {_fmt(expected[worst])}, received {_fmt(received[worst])} "
@@ -111,8 +115,10 @@ def dtype_difference(case: Case, received_dtype: str) -> Difference | None:
 def _shape_difference(expected: np.ndarray, received: np.ndarray) -> Difference:
     message = f"expected shape {expected.shape}, received {received.shape}"
     if expected.ndim >= 2 and received.shape == expected.shape[:-2] + expected.shape[:-3:-1]:
-        return Difference(message + ": the last two axes are swapped (a transpose too many or "
-                          "too few)", "transposed")
+        return Difference(
+            message + ": the last two axes are swapped (a transpose too many or too few)",
+            "transposed",
+        )
     return Difference(message)
 
 

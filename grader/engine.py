@@ -29,8 +29,8 @@ from grader.results import (
     ExerciseResult,
     PartResult,
 )
-from grader.runner import OK
 from grader.runner import NOT_IMPLEMENTED as CASE_NOT_IMPLEMENTED
+from grader.runner import OK
 from grader.spec import LAYER, Case, Exercise
 
 
@@ -63,8 +63,11 @@ def read_case_outputs(outcome: Outcome, count: int) -> list[CaseOutput]:
         raise ValueError("the process reported a malformed result")
     outputs = []
     for index, report in enumerate(reports):
-        if not isinstance(report, dict) or report.get("status") not in (OK, CASE_NOT_IMPLEMENTED,
-                                                                         "error"):
+        if not isinstance(report, dict) or report.get("status") not in (
+            OK,
+            CASE_NOT_IMPLEMENTED,
+            "error",
+        ):
             raise ValueError("the process reported a malformed result")
         text = {key: printable(report.get(key, "")) for key in ("exception", "message", "where")}
         if report["status"] != OK:
@@ -75,7 +78,9 @@ def read_case_outputs(outcome: Outcome, count: int) -> list[CaseOutput]:
             CaseOutput(
                 OK,
                 output=outcome.arrays.get(f"case{index}/output"),
-                grads={k[len(prefix):]: v for k, v in outcome.arrays.items() if k.startswith(prefix)},
+                grads={
+                    k[len(prefix) :]: v for k, v in outcome.arrays.items() if k.startswith(prefix)
+                },
                 dtype=str(report.get("output_dtype", "")),
             )
         )
@@ -116,8 +121,14 @@ class LiveReference:
         path = workdir / "cases-reference.npz"
         described, arrays = cases_to_bundle(everything)
         save_bundle(path, {"cases": described}, arrays)
-        return Job("reference", self.directory / record.file, path, workdir, timeout=300.0,
-                   module_name="reference_solution")
+        return Job(
+            "reference",
+            self.directory / record.file,
+            path,
+            workdir,
+            timeout=300.0,
+            module_name="reference_solution",
+        )
 
     def expected(self, record, seed, cases, outcome: Outcome | None):
         key = self._key(record, seed)
@@ -166,11 +177,16 @@ class FixtureReference:
         for part in record.parts:
             entry = meta["parts"][part.name]
             prefix = f"{part.name}/"
-            own = {k[len(prefix):]: v for k, v in arrays.items() if k.startswith(prefix)}
+            own = {k[len(prefix) :]: v for k, v in arrays.items() if k.startswith(prefix)}
             cases[part.name] = cases_from_bundle(entry["cases"], own)
-            outcome = Outcome("finished", 0.0, meta={"cases": entry["expected"]},
-                              arrays={k[len("expected/"):]: v for k, v in own.items()
-                                      if k.startswith("expected/")})
+            outcome = Outcome(
+                "finished",
+                0.0,
+                meta={"cases": entry["expected"]},
+                arrays={
+                    k[len("expected/") :]: v for k, v in own.items() if k.startswith("expected/")
+                },
+            )
             expected[part.name] = read_case_outputs(outcome, len(cases[part.name]))
         return cases, expected
 
@@ -196,7 +212,9 @@ def write_fixture(record: Exercise, seed: int, path: str | Path, reference: Live
         described, case_arrays = cases_to_bundle(cases[part.name])
         reports = []
         for index, output in enumerate(expected[part.name]):
-            reports.append({"status": OK, "output_dtype": output.dtype, "grads": list(output.grads)})
+            reports.append(
+                {"status": OK, "output_dtype": output.dtype, "grads": list(output.grads)}
+            )
             case_arrays[f"expected/case{index}/output"] = output.output
             for name, grad in output.grads.items():
                 case_arrays[f"expected/case{index}/grad/{name}"] = grad
@@ -241,8 +259,12 @@ def grade(
 
     problem = _unloadable(path)
     if problem:
-        result.parts = [PartResult(p.name, p.points, ERROR, [CheckResult("load", False, problem)],
-                                   summary=problem) for p in chosen]
+        result.parts = [
+            PartResult(
+                p.name, p.points, ERROR, [CheckResult("load", False, problem)], summary=problem
+            )
+            for p in chosen
+        ]
         return result
 
     reference = reference or default_reference(record)
@@ -254,15 +276,28 @@ def grade(
             case_path = workdir / f"cases-{part.name}.npz"
             described, arrays = cases_to_bundle(cases[part.name])
             save_bundle(case_path, {"cases": described}, arrays)
-            jobs.append(Job(f"part-{part.name}", path.resolve(), case_path, workdir,
-                            timeout=timeout or record.timeout, module_name=path.stem))
+            jobs.append(
+                Job(
+                    f"part-{part.name}",
+                    path.resolve(),
+                    case_path,
+                    workdir,
+                    timeout=timeout or record.timeout,
+                    module_name=path.stem,
+                )
+            )
         reference_job = reference.job(record, seed, workdir, cases)
         outcomes = run_jobs(([reference_job] if reference_job else []) + jobs, parallel)
         expected = reference.expected(record, seed, cases, outcomes.get("reference"))
     for part in chosen:
         result.parts.append(
-            judge_part(part, cases[part.name], expected[part.name], outcomes[f"part-{part.name}"],
-                       timeout or record.timeout)
+            judge_part(
+                part,
+                cases[part.name],
+                expected[part.name],
+                outcomes[f"part-{part.name}"],
+                timeout or record.timeout,
+            )
         )
     return result
 
@@ -282,27 +317,44 @@ def _unloadable(path: Path) -> str:
 
 def judge_part(part, cases, expected, outcome: Outcome, timeout: float) -> PartResult:
     if outcome.state == TIMED_OUT:
-        message = (f"stopped after {timeout:g} s without finishing: an endless loop, or far too "
-                   "much work for these small inputs")
-        return PartResult(part.name, part.points, TIMEOUT, [CheckResult(part.name, False, message)],
-                          summary=message)
+        message = (
+            f"stopped after {timeout:g} s without finishing: an endless loop, or far too "
+            "much work for these small inputs"
+        )
+        return PartResult(
+            part.name,
+            part.points,
+            TIMEOUT,
+            [CheckResult(part.name, False, message)],
+            summary=message,
+        )
     try:
         if outcome.state == CRASHED:
             raise ValueError(outcome.problem)
         if outcome.meta.get("import_error"):
             info = outcome.meta["import_error"]
-            message = _error_words(CaseOutput("error", **{k: printable(info.get(k, "")) for k in
-                                                          ("exception", "message", "where")}))
+            message = _error_words(
+                CaseOutput(
+                    "error",
+                    **{k: printable(info.get(k, "")) for k in ("exception", "message", "where")},
+                )
+            )
             message = "could not import the file: " + message
-            return PartResult(part.name, part.points, ERROR,
-                              [CheckResult("import", False, message)], summary=message)
+            return PartResult(
+                part.name,
+                part.points,
+                ERROR,
+                [CheckResult("import", False, message)],
+                summary=message,
+            )
         received = read_case_outputs(outcome, len(cases))
     except ValueError as error:
         message = f"crashed: {error}"
         if outcome.log_tail.strip():
             message += "; its last output:\n" + printable(outcome.log_tail.strip()[-600:])
-        return PartResult(part.name, part.points, ERROR, [CheckResult(part.name, False, message)],
-                          summary=message)
+        return PartResult(
+            part.name, part.points, ERROR, [CheckResult(part.name, False, message)], summary=message
+        )
 
     checks = []
     for case, want, got in zip(cases, expected, received, strict=True):
@@ -311,7 +363,8 @@ def judge_part(part, cases, expected, outcome: Outcome, timeout: float) -> PartR
     if all(check.passed for check in checks):
         status = PASSED
     elif statuses == {CASE_NOT_IMPLEMENTED} or (
-        CASE_NOT_IMPLEMENTED in statuses and "error" not in statuses
+        CASE_NOT_IMPLEMENTED in statuses
+        and "error" not in statuses
         and all(c.passed for c in checks if not c.message.startswith("not implemented"))
     ):
         status = NOT_IMPLEMENTED
@@ -331,10 +384,16 @@ def judge_case(part, case: Case, want: CaseOutput, got: CaseOutput) -> list[Chec
         return [CheckResult(f"{prefix}{case.label}", False, _error_words(got))]
     if got.output is None:
         return [CheckResult(f"{prefix}output, {case.label}", False, "no output was reported")]
-    checks = [_check(f"{prefix}output, {case.label}",
-                     compare.difference(want.output, got.output, case, part.mistakes))]
+    checks = [
+        _check(
+            f"{prefix}output, {case.label}",
+            compare.difference(want.output, got.output, case, part.mistakes),
+        )
+    ]
     if case.kind == LAYER:
-        checks.append(_check(f"{prefix}dtype, {case.label}", compare.dtype_difference(case, got.dtype)))
+        checks.append(
+            _check(f"{prefix}dtype, {case.label}", compare.dtype_difference(case, got.dtype))
+        )
         for name, grad in want.grads.items():
             wrt = name.split(":", 1)[-1]
             found = got.grads.get(name)

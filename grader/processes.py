@@ -89,8 +89,9 @@ class ZygoteError(RuntimeError):
 class Zygote:
     def __init__(self):
         configure_backend()
-        self._log = tempfile.NamedTemporaryFile(prefix="attnkit-zygote-", suffix=".log",
-                                                delete=False)
+        self._log = tempfile.NamedTemporaryFile(
+            prefix="attnkit-zygote-", suffix=".log", delete=False
+        )
         self.process = subprocess.Popen(
             [sys.executable, "-m", "grader.zygote"],
             stdin=subprocess.PIPE,
@@ -199,7 +200,9 @@ class InterpreterChild:
     def __init__(self, job: dict):
         self.process = subprocess.Popen(
             [sys.executable, "-m", "grader.runner", json.dumps(job)],
-            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
         )
 
     def poll(self) -> int | None:
@@ -219,8 +222,12 @@ def schedule(jobs: list[dict], parallel: int, start, report=None) -> dict[str, d
     pending, running, reports = list(jobs), [], {}
 
     def done(job, state, exitcode, started):
-        reports[job["key"]] = {"key": job["key"], "state": state, "exitcode": exitcode,
-                               "seconds": round(time.monotonic() - started, 3)}
+        reports[job["key"]] = {
+            "key": job["key"],
+            "state": state,
+            "exitcode": exitcode,
+            "seconds": round(time.monotonic() - started, 3),
+        }
         if report:
             report(reports[job["key"]])
 

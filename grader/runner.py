@@ -134,7 +134,9 @@ def _run_layer(layer_class, case) -> tuple[np.ndarray, dict[str, np.ndarray]]:
     if not grads:  # the output has the wrong shape: no VJP to take, the grader says why
         return _to_numpy(output, f"{case.target}.call"), {}
     named = {f"input:{name}": g for name, g in zip(case.inputs, grads[: len(inputs)], strict=True)}
-    named.update({f"weight:{n}": g for n, g in zip(case.weights, grads[len(inputs) :], strict=True)})
+    named.update(
+        {f"weight:{n}": g for n, g in zip(case.weights, grads[len(inputs) :], strict=True)}
+    )
     return _to_numpy(output, f"{case.target}.call"), {
         name: _asarray(keras.ops.convert_to_numpy(g)) for name, g in named.items()
     }

@@ -26,8 +26,9 @@ def make_stub(source: str, exercise_id: str, filename: str = "<solution>") -> st
         begin, end = BEGIN.match(line), END.match(line)
         if begin:
             if inside is not None:
-                raise MarkerError(f"{filename}:{number}: BEGIN SOLUTION inside another "
-                                  f"(opened on line {inside})")
+                raise MarkerError(
+                    f"{filename}:{number}: BEGIN SOLUTION inside another (opened on line {inside})"
+                )
             inside = number
             hint = begin["hint"] or "write this part"
             message = f"Exercise {exercise_id}: {hint}".replace("\\", "\\\\").replace('"', '\\"')
@@ -47,8 +48,9 @@ def package_dir(name: str) -> Path:
     return Path(__file__).resolve().parent.parent / name
 
 
-def sync_stubs(solutions: Path | None = None, exercises: Path | None = None,
-               write: bool = True) -> list[Path]:
+def sync_stubs(
+    solutions: Path | None = None, exercises: Path | None = None, write: bool = True
+) -> list[Path]:
     """Make every stub from its solution; return the stubs that were (or would be) changed."""
     solutions = solutions or package_dir("solutions")
     exercises = exercises or package_dir("exercises")

@@ -42,8 +42,9 @@ def test_stub_reports_not_implemented_for_every_part():
     assert result.score == 0.0
     for part in result.parts:
         assert part.status == NOT_IMPLEMENTED, part
-        assert all(c.message.startswith("not implemented yet (Exercise 8-2: ")
-                   for c in failures(part))
+        assert all(
+            c.message.startswith("not implemented yet (Exercise 8-2: ") for c in failures(part)
+        )
 
 
 ALTERNATIVE_NUMPY_EINSUM = """
@@ -106,8 +107,9 @@ def softmax_jacobian(scores):
 """
 
 
-@pytest.mark.parametrize("body", [ALTERNATIVE_NUMPY_EINSUM, ALTERNATIVE_TENSORFLOW],
-                         ids=["einsum-numpy", "tensorflow"])
+@pytest.mark.parametrize(
+    "body", [ALTERNATIVE_NUMPY_EINSUM, ALTERNATIVE_TENSORFLOW], ids=["einsum-numpy", "tensorflow"]
+)
 def test_correct_alternatives_score_full_marks(tmp_path, body):
     result = grade("8-2", submit(tmp_path, body))
     assert result.score == 10.0, [(p.name, failures(p)[:1]) for p in result.parts]
@@ -129,61 +131,132 @@ class BilinearScore(keras.layers.Layer):
 
 PLANTED = [
     # (part, source, the named mistake, a phrase of the feedback)
-    ("ScaledDotScore", SCALED.format(expression="ops.matmul(query, ops.transpose(key, (0, 2, 1)))"),
-     "scale forgotten", "1/√d scale is missing"),
-    ("ScaledDotScore", SCALED.format(
-        expression="ops.matmul(query, ops.transpose(key, (0, 2, 1))) / key.shape[-1]"),
-     "divided by d", "instead of √d"),
-    ("ScaledDotScore", SCALED.format(
-        expression="ops.matmul(query, ops.transpose(ops.stop_gradient(key), (0, 2, 1)))"
-        " / key.shape[-1] ** 0.5"),
-     "gradient cut", "gradient with respect to key is zero"),
-    ("ScaledDotScore", SCALED.format(
-        expression="ops.cast(ops.einsum('bqd,bkd->bqk', query, key) / key.shape[-1] ** 0.5, "
-        "'float64')"),
-     "dtype changed", "keep the dtype"),
-    ("ScaledDotScore", SCALED.format(
-        expression="ops.matmul(key, ops.transpose(query, (0, 2, 1))) / key.shape[-1] ** 0.5"),
-     "transposed", "last two axes are swapped"),
-    ("BilinearScore", BILINEAR.format(
-        expression="ops.einsum('bip,qp,bjq->bij', query, self.kernel, key)"),
-     "kernel transposed", "kernel is transposed"),
-    ("BilinearScore", BILINEAR.format(
-        expression="ops.einsum('bip,pq,bjq->bij', query, ops.stop_gradient(self.kernel), key)"),
-     "gradient cut", "gradient with respect to kernel is zero"),
-    ("BilinearScore", BILINEAR.format(
-        expression="ops.einsum('bip,pq,bjq->bij', query, self.kernel, key) / key.shape[-1] ** 0.5"),
-     "scaled like the scaled dot product", "no 1/√d scale"),
-    ("variances", "def dot_product_variance(d, var_q=1.0, var_k=1.0):\n    return var_q * var_k\n"
-     "def scaled_dot_product_variance(d, var_q=1.0, var_k=1.0):\n    return var_q * var_k\n",
-     "factor d missing", "d times the variance"),
-    ("variances", "def dot_product_variance(d, var_q=1.0, var_k=1.0):\n    return d * var_q * var_k\n"
-     "def scaled_dot_product_variance(d, var_q=1.0, var_k=1.0):\n    return d ** 0.5 * var_q * var_k\n",
-     "divided the variance by √d", "not by √d"),
-    ("bilinear_asymmetry", "def bilinear_asymmetry(W):\n    return W.T - W\n",
-     "sign flipped", "order is reversed"),
-    ("bilinear_asymmetry", "def bilinear_asymmetry(W):\n    return W + W.T\n",
-     "symmetric part", "antisymmetric"),
-    ("softmax_jacobian", "def softmax_jacobian(scores):\n"
-     "    p = ops.softmax(scores, axis=0)\n"
-     "    return p[..., :, None] * ops.eye(p.shape[-1], dtype=p.dtype) - p[..., :, None] * p[..., None, :]\n",
-     "softmax on the wrong axis", "wrong axis"),
-    ("softmax_jacobian", "def softmax_jacobian(scores):\n"
-     "    p = ops.softmax(scores, axis=-1)\n"
-     "    return p[..., :, None] * p[..., None, :] - p[..., :, None] * ops.eye(p.shape[-1], dtype=p.dtype)\n",
-     "sign flipped", "sign is flipped"),
-    ("softmax_jacobian", "def softmax_jacobian(scores):\n"
-     "    e = np.exp(scores)\n"
-     "    p = e / e.sum(axis=-1, keepdims=True)\n"
-     "    return p[..., :, None] * np.eye(p.shape[-1]) - p[..., :, None] * p[..., None, :]\n",
-     None, "NaN or infinite"),
+    (
+        "ScaledDotScore",
+        SCALED.format(expression="ops.matmul(query, ops.transpose(key, (0, 2, 1)))"),
+        "scale forgotten",
+        "1/√d scale is missing",
+    ),
+    (
+        "ScaledDotScore",
+        SCALED.format(
+            expression="ops.matmul(query, ops.transpose(key, (0, 2, 1))) / key.shape[-1]"
+        ),
+        "divided by d",
+        "instead of √d",
+    ),
+    (
+        "ScaledDotScore",
+        SCALED.format(
+            expression="ops.matmul(query, ops.transpose(ops.stop_gradient(key), (0, 2, 1)))"
+            " / key.shape[-1] ** 0.5"
+        ),
+        "gradient cut",
+        "gradient with respect to key is zero",
+    ),
+    (
+        "ScaledDotScore",
+        SCALED.format(
+            expression="ops.cast(ops.einsum('bqd,bkd->bqk', query, key) / key.shape[-1] ** 0.5, "
+            "'float64')"
+        ),
+        "dtype changed",
+        "keep the dtype",
+    ),
+    (
+        "ScaledDotScore",
+        SCALED.format(
+            expression="ops.matmul(key, ops.transpose(query, (0, 2, 1))) / key.shape[-1] ** 0.5"
+        ),
+        "transposed",
+        "last two axes are swapped",
+    ),
+    (
+        "BilinearScore",
+        BILINEAR.format(expression="ops.einsum('bip,qp,bjq->bij', query, self.kernel, key)"),
+        "kernel transposed",
+        "kernel is transposed",
+    ),
+    (
+        "BilinearScore",
+        BILINEAR.format(
+            expression="ops.einsum('bip,pq,bjq->bij', query, ops.stop_gradient(self.kernel), key)"
+        ),
+        "gradient cut",
+        "gradient with respect to kernel is zero",
+    ),
+    (
+        "BilinearScore",
+        BILINEAR.format(
+            expression="ops.einsum('bip,pq,bjq->bij', query, self.kernel, key)"
+            " / key.shape[-1] ** 0.5"
+        ),
+        "scaled like the scaled dot product",
+        "no 1/√d scale",
+    ),
+    (
+        "variances",
+        "def dot_product_variance(d, var_q=1.0, var_k=1.0):\n    return var_q * var_k\n"
+        "def scaled_dot_product_variance(d, var_q=1.0, var_k=1.0):\n    return var_q * var_k\n",
+        "factor d missing",
+        "d times the variance",
+    ),
+    (
+        "variances",
+        "def dot_product_variance(d, var_q=1.0, var_k=1.0):\n    return d * var_q * var_k\n"
+        "def scaled_dot_product_variance(d, var_q=1.0, var_k=1.0):\n"
+        "    return d ** 0.5 * var_q * var_k\n",
+        "divided the variance by √d",
+        "not by √d",
+    ),
+    (
+        "bilinear_asymmetry",
+        "def bilinear_asymmetry(W):\n    return W.T - W\n",
+        "sign flipped",
+        "order is reversed",
+    ),
+    (
+        "bilinear_asymmetry",
+        "def bilinear_asymmetry(W):\n    return W + W.T\n",
+        "symmetric part",
+        "antisymmetric",
+    ),
+    (
+        "softmax_jacobian",
+        "def softmax_jacobian(scores):\n"
+        "    p = ops.softmax(scores, axis=0)\n"
+        "    eye = ops.eye(p.shape[-1], dtype=p.dtype)\n"
+        "    return p[..., :, None] * eye - p[..., :, None] * p[..., None, :]\n",
+        "softmax on the wrong axis",
+        "wrong axis",
+    ),
+    (
+        "softmax_jacobian",
+        "def softmax_jacobian(scores):\n"
+        "    p = ops.softmax(scores, axis=-1)\n"
+        "    eye = ops.eye(p.shape[-1], dtype=p.dtype)\n"
+        "    return p[..., :, None] * p[..., None, :] - p[..., :, None] * eye\n",
+        "sign flipped",
+        "sign is flipped",
+    ),
+    (
+        "softmax_jacobian",
+        "def softmax_jacobian(scores):\n"
+        "    e = np.exp(scores)\n"
+        "    p = e / e.sum(axis=-1, keepdims=True)\n"
+        "    return p[..., :, None] * np.eye(p.shape[-1]) - p[..., :, None] * p[..., None, :]\n",
+        None,
+        "NaN or infinite",
+    ),
 ]
 
 
-@pytest.mark.parametrize("part_name,body,mistake,phrase", PLANTED,
-                         ids=[f"{p[0]}-{p[2] or p[3]}" for p in PLANTED])
-def test_planted_mistake_fails_its_part_with_a_named_message(tmp_path, part_name, body, mistake,
-                                                             phrase):
+@pytest.mark.parametrize(
+    "part_name,body,mistake,phrase", PLANTED, ids=[f"{p[0]}-{p[2] or p[3]}" for p in PLANTED]
+)
+def test_planted_mistake_fails_its_part_with_a_named_message(
+    tmp_path, part_name, body, mistake, phrase
+):
     result = grade("8-2", submit(tmp_path, body), parts=[part_name])
     part = result.part(part_name)
     assert part.status in (FAILED, ERROR) and part.score == 0.0
@@ -215,8 +288,11 @@ def test_syntax_error_names_file_and_line_and_scores_zero(tmp_path):
 
 
 def test_import_error_scores_zero_everywhere_with_the_reason(tmp_path):
-    result = grade("8-2", submit(tmp_path, "import attention_helpers_that_do_not_exist\n"),
-                   parts=["variances", "bilinear_asymmetry"])
+    result = grade(
+        "8-2",
+        submit(tmp_path, "import attention_helpers_that_do_not_exist\n"),
+        parts=["variances", "bilinear_asymmetry"],
+    )
     for part in result.parts:
         assert part.status == ERROR
         message = part.checks[0].message
@@ -236,7 +312,9 @@ def test_missing_file_and_missing_name_are_explained(tmp_path):
 
 
 def test_a_hanging_part_times_out_alone_and_the_others_are_graded(tmp_path):
-    body = ALTERNATIVE_NUMPY_EINSUM + "\n\ndef bilinear_asymmetry(W):\n    while True:\n        pass\n"
+    body = (
+        ALTERNATIVE_NUMPY_EINSUM + "\n\ndef bilinear_asymmetry(W):\n    while True:\n        pass\n"
+    )
     result = grade("8-2", submit(tmp_path, body), timeout=8)
     assert result.part("bilinear_asymmetry").status == TIMEOUT
     assert "stopped after 8 s" in result.part("bilinear_asymmetry").checks[0].message
@@ -245,11 +323,14 @@ def test_a_hanging_part_times_out_alone_and_the_others_are_graded(tmp_path):
     assert result.score == 9.0
 
 
-@pytest.mark.parametrize("statement,phrase", [
-    ("import os; os._exit(3)", "exited with status 3"),
-    ("import sys; sys.exit(4)", "sys.exit(4)"),
-    ("import os, signal; os.kill(os.getpid(), signal.SIGKILL)", "killed by signal 9"),
-])
+@pytest.mark.parametrize(
+    "statement,phrase",
+    [
+        ("import os; os._exit(3)", "exited with status 3"),
+        ("import sys; sys.exit(4)", "sys.exit(4)"),
+        ("import os, signal; os.kill(os.getpid(), signal.SIGKILL)", "killed by signal 9"),
+    ],
+)
 def test_a_process_that_dies_costs_its_part_only(tmp_path, statement, phrase):
     body = ALTERNATIVE_NUMPY_EINSUM + f"\n\ndef bilinear_asymmetry(W):\n    {statement}\n"
     result = grade("8-2", submit(tmp_path, body), parts=["bilinear_asymmetry", "variances"])

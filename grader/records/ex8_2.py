@@ -33,8 +33,9 @@ def _layer_case(target, rng, shapes, dtype="float64", weights=None):
 
 
 def scaled_dot_cases(rng):
-    cases = [_layer_case("ScaledDotScore", rng, (b, tq, tk, d, d)) for b, tq, tk, d in
-             SCALED_DOT_SHAPES]
+    cases = [
+        _layer_case("ScaledDotScore", rng, (b, tq, tk, d, d)) for b, tq, tk, d in SCALED_DOT_SHAPES
+    ]
     cases.append(_layer_case("ScaledDotScore", rng, (2, 3, 4, 8, 8), dtype="float32"))
     return cases
 
@@ -45,8 +46,13 @@ def bilinear_cases(rng):
         b, tq, tk, dq, dk, *dtype = shapes
         kernel = rng.standard_normal((dq, dk))
         cases.append(
-            _layer_case("BilinearScore", rng, (b, tq, tk, dq, dk), dtype=(dtype or ["float64"])[0],
-                        weights={"kernel": kernel})
+            _layer_case(
+                "BilinearScore",
+                rng,
+                (b, tq, tk, dq, dk),
+                dtype=(dtype or ["float64"])[0],
+                weights={"kernel": kernel},
+            )
         )
     return cases
 
@@ -58,29 +64,45 @@ def variance_cases(rng):
         for d in (1, 64, 512):
             var_q, var_k = (float(v) for v in np.round(rng.uniform(0.2, 3.0, size=2), 3))
             cases.append(
-                Case(target, FUNCTION, f"d={d} var_q={var_q} var_k={var_k}",
-                     params={"d": d, "var_q": var_q, "var_k": var_k})
+                Case(
+                    target,
+                    FUNCTION,
+                    f"d={d} var_q={var_q} var_k={var_k}",
+                    params={"d": d, "var_q": var_q, "var_k": var_k},
+                )
             )
     return cases
 
 
 def asymmetry_cases(rng):
     return [
-        Case("bilinear_asymmetry", FUNCTION, f"W of shape ({d}, {d})",
-             inputs={"W": rng.standard_normal((d, d))})
+        Case(
+            "bilinear_asymmetry",
+            FUNCTION,
+            f"W of shape ({d}, {d})",
+            inputs={"W": rng.standard_normal((d, d))},
+        )
         for d in (1, 3, 6)
     ]
 
 
 def jacobian_cases(rng):
     cases = [
-        Case("softmax_jacobian", FUNCTION, f"scores of shape {shape}",
-             inputs={"scores": rng.standard_normal(shape)})
+        Case(
+            "softmax_jacobian",
+            FUNCTION,
+            f"scores of shape {shape}",
+            inputs={"scores": rng.standard_normal(shape)},
+        )
         for shape in [(4,), (2, 3, 5), (3, 4), (1, 1)]
     ]
     cases.append(
-        Case("softmax_jacobian", FUNCTION, "large scores (about 1000: numerical stability)",
-             inputs={"scores": 1000.0 + 5.0 * rng.standard_normal((2, 6))})
+        Case(
+            "softmax_jacobian",
+            FUNCTION,
+            "large scores (about 1000: numerical stability)",
+            inputs={"scores": 1000.0 + 5.0 * rng.standard_normal((2, 6))},
+        )
     )
     return cases
 
@@ -152,15 +174,21 @@ RECORD = Exercise(
             make_cases=scaled_dot_cases,
             description="ScaledDotScore.call: scores = q·k / √d, outputs and gradients.",
             mistakes=(
-                Mistake("scale forgotten",
-                        "These are the plain dot products q·k: the 1/√d scale is missing.",
-                        _qk),
-                Mistake("divided by d",
-                        "You divided by d instead of √d.",
-                        lambda case: _qk(case) / _depth(case)),
-                Mistake("multiplied by √d",
-                        "You multiplied by √d instead of dividing by it.",
-                        lambda case: _qk(case) * np.sqrt(_depth(case))),
+                Mistake(
+                    "scale forgotten",
+                    "These are the plain dot products q·k: the 1/√d scale is missing.",
+                    _qk,
+                ),
+                Mistake(
+                    "divided by d",
+                    "You divided by d instead of √d.",
+                    lambda case: _qk(case) / _depth(case),
+                ),
+                Mistake(
+                    "multiplied by √d",
+                    "You multiplied by √d instead of dividing by it.",
+                    lambda case: _qk(case) * np.sqrt(_depth(case)),
+                ),
             ),
         ),
         Part(
@@ -170,18 +198,29 @@ RECORD = Exercise(
             make_cases=bilinear_cases,
             description="BilinearScore.call: scores = q W k, gradients to q, k and the kernel.",
             mistakes=(
-                Mistake("kernel transposed",
-                        "This is q Wᵀ k: the kernel is transposed. kernel has shape (d_q, d_k); "
-                        "query @ kernel gives (B, Tq, d_k), which pairs with the keys.",
-                        _transposed_kernel),
-                Mistake("kernel ignored",
-                        "These are the plain dot products q·k: the kernel is not used.",
-                        lambda case: _qk(case) if case.inputs["query"].shape[-1]
-                        == case.inputs["key"].shape[-1] else None),
-                Mistake("scaled like the scaled dot product",
-                        "The bilinear score has no 1/√d scale; you divided by √d.",
-                        lambda case: _bilinear(case, case.weights["kernel"])
-                        / np.sqrt(case.inputs["key"].shape[-1])),
+                Mistake(
+                    "kernel transposed",
+                    "This is q Wᵀ k: the kernel is transposed. kernel has shape (d_q, d_k); "
+                    "query @ kernel gives (B, Tq, d_k), which pairs with the keys.",
+                    _transposed_kernel,
+                ),
+                Mistake(
+                    "kernel ignored",
+                    "These are the plain dot products q·k: the kernel is not used.",
+                    lambda case: (
+                        _qk(case)
+                        if case.inputs["query"].shape[-1] == case.inputs["key"].shape[-1]
+                        else None
+                    ),
+                ),
+                Mistake(
+                    "scaled like the scaled dot product",
+                    "The bilinear score has no 1/√d scale; you divided by √d.",
+                    lambda case: (
+                        _bilinear(case, case.weights["kernel"])
+                        / np.sqrt(case.inputs["key"].shape[-1])
+                    ),
+                ),
             ),
         ),
         Part(
@@ -191,19 +230,34 @@ RECORD = Exercise(
             make_cases=variance_cases,
             description="dot_product_variance and scaled_dot_product_variance, many d.",
             mistakes=(
-                Mistake("factor d missing",
-                        "The variance of a sum of d independent terms is d times the variance "
-                        "of one term.",
-                        lambda case: np.asarray(_variance_product(case))
-                        if case.target == "dot_product_variance" else None),
-                Mistake("divided the variance by √d",
-                        "Dividing q·k by √d divides its variance by (√d)² = d, not by √d.",
-                        lambda case: np.asarray(np.sqrt(case.params["d"]) * _variance_product(case))
-                        if case.target == "scaled_dot_product_variance" else None),
-                Mistake("scale not applied",
-                        "This is the variance before scaling; dividing by √d changes it.",
-                        lambda case: np.asarray(case.params["d"] * _variance_product(case))
-                        if case.target == "scaled_dot_product_variance" else None),
+                Mistake(
+                    "factor d missing",
+                    "The variance of a sum of d independent terms is d times the variance "
+                    "of one term.",
+                    lambda case: (
+                        np.asarray(_variance_product(case))
+                        if case.target == "dot_product_variance"
+                        else None
+                    ),
+                ),
+                Mistake(
+                    "divided the variance by √d",
+                    "Dividing q·k by √d divides its variance by (√d)² = d, not by √d.",
+                    lambda case: (
+                        np.asarray(np.sqrt(case.params["d"]) * _variance_product(case))
+                        if case.target == "scaled_dot_product_variance"
+                        else None
+                    ),
+                ),
+                Mistake(
+                    "scale not applied",
+                    "This is the variance before scaling; dividing by √d changes it.",
+                    lambda case: (
+                        np.asarray(case.params["d"] * _variance_product(case))
+                        if case.target == "scaled_dot_product_variance"
+                        else None
+                    ),
+                ),
             ),
         ),
         Part(
@@ -213,17 +267,22 @@ RECORD = Exercise(
             make_cases=asymmetry_cases,
             description="bilinear_asymmetry: A with s(x, q) - s(q, x) = xᵀ A q.",
             mistakes=(
-                Mistake("sign flipped",
-                        "This is Wᵀ - W, which gives s(q, x) - s(x, q): the order is reversed.",
-                        lambda case: case.inputs["W"].T - case.inputs["W"]),
-                Mistake("symmetric part",
-                        "This is W + Wᵀ (twice the symmetric part); the difference of the two "
-                        "scores keeps the antisymmetric part.",
-                        lambda case: case.inputs["W"] + case.inputs["W"].T),
-                Mistake("returned W",
-                        "You returned W itself; s(q, x) = qᵀ W x = xᵀ Wᵀ q still has to be "
-                        "subtracted.",
-                        lambda case: case.inputs["W"]),
+                Mistake(
+                    "sign flipped",
+                    "This is Wᵀ - W, which gives s(q, x) - s(x, q): the order is reversed.",
+                    lambda case: case.inputs["W"].T - case.inputs["W"],
+                ),
+                Mistake(
+                    "symmetric part",
+                    "This is W + Wᵀ (twice the symmetric part); the difference of the two "
+                    "scores keeps the antisymmetric part.",
+                    lambda case: case.inputs["W"] + case.inputs["W"].T,
+                ),
+                Mistake(
+                    "returned W",
+                    "You returned W itself; s(q, x) = qᵀ W x = xᵀ Wᵀ q still has to be subtracted.",
+                    lambda case: case.inputs["W"],
+                ),
             ),
         ),
         Part(
@@ -234,20 +293,27 @@ RECORD = Exercise(
             description="softmax_jacobian: diag(p) - p pᵀ over the last axis, stable for "
             "large scores.",
             mistakes=(
-                Mistake("softmax on the wrong axis",
-                        "The softmax was taken over the wrong axis: it must normalise over the "
-                        "last axis (axis=-1), the n scores of one row.",
-                        _jacobian_wrong_axis),
-                Mistake("diagonal term missing",
-                        "This is -p pᵀ: the diag(p) term is missing.",
-                        lambda case: -_outer(_softmax(case.inputs["scores"]))),
-                Mistake("sign flipped",
-                        "This is p pᵀ - diag(p): the sign is flipped.",
-                        lambda case: -_jacobian_from(_softmax(case.inputs["scores"]))),
-                Mistake("scores instead of probabilities",
-                        "You used the raw scores s where the probabilities p = softmax(s) "
-                        "belong.",
-                        lambda case: _jacobian_from(case.inputs["scores"])),
+                Mistake(
+                    "softmax on the wrong axis",
+                    "The softmax was taken over the wrong axis: it must normalise over the "
+                    "last axis (axis=-1), the n scores of one row.",
+                    _jacobian_wrong_axis,
+                ),
+                Mistake(
+                    "diagonal term missing",
+                    "This is -p pᵀ: the diag(p) term is missing.",
+                    lambda case: -_outer(_softmax(case.inputs["scores"])),
+                ),
+                Mistake(
+                    "sign flipped",
+                    "This is p pᵀ - diag(p): the sign is flipped.",
+                    lambda case: -_jacobian_from(_softmax(case.inputs["scores"])),
+                ),
+                Mistake(
+                    "scores instead of probabilities",
+                    "You used the raw scores s where the probabilities p = softmax(s) belong.",
+                    lambda case: _jacobian_from(case.inputs["scores"]),
+                ),
             ),
         ),
     ),

@@ -1,0 +1,78 @@
+"""The `grader` command: exit codes, formats, and a `list` that never imports TensorFlow."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+from click.testing import CliRunner
+
+from grader.cli import main
+
+
+def run(*args, env=None):
+    return CliRunner().invoke(main, list(args), env=env)
+
+
+def test_list_is_fast_because_it_never_imports_tensorflow():
+    code = (
+        "import sys; from click.testing import CliRunner; from grader.cli import main; "
+        "r = CliRunner().invoke(main, ['list']); print(r.output); "
+        "assert r.exit_code == 0; assert 'tensorflow' not in sys.modules; "
+        "assert 'keras' not in sys.modules"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert "8-2" in done.stdout and "10 pts" in done.stdout
+
+
+def test_show_explains_the_task():
+    result = run("show", "8-2")
+    assert result.exit_code == 0
+    for phrase in ("exercises/ex8_2.py", "ScaledDotScore", "3 pt", "Total: 10 points"):
+        assert phrase in result.output
+
+
+@pytest.mark.parametrize(
+    "args,phrase",
+    [
+        (["check", "8-7"], "Unknown exercise '8-7'. Known exercises: 8-2. Did you mean 8-2?"),
+        (["show", "82"], "Did you mean 8-2?"),
+        (["check"], "Name an exercise"),
+        (["check", "8-2", "--submission", "no/such/folder"], "does not exist"),
+        (["check", "8-2", "--format", "xml"], "Invalid value for '--format'"),
+    ],
+)
+def test_usage_errors_exit_2_and_say_what_to_do(args, phrase):
+    result = run(*args)
+    assert result.exit_code == 2
+    assert phrase in result.output
+
+
+@pytest.mark.ex8_2
+def test_check_exit_codes_and_json(tmp_path):
+    stub = run("check", "8-2", "--format", "json")
+    assert stub.exit_code == 1
+    data = json.loads(stub.output)
+    assert data["score"] == 0.0 and data["max_score"] == 10.0
+    assert {p["status"] for p in data["parts"]} == {"not_implemented"}
+
+    solved = run("check", "8-2", "--submission", "solutions", "--format", "json")
+    assert solved.exit_code == 0
+    assert json.loads(solved.output)["score"] == 10.0
+
+
+@pytest.mark.ex8_2
+def test_text_output_is_plain_without_a_terminal_and_names_the_next_step():
+    result = run("check", "8-2", env={"NO_COLOR": "1"})
+    assert result.exit_code == 1
+    assert "\x1b[" not in result.output
+    assert "not implemented yet" in result.output
+    assert "Score: 0/10" in result.output
+    assert "then run `grader check 8-2` again" in result.output
+
+
+def test_stubs_check_passes_on_the_shipped_kit():
+    result = run("stubs", "--check")
+    assert result.exit_code == 0, result.output
+    assert "every stub matches its solution" in result.output
