@@ -1,0 +1,175 @@
+"""Soft attention and key-value attention over any score function: NNDL (8.6)-(8.10)."""
+
+import numbers
+
+import keras
+from keras import ops
+
+from attnkit.attention import masking
+from attnkit.scoring.registry import resolve_score
+
+
+@keras.saving.register_keras_serializable(package="attnkit")
+class Attention(keras.layers.Layer):
+    """Attention pooling over any score function: soft attention and key-value attention.
+
+    α = softmax_j(s(q, k_j)),  att((K, V), q) = Σ_j α_j v_j
+
+    With `key=None` the keys are the values (soft attention, NNDL (8.6)-(8.7):
+    att(X, q) = Σ_n α_n x_n); with a separate `key` it is key-value attention
+    (NNDL (8.9)-(8.10)). The score s is any layer that maps `(query, key)` to `(B, Tq, Tk)`
+    scores, e.g. from `attnkit.scoring`. All masks (Keras padding masks, valid lengths,
+    explicit attention masks, the causal mask) go through `attnkit.attention.masking`:
+    masked keys get exactly zero weight and a fully masked row gives zero weights and a zero
+    output, never NaN. The softmax is computed in float32 under mixed precision.
+
+    Args:
+        score: the score function: a layer instance (e.g. `AdditiveScore(units=16)`), a name
+            accepted by `attnkit.scoring.get_score` (`"dot"`, `"scaled_dot"`, `"bilinear"`,
+            `"cosine"`) or a layer config dict. Defaults to `"scaled_dot"`.
+        dropout: float in [0, 1), dropout rate applied to the attention weights during
+            training. Defaults to 0.
+        seed: optional int, the seed of the dropout.
+        **kwargs: base layer keyword arguments, such as `name` and `dtype`.
+
+    Call arguments:
+        query: tensor of shape `(batch_size, Tq, d_q)`.
+        value: tensor of shape `(batch_size, Tk, d_v)`.
+        key: optional tensor of shape `(batch_size, Tk, d_k)`; defaults to `value`.
+        query_mask: optional boolean tensor `(batch_size, Tq)`; `False` rows get zero weights.
+            Filled in automatically from a Keras mask carried by `query`.
+        value_mask: optional boolean tensor `(batch_size, Tk)`, the key padding mask
+            (`False` keys get zero weight). Filled in automatically from a Keras mask carried
+            by `value` (e.g. after `Embedding(mask_zero=True)`).
+        key_lengths: optional integer tensor `(batch_size,)`, the number of valid keys.
+        attention_mask: optional boolean tensor `(batch_size, Tq, Tk)` or `(Tq, Tk)`.
+        use_causal_mask: bool, whether query i may only attend to keys j <= i.
+        return_attention_scores: bool, whether to also return the attention weights.
+        training: bool, whether dropout is applied.
+
+    Returns:
+        The attention output of shape `(batch_size, Tq, d_v)`, and, when
+        `return_attention_scores=True`, also the attention weights α of shape
+        `(batch_size, Tq, Tk)` (before dropout). The output carries the query's Keras mask.
+
+    Source: NNDL (8.6)-(8.7) (soft attention) and (8.9)-(8.10) (key-value attention).
+    """
+
+    def __init__(self, score="scaled_dot", dropout=0.0, seed=None, **kwargs):
+        super().__init__(**kwargs)
+        if (
+            isinstance(dropout, bool)
+            or not isinstance(dropout, numbers.Real)
+            or not 0.0 <= float(dropout) < 1.0
+        ):
+            raise ValueError(f"`dropout` must be a float in [0, 1). Received: dropout={dropout!r}")
+        if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int)):
+            raise ValueError(f"`seed` must be None or an integer. Received: seed={seed!r}")
+        self.score_layer = resolve_score(score, "score", dtype=self.dtype_policy)
+        self.dropout = float(dropout)
+        self.seed = seed
+        self.seed_generator = keras.random.SeedGenerator(seed) if self.dropout > 0 else None
+
+    def build(self, query_shape, value_shape, key_shape=None):
+        query_shape = tuple(query_shape)
+        value_shape = tuple(value_shape)
+        key_shape = value_shape if key_shape is None else tuple(key_shape)
+        if len(value_shape) != len(query_shape) or len(key_shape) != len(query_shape):
+            raise ValueError(
+                "`query`, `value` and `key` must have the same rank. "
+                f"Received: query_shape={query_shape}, value_shape={value_shape}, "
+                f"key_shape={key_shape}"
+            )
+        t_v, t_k = value_shape[-2], key_shape[-2]
+        if t_v is not None and t_k is not None and t_v != t_k:
+            raise ValueError(
+                "`key` and `value` must have the same number of positions. "
+                f"Received: value_shape={value_shape}, key_shape={key_shape}"
+            )
+        if not self.score_layer.built:
+            self.score_layer.build(query_shape, key_shape)
+
+    def call(
+        self,
+        query,
+        value,
+        key=None,
+        query_mask=None,
+        value_mask=None,
+        key_lengths=None,
+        attention_mask=None,
+        use_causal_mask=False,
+        return_attention_scores=False,
+        training=None,
+    ):
+        if key is None:
+            key = value
+        scores = ops.cast(self.score_layer(query, key), self.compute_dtype)
+        mask = masking.attention_mask(
+            query,
+            key,
+            query_mask=query_mask,
+            key_mask=value_mask,
+            key_lengths=key_lengths,
+            attention_mask=attention_mask,
+            use_causal_mask=use_causal_mask,
+        )
+        weights = masking.masked_softmax(scores, mask)
+        pooled_weights = weights
+        if training and self.dropout > 0:
+            pooled_weights = keras.random.dropout(
+                weights, rate=self.dropout, seed=self.seed_generator
+            )
+        output = ops.matmul(pooled_weights, ops.cast(value, weights.dtype))
+        if return_attention_scores:
+            return output, weights
+        return output
+
+    def compute_mask(self, query, query_mask=None, **kwargs):
+        return query_mask
+
+    def compute_output_shape(self, query_shape, value_shape, key_shape=None):
+        return (*tuple(query_shape)[:-1], tuple(value_shape)[-1])
+
+    def compute_output_spec(
+        self,
+        query,
+        value,
+        key=None,
+        query_mask=None,
+        value_mask=None,
+        key_lengths=None,
+        attention_mask=None,
+        use_causal_mask=False,
+        return_attention_scores=False,
+        training=None,
+    ):
+        key = value if key is None else key
+        output = keras.KerasTensor(
+            self.compute_output_shape(query.shape, value.shape, key.shape),
+            dtype=self.compute_dtype,
+        )
+        if return_attention_scores:
+            weights = keras.KerasTensor(
+                (*tuple(query.shape)[:-1], tuple(key.shape)[-2]), dtype=self.compute_dtype
+            )
+            return output, weights
+        return output
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(
+            {
+                "score": keras.saving.serialize_keras_object(self.score_layer),
+                "dropout": self.dropout,
+                "seed": self.seed,
+            }
+        )
+        return config
+
+    @classmethod
+    def from_config(cls, config):
+        config = dict(config)
+        if isinstance(config.get("score"), dict):
+            config["score"] = resolve_score(config["score"], "score")
+        return super().from_config(config)
