@@ -121,6 +121,114 @@ def check(exercise_ids, everything, submission, output_format, verbose, seed, ti
 
 
 @main.command()
+@click.argument("submissions", type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.option(
+    "--exercise",
+    "-e",
+    "exercise_ids",
+    multiple=True,
+    required=True,
+    help="Exercise to grade (repeat for several).",
+)
+@click.option(
+    "--out",
+    "out_dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=Path("grading-results"),
+    show_default=True,
+)
+@click.option(
+    "--jobs",
+    "-j",
+    type=click.IntRange(min=1),
+    default=None,
+    help="Submissions graded at once [default: the number of cores].",
+)
+@click.option(
+    "--timeout",
+    type=click.FloatRange(min=0, min_open=True),
+    default=None,
+    help="Seconds each part may run (default: the exercise's own limit).",
+)
+@click.option(
+    "--memory",
+    "memory_mb",
+    type=click.IntRange(min=64),
+    default=2048,
+    show_default=True,
+    help="Memory (MB) a submission may use beyond the grader's own.",
+)
+@click.option(
+    "--seed",
+    type=click.IntRange(min=0),
+    default=None,
+    help="Seed of the hidden checks (default: drawn, then kept in the results).",
+)
+@click.option(
+    "--format",
+    "output_format",
+    type=click.Choice(["text", "junit"]),
+    default="text",
+    show_default=True,
+    help="junit: print the JUnit XML instead of the summary.",
+)
+def batch(submissions, exercise_ids, out_dir, jobs, timeout, memory_mb, seed, output_format):
+    """(Instructors) Grade a whole class: one folder or .zip per student in SUBMISSIONS."""
+    from grader.batch import BatchError, BatchOptions, run_batch
+    from grader.processes import warm_up
+
+    records = _records(exercise_ids, False)
+    options = BatchOptions([r.id for r in records], out_dir, jobs, timeout, memory_mb, seed=seed)
+    warm_up()
+    progress = _BatchProgress(enabled=output_format == "text")
+    try:
+        with progress:
+            summary = run_batch(submissions, options, progress.student, progress.start)
+    except BatchError as error:
+        raise click.ClickException(str(error)) from None
+    if output_format == "junit":
+        click.echo((summary.out / "junit.xml").read_text(encoding="utf-8"), nl=False)
+        return
+    click.echo(
+        f"{len(summary.students)} students: {len(summary.graded)} graded, "
+        f"{len(summary.skipped)} already graded (unchanged). Hidden-check seed {summary.seed}."
+    )
+    for name in ("grades.csv", "report.html", "results/", "feedback/", "junit.xml"):
+        click.echo(f"  {summary.out / name}")
+
+
+class _BatchProgress:
+    """A progress bar with ETA on a terminal; one line per student otherwise."""
+
+    def __init__(self, enabled: bool):
+        self.enabled = enabled
+        self.bar = None
+        self.task = None
+
+    def __enter__(self):
+        if self.enabled and sys.stderr.isatty():
+            from rich.progress import Progress
+
+            self.bar = Progress(*Progress.get_default_columns(), transient=False)
+            self.bar.__enter__()
+        return self
+
+    def __exit__(self, *exc):
+        if self.bar:
+            self.bar.__exit__(*exc)
+
+    def start(self, total, already):
+        if self.bar:
+            self.task = self.bar.add_task("grading", total=total, completed=already)
+
+    def student(self, student, document):
+        if self.bar:
+            self.bar.advance(self.task)
+        elif self.enabled:
+            click.echo(f"  {student}: {document['total']:g}/{document['max_total']:g}", err=True)
+
+
+@main.command()
 @click.option(
     "--check",
     "check_only",

@@ -20,10 +20,18 @@ TOLERANCES = {"float64": (1e-6, 1e-7), "float32": (2e-3, 2e-3), "float16": (2e-2
 
 @dataclass
 class Difference:
-    """Why `received` is not `expected`; `None` fields where they do not apply."""
+    """Why `received` is not `expected`.
+
+    `message` explains without revealing expected values (hidden cases show only this);
+    `detail` says where and what: the worst element, expected against received.
+    """
 
     message: str
     mistake: str | None = None
+    detail: str = ""
+
+    def text(self, reveal: bool = True) -> str:
+        return f"{self.message} ({self.detail})" if reveal and self.detail else self.message
 
 
 def tolerances(case: Case) -> tuple[float, float]:
@@ -55,11 +63,12 @@ def difference(
     received = received.astype(np.float64)
     finite = np.isfinite(received)
     if not finite.all():
-        bad = tuple(int(i) for i in np.argwhere(~finite)[0])
+        bad = [int(i) for i in np.argwhere(~finite)[0]]
         return Difference(
-            f"{int((~finite).sum())} of {received.size} values are NaN or infinite (first at "
-            f"index {list(bad)}); an exp() that overflows or a division by zero does this"
+            f"{int((~finite).sum())} of {received.size} values are NaN or infinite; an exp() "
+            "that overflows or a division by zero does this"
             + ("; use a numerically stable form" if "stability" in case.label else ""),
+            detail=f"first at index {bad}",
         )
     ok = close(expected, received, case)
     if ok.all():
@@ -68,22 +77,23 @@ def difference(
         int(np.argmax(np.where(ok, -1.0, np.abs(received - expected)))), expected.shape
     )
     where = f"at index {[int(i) for i in worst]}" if expected.ndim else "value"
-    located = (
-        f"{where}: expected {_fmt(expected[worst])}, received {_fmt(received[worst])} "
-        f"({int((~ok).sum())} of {ok.size} values differ)"
-    )
+    located = f"{where}: expected {_fmt(expected[worst])}, received {_fmt(received[worst])}"
+    differ = f"{int((~ok).sum())} of {ok.size} values differ from the reference"
     for mistake in mistakes:
         candidate = mistake.compute(case)
         if candidate is not None and matches(np.asarray(candidate, np.float64), received, case):
-            return Difference(f"{mistake.explanation} ({located})", mistake.name)
+            return Difference(mistake.explanation, mistake.name, f"{located}; {differ}")
+    if not np.any(received):
+        return Difference("every value is zero: is something not computed yet, or overwritten?",
+                          "all zeros", located)
     factor = _constant_factor(expected, received, case)
     if factor is not None:
         return Difference(
-            f"every value is {_fmt(factor)} times the expected one: a scale factor is off "
-            f"({located})",
+            f"every value is {_fmt(factor)} times the expected one: a scale factor is off",
             "constant factor",
+            located,
         )
-    return Difference(located)
+    return Difference(differ, detail=located)
 
 
 def gradient_difference(

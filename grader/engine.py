@@ -49,11 +49,27 @@ class CaseOutput:
     where: str = ""
 
 
-def make_cases(record: Exercise, seed: int) -> dict[str, list[Case]]:
-    return {
-        part.name: part.make_cases(np.random.default_rng([seed, index]))
-        for index, part in enumerate(record.parts)
-    }
+def make_cases(record: Exercise, seed: int, hidden_seed: int | None = None):
+    """Each part's public cases from `seed`, then hidden ones from `hidden_seed` if given.
+
+    Hidden cases come from the same maker asked for fresh shapes; their labels say "hidden"
+    and their feedback never shows expected values.
+    """
+    cases = {}
+    for index, part in enumerate(record.parts):
+        cases[part.name] = part.make_cases(np.random.default_rng([seed, index]))
+        if hidden_seed is not None:
+            extra = part.make_cases(np.random.default_rng([hidden_seed, index, 1]), hidden=True)
+            for case in extra:
+                case.hidden = True
+                case.label = f"hidden, {case.label}"
+            cases[part.name] += extra
+    return cases
+
+
+def save_cases(path: Path, cases: list[Case]) -> None:
+    described, arrays = cases_to_bundle(cases)
+    save_bundle(path, {"cases": described}, arrays)
 
 
 def read_case_outputs(outcome: Outcome, count: int) -> list[CaseOutput]:
@@ -111,16 +127,15 @@ class LiveReference:
         return (record.id, seed, str(path.resolve()), path.stat().st_mtime_ns)
 
     def cases(self, record, seed):
+        """`seed` is the public seed, or a pair (public seed, hidden seed)."""
         key = self._key(record, seed)
-        return self._memo[key][0] if key in self._memo else make_cases(record, seed)
+        return self._memo[key][0] if key in self._memo else make_cases(record, *_seeds(seed))
 
     def job(self, record, seed, workdir: Path, cases) -> Job | None:
         if self._key(record, seed) in self._memo:
             return None
-        everything = [case for part in record.parts for case in cases[part.name]]
         path = workdir / "cases-reference.npz"
-        described, arrays = cases_to_bundle(everything)
-        save_bundle(path, {"cases": described}, arrays)
+        save_cases(path, [case for part in record.parts for case in cases[part.name]])
         return Job(
             "reference",
             self.directory / record.file,
@@ -165,6 +180,8 @@ class FixtureReference:
         self.path = Path(path)
 
     def _load(self, record, seed):
+        if _seeds(seed)[1] is not None:
+            raise GraderError("hidden checks need the reference solutions, not a fixture file")
         if not self.path.is_file():
             raise GraderError(f"the fixture file {self.path} is missing")
         meta, arrays = load_bundle(self.path)
@@ -198,6 +215,10 @@ class FixtureReference:
 
     def expected(self, record, seed, cases, outcome):
         return self._load(record, seed)[1]
+
+
+def _seeds(seed) -> tuple[int, int | None]:
+    return tuple(seed) if isinstance(seed, tuple | list) else (seed, None)
 
 
 def write_fixture(record: Exercise, seed: int, path: str | Path, reference: LiveReference) -> None:
@@ -249,8 +270,12 @@ def grade(
     parts: list[str] | None = None,
     timeout: float | None = None,
     parallel: int | None = None,
+    hidden_seed: int | None = None,
 ) -> ExerciseResult:
-    """Grade one exercise of one submission folder (or file)."""
+    """Grade one exercise of one submission folder (or file).
+
+    With `hidden_seed`, hidden cases with fresh values and shapes are graded too.
+    """
     record = get_exercise(exercise_id)
     chosen = [record.part(name) for name in parts] if parts else list(record.parts)
     submission = Path(submission)
@@ -268,14 +293,14 @@ def grade(
         return result
 
     reference = reference or default_reference(record)
+    seed = seed if hidden_seed is None else (seed, hidden_seed)
     cases = reference.cases(record, seed)
     with tempfile.TemporaryDirectory(prefix="attnkit-grade-") as scratch:
         workdir = Path(scratch)
         jobs = []
         for part in chosen:
             case_path = workdir / f"cases-{part.name}.npz"
-            described, arrays = cases_to_bundle(cases[part.name])
-            save_bundle(case_path, {"cases": described}, arrays)
+            save_cases(case_path, cases[part.name])
             jobs.append(
                 Job(
                     f"part-{part.name}",
@@ -384,16 +409,17 @@ def judge_case(part, case: Case, want: CaseOutput, got: CaseOutput) -> list[Chec
         return [CheckResult(f"{prefix}{case.label}", False, _error_words(got))]
     if got.output is None:
         return [CheckResult(f"{prefix}output, {case.label}", False, "no output was reported")]
+    hidden = case.hidden
     checks = [
         _check(
             f"{prefix}output, {case.label}",
             compare.difference(want.output, got.output, case, part.mistakes),
+            hidden,
         )
     ]
     if case.kind == LAYER:
-        checks.append(
-            _check(f"{prefix}dtype, {case.label}", compare.dtype_difference(case, got.dtype))
-        )
+        dtype_problem = compare.dtype_difference(case, got.dtype)
+        checks.append(_check(f"{prefix}dtype, {case.label}", dtype_problem, hidden))
         for name, grad in want.grads.items():
             wrt = name.split(":", 1)[-1]
             found = got.grads.get(name)
@@ -401,14 +427,14 @@ def judge_case(part, case: Case, want: CaseOutput, got: CaseOutput) -> list[Chec
                 problem = compare.Difference(f"no gradient with respect to {wrt} came back")
             else:
                 problem = compare.gradient_difference(grad, found, case, wrt)
-            checks.append(_check(f"{prefix}gradient wrt {wrt}, {case.label}", problem))
+            checks.append(_check(f"{prefix}gradient wrt {wrt}, {case.label}", problem, hidden))
     return checks
 
 
-def _check(name: str, problem: compare.Difference | None) -> CheckResult:
+def _check(name: str, problem: compare.Difference | None, hidden: bool = False) -> CheckResult:
     if problem is None:
         return CheckResult(name, True)
-    return CheckResult(name, False, problem.message, problem.mistake)
+    return CheckResult(name, False, problem.text(reveal=not hidden), problem.mistake)
 
 
 def _error_words(output: CaseOutput) -> str:

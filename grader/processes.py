@@ -49,6 +49,9 @@ class Job:
     directory: Path
     timeout: float
     module_name: str = "submission"
+    # Batch grading only: see grader.runner.apply_limits.
+    limits: dict | None = None
+    blocked_imports: tuple[str, ...] = ()
 
     @property
     def out(self) -> Path:
@@ -68,6 +71,8 @@ class Job:
             "out": str(self.out),
             "log": str(self.log),
             "workdir": str(self.directory),
+            "limits": self.limits,
+            "blocked_imports": list(self.blocked_imports),
         }
 
 
@@ -105,7 +110,7 @@ class Zygote:
     def alive(self) -> bool:
         return self.process.poll() is None
 
-    def run(self, jobs: list[dict], parallel: int) -> dict[str, dict]:
+    def run(self, jobs: list[dict], parallel: int, on_report=None) -> dict[str, dict]:
         with self._lock:
             try:
                 self.process.stdin.write(json.dumps({"jobs": jobs, "parallel": parallel}) + "\n")
@@ -116,6 +121,8 @@ class Zygote:
                     if message.get("done"):
                         return finished
                     finished[message["key"]] = message
+                    if on_report:
+                        on_report(message)
             except (BrokenPipeError, ValueError) as error:
                 raise ZygoteError(f"the grading helper process failed: {error}") from error
             raise ZygoteError("the grading helper process died; its log:\n" + self.log_tail())
@@ -125,7 +132,7 @@ class Zygote:
 
     def close(self) -> None:
         if self.alive():
-            self.process.stdin.close()
+            self.process.terminate()
             try:
                 self.process.wait(timeout=5)
             except subprocess.TimeoutExpired:
@@ -152,17 +159,26 @@ def warm_up() -> None:
         zygote()
 
 
-def run_jobs(jobs: list[Job], parallel: int | None = None) -> dict[str, Outcome]:
+def run_jobs(jobs: list[Job], parallel: int | None = None, on_done=None) -> dict[str, Outcome]:
+    """Run every job; `on_done(job, outcome)` is called as each one finishes."""
     parallel = max(1, parallel or os.cpu_count() or 1)
+    by_key = {job.key: job for job in jobs}
+    outcomes = {}
+
+    def collect(report):
+        job = by_key[report["key"]]
+        outcomes[job.key] = _collect(job, report)
+        if on_done:
+            on_done(job, outcomes[job.key])
+
     described = [job.as_dict() for job in jobs]
     if hasattr(os, "fork"):
-        reports = zygote().run(described, parallel)
+        zygote().run(described, parallel, collect)
     else:
-        reports = schedule(described, parallel, start_interpreter)
-    outcomes = {}
-    for job in jobs:
-        report = reports.get(job.key, {"state": CRASHED, "exitcode": None, "seconds": 0.0})
-        outcomes[job.key] = _collect(job, report)
+        schedule(described, parallel, start_interpreter, collect)
+    for job in jobs:  # a job the scheduler never reported on counts as crashed
+        if job.key not in outcomes:
+            collect({"key": job.key, "state": CRASHED, "exitcode": None, "seconds": 0.0})
     return outcomes
 
 
@@ -173,6 +189,7 @@ class ForkedChild:
     def __init__(self, job: dict):
         from grader.runner import run_job
 
+        self.uid = _slot_uid(job)
         self.pid = os.fork()
         if self.pid == 0:  # the child: never return into the zygote's loop
             code = 1
@@ -190,8 +207,14 @@ class ForkedChild:
             return None
         return os.waitstatus_to_exitcode(status)
 
-    def kill(self) -> int | None:
+    def sweep(self) -> None:
+        """Kill whatever the job left behind: its process group, and its user id's processes."""
         _kill_group(self.pid)
+        if self.uid is not None:
+            _kill_user(self.uid)
+
+    def kill(self) -> int | None:
+        self.sweep()
         _, status = os.waitpid(self.pid, 0)
         return os.waitstatus_to_exitcode(status)
 
@@ -208,18 +231,48 @@ class InterpreterChild:
     def poll(self) -> int | None:
         return self.process.poll()
 
+    def sweep(self) -> None:
+        pass
+
     def kill(self) -> int | None:
         self.process.kill()
         return self.process.wait()
+
+
+def _slot_uid(job: dict) -> int | None:
+    """The user id a batch job runs as, one per slot, when the grader runs as root."""
+    limits = job.get("limits") or {}
+    if limits.get("uid_base") is None or not hasattr(os, "geteuid") or os.geteuid() != 0:
+        return None
+    return int(limits["uid_base"]) + int(job["slot"])
+
+
+def _kill_user(uid: int) -> None:
+    """Signal every process of `uid` (a slot's own user id, never a real one) to die."""
+    pid = os.fork()
+    if pid == 0:
+        try:
+            os.setgid(uid)
+            os.setuid(uid)
+            os.kill(-1, signal.SIGKILL)
+        finally:
+            os._exit(0)
+    os.waitpid(pid, 0)
 
 
 def start_interpreter(job: dict) -> InterpreterChild:
     return InterpreterChild(job)
 
 
-def schedule(jobs: list[dict], parallel: int, start, report=None) -> dict[str, dict]:
-    """Run every job, at most `parallel` at once, each within its own timeout."""
+def schedule(jobs: list[dict], parallel: int, start, report=None, parent: int | None = None):
+    """Run every job, at most `parallel` at once, each within its own timeout.
+
+    Each running job holds a slot number (0 .. parallel-1), which batch grading turns into a
+    user id of its own. With `parent` set (in the zygote), the run stops and kills every child
+    once that process is gone, so a grader killed with -9 leaves nothing running.
+    """
     pending, running, reports = list(jobs), [], {}
+    free_slots = list(range(parallel))
 
     def done(job, state, exitcode, started):
         reports[job["key"]] = {
@@ -231,23 +284,31 @@ def schedule(jobs: list[dict], parallel: int, start, report=None) -> dict[str, d
         if report:
             report(reports[job["key"]])
 
-    while pending or running:
-        while pending and len(running) < parallel:
-            job = pending.pop(0)
-            running.append((job, start(job), time.monotonic()))
-        time.sleep(0.005)
-        still = []
-        for job, child, started in running:
-            exitcode = child.poll()
-            if exitcode is not None:
-                if isinstance(child, ForkedChild):
-                    _kill_group(child.pid)  # whatever it left behind
-                done(job, FINISHED, exitcode, started)
-            elif time.monotonic() - started > job["timeout"]:
-                done(job, TIMED_OUT, child.kill(), started)
-            else:
-                still.append((job, child, started))
-        running = still
+    try:
+        while pending or running:
+            while pending and free_slots:
+                job = dict(pending.pop(0), slot=free_slots.pop(0))
+                running.append((job, start(job), time.monotonic()))
+            time.sleep(0.005)
+            if parent is not None and os.getppid() != parent:
+                raise SystemExit("the grader is gone")
+            still = []
+            for job, child, started in running:
+                exitcode = child.poll()
+                if exitcode is not None:
+                    child.sweep()
+                    free_slots.append(job["slot"])
+                    done(job, FINISHED, exitcode, started)
+                elif time.monotonic() - started > job["timeout"]:
+                    exitcode = child.kill()
+                    free_slots.append(job["slot"])
+                    done(job, TIMED_OUT, exitcode, started)
+                else:
+                    still.append((job, child, started))
+            running = still
+    finally:
+        for _, child, _ in running:
+            child.kill()
     return reports
 
 

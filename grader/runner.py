@@ -8,8 +8,10 @@ that the grader's own process can import this module without TensorFlow.
 
 from __future__ import annotations
 
+import importlib.abc
 import importlib.util
 import os
+import signal
 import sys
 import traceback
 from pathlib import Path
@@ -38,6 +40,7 @@ def run_job(job: dict) -> None:
     _isolate(job)
     meta, arrays = load_bundle(job["cases"])
     cases = cases_from_bundle(meta["cases"], arrays)
+    block_imports(job.get("blocked_imports") or ())
     results: dict = {"import_error": None, "cases": []}
     outputs: dict[str, np.ndarray] = {}
     try:
@@ -64,11 +67,106 @@ def _isolate(job: dict) -> None:
     os.dup2(log, 2)
     if job.get("workdir"):
         os.chdir(job["workdir"])
+    apply_limits(job.get("limits"), job.get("slot", 0))
     if os.environ.get("KERAS_BACKEND", "tensorflow") == "tensorflow":
         import tensorflow as tf
 
         tf.config.threading.set_intra_op_parallelism_threads(1)
         tf.config.threading.set_inter_op_parallelism_threads(1)
+
+
+def apply_limits(limits: dict | None, slot: int) -> None:
+    """Batch grading's limits: memory, processes, output size; a user id of its own as root.
+
+    New processes are refused outright where seccomp is available (grader.seccomp).
+    Memory is capped as address space on top of what the forked process already maps (Keras
+    and TensorFlow are large). Threads count as processes for RLIMIT_NPROC, so the process cap
+    is an allowance above what the user already runs. As root, the child drops to the slot's
+    own user id, which makes that cap apply, keeps the child out of files only root may read
+    or write (the results folder), and lets the grader kill everything it started.
+    """
+    if not limits:
+        return
+    import resource
+
+    def cap(kind, value):
+        soft, hard = resource.getrlimit(kind)
+        value = value if hard == resource.RLIM_INFINITY else min(value, hard)
+        resource.setrlimit(kind, (value, value))
+
+    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a write past the cap fails instead of killing
+    cap(resource.RLIMIT_CORE, 0)
+    if limits.get("memory_mb"):
+        cap(resource.RLIMIT_AS, _mapped_bytes() + int(limits["memory_mb"]) * 2**20)
+    if limits.get("output_mb"):
+        cap(resource.RLIMIT_FSIZE, int(limits["output_mb"]) * 2**20)
+    uid = None
+    if limits.get("uid_base") is not None and os.geteuid() == 0:
+        uid = int(limits["uid_base"]) + slot
+    if limits.get("processes"):
+        cap(
+            resource.RLIMIT_NPROC,
+            _tasks_of(uid if uid is not None else os.getuid()) + int(limits["processes"]),
+        )
+    if limits.get("no_new_processes"):
+        from grader import seccomp
+
+        if seccomp.supported():
+            seccomp.forbid_new_processes()
+    if uid is not None:
+        workdir = os.getcwd()
+        for folder, _, files in os.walk(workdir):
+            os.chown(folder, uid, uid)
+            for name in files:
+                os.chown(os.path.join(folder, name), uid, uid)
+        os.chmod(workdir, 0o700)
+        os.setgroups([])
+        os.setgid(uid)
+        os.setuid(uid)
+
+
+def _mapped_bytes() -> int:
+    with open("/proc/self/statm") as handle:
+        return int(handle.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
+
+
+def _tasks_of(uid: int) -> int:
+    """Threads of every process of `uid` (what RLIMIT_NPROC counts)."""
+    count = 0
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/status") as handle:
+                fields = dict(line.split(":", 1) for line in handle if ":" in line)
+        except OSError:
+            continue
+        if int(fields.get("Uid", "-1").split()[0]) == uid:
+            count += int(fields.get("Threads", "1"))
+    return count
+
+
+class _BlockedImport(importlib.abc.MetaPathFinder):
+    def __init__(self, names):
+        self.names = tuple(names)
+
+    def find_spec(self, fullname, path=None, target=None):
+        if fullname.split(".")[0] in self.names:
+            raise ImportError(
+                f"importing {fullname!r} is not allowed in a graded submission: write the code "
+                "yourself"
+            )
+        return None
+
+
+def block_imports(names) -> None:
+    """Make `names` (and their submodules) unimportable for the submitted code."""
+    if not names:
+        return
+    for module in list(sys.modules):
+        if module.split(".")[0] in names:
+            del sys.modules[module]
+    sys.meta_path.insert(0, _BlockedImport(names))
 
 
 def load_submission(path: str, module_name: str = "submission"):

@@ -57,10 +57,13 @@ class Mistake:
 
 @dataclass(frozen=True)
 class Part:
+    """A graded part. `make_cases(rng, hidden=False)` makes its cases; with `hidden=True` it
+    draws fresh shapes as well as values (batch grading's hidden checks)."""
+
     name: str
     points: float
     targets: tuple[str, ...]
-    make_cases: Callable[[np.random.Generator], list[Case]]
+    make_cases: Callable[..., list[Case]]
     mistakes: tuple[Mistake, ...] = ()
     description: str = ""
 

@@ -8,6 +8,7 @@ closes. Its own stdout is kept for the protocol alone: anything else printed goe
 
 import json
 import os
+import signal
 import sys
 
 
@@ -22,10 +23,19 @@ def main() -> None:
     def report(message):
         protocol.write(json.dumps(message) + "\n")
 
-    for line in sys.stdin:
-        request = json.loads(line)
-        schedule(request["jobs"], request["parallel"], ForkedChild, report)
-        report({"done": True})
+    # Ctrl-C reaches the grader, which closes this process; SIGTERM unwinds `schedule`, which
+    # kills every running child on the way out.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(1))
+    parent = os.getppid()
+    try:
+        for line in sys.stdin:
+            request = json.loads(line)
+            schedule(request["jobs"], request["parallel"], ForkedChild, report, parent=parent)
+            report({"done": True})
+    finally:
+        # Skip the interpreter's slow teardown of TensorFlow: every child is already gone.
+        os._exit(0)
 
 
 if __name__ == "__main__":

@@ -32,17 +32,21 @@ def _layer_case(target, rng, shapes, dtype="float64", weights=None):
     )
 
 
-def scaled_dot_cases(rng):
-    cases = [
-        _layer_case("ScaledDotScore", rng, (b, tq, tk, d, d)) for b, tq, tk, d in SCALED_DOT_SHAPES
-    ]
+def _random_sizes(rng, count, high=9):
+    return [tuple(int(n) for n in rng.integers(1, high, size=count)) for _ in range(3)]
+
+
+def scaled_dot_cases(rng, hidden=False):
+    shapes = _random_sizes(rng, 4) if hidden else SCALED_DOT_SHAPES
+    cases = [_layer_case("ScaledDotScore", rng, (b, tq, tk, d, d)) for b, tq, tk, d in shapes]
     cases.append(_layer_case("ScaledDotScore", rng, (2, 3, 4, 8, 8), dtype="float32"))
     return cases
 
 
-def bilinear_cases(rng):
+def bilinear_cases(rng, hidden=False):
     cases = []
-    for shapes in BILINEAR_SHAPES + [(2, 3, 4, 4, 3, "float32")]:
+    shapes_list = _random_sizes(rng, 5) if hidden else BILINEAR_SHAPES
+    for shapes in shapes_list + [(2, 3, 4, 4, 3, "float32")]:
         b, tq, tk, dq, dk, *dtype = shapes
         kernel = rng.standard_normal((dq, dk))
         cases.append(
@@ -57,11 +61,13 @@ def bilinear_cases(rng):
     return cases
 
 
-def variance_cases(rng):
+def variance_cases(rng, hidden=False):
     cases = []
     for target in ("dot_product_variance", "scaled_dot_product_variance"):
-        cases.append(Case(target, FUNCTION, "d=4 (default variances)", params={"d": 4}))
-        for d in (1, 64, 512):
+        if not hidden:
+            cases.append(Case(target, FUNCTION, "d=4 (default variances)", params={"d": 4}))
+        for d in rng.integers(2, 1000, size=3) if hidden else (1, 64, 512):
+            d = int(d)
             var_q, var_k = (float(v) for v in np.round(rng.uniform(0.2, 3.0, size=2), 3))
             cases.append(
                 Case(
@@ -74,7 +80,7 @@ def variance_cases(rng):
     return cases
 
 
-def asymmetry_cases(rng):
+def asymmetry_cases(rng, hidden=False):
     return [
         Case(
             "bilinear_asymmetry",
@@ -82,11 +88,11 @@ def asymmetry_cases(rng):
             f"W of shape ({d}, {d})",
             inputs={"W": rng.standard_normal((d, d))},
         )
-        for d in (1, 3, 6)
+        for d in (rng.integers(2, 9, size=2) if hidden else (1, 3, 6))
     ]
 
 
-def jacobian_cases(rng):
+def jacobian_cases(rng, hidden=False):
     cases = [
         Case(
             "softmax_jacobian",
@@ -94,7 +100,9 @@ def jacobian_cases(rng):
             f"scores of shape {shape}",
             inputs={"scores": rng.standard_normal(shape)},
         )
-        for shape in [(4,), (2, 3, 5), (3, 4), (1, 1)]
+        for shape in (
+            _random_sizes(rng, 3, high=6) if hidden else [(4,), (2, 3, 5), (3, 4), (1, 1)]
+        )
     ]
     cases.append(
         Case(
@@ -160,6 +168,7 @@ RECORD = Exercise(
     title="Scoring functions, scaled-dot variance, bilinear asymmetry",
     file="ex8_2.py",
     section="NNDL 8.2, (8.3)-(8.5)",
+    timeout=15.0,
     summary=(
         "Write the scaled dot-product score qᵀk/√d and the bilinear score qᵀWk as Keras layers, "
         "then four small functions that explain them: the variance of q·k before and after "

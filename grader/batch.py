@@ -1,0 +1,339 @@
+"""Grade a whole class: every student's work in its own forked process, results written as they
+come, so an interrupted run resumes where it stopped.
+
+Plain functions; `grader batch` is a thin layer over `run_batch`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import shutil
+import stat
+import sys
+import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from grader import engine, gradebook, seccomp
+from grader.processes import Job, Outcome, run_jobs
+from grader.records import get_exercise
+from grader.results import ERROR, CheckResult, ExerciseResult, PartResult
+from grader.submissions import (
+    FORBIDDEN_PACKAGES,
+    Student,
+    UnsafeSubmission,
+    discover,
+    find_exercise_file,
+    fingerprint,
+    scan,
+    unpack,
+)
+
+# Bump when a change to grading makes earlier per-student results stale.
+RESULTS_FORMAT = 1
+PUBLIC_SEED = 0
+STATE_FILE = "batch.json"
+# Each concurrent job runs as its own user id, from here up, when the grader runs as root.
+SLOT_UID_BASE = 61000
+
+
+class BatchError(RuntimeError):
+    """The batch cannot start (bad folder, a seed that contradicts the results already there)."""
+
+
+@dataclass
+class BatchOptions:
+    exercises: list[str]
+    out: Path = Path("grading-results")
+    jobs: int | None = None
+    timeout: float | None = None
+    memory_mb: int = 2048
+    processes: int = 64
+    output_mb: int = 4
+    seed: int | None = None
+
+    def limits(self) -> dict:
+        return {
+            "memory_mb": self.memory_mb,
+            "processes": self.processes,
+            "no_new_processes": True,
+            "output_mb": self.output_mb,
+            "uid_base": SLOT_UID_BASE if slot_users_possible() else None,
+        }
+
+
+def slot_users_possible() -> bool:
+    """Whether children can drop from root to slot user ids and still run Python.
+
+    They can only where every directory of the interpreter and its packages is readable by
+    other users (not, for example, with a Python installed under a 0700 /root).
+    """
+    if not hasattr(os, "geteuid") or os.geteuid() != 0:
+        return False
+    import importlib.util
+
+    keras = importlib.util.find_spec("keras")  # located, not imported: no TensorFlow here
+    roots = {Path(sys.base_prefix), Path(sys.prefix), Path(keras.origin).parent}
+    roots.update(Path(p) for p in sys.path if p and Path(p).is_dir())
+    for root in roots:
+        for folder in [root.resolve(), *root.resolve().parents]:
+            if not folder.stat().st_mode & stat.S_IXOTH:
+                return False
+        if not root.stat().st_mode & stat.S_IROTH:
+            return False
+    return True
+
+
+def isolation_note(options: BatchOptions) -> str:
+    limits = options.limits()
+    words = [
+        f"memory {options.memory_mb} MB",
+        f"output {options.output_mb} MB",
+        "no new processes" if seccomp.supported() else f"{options.processes} processes",
+    ]
+    if limits["uid_base"] is not None:
+        words.append("each concurrent submission ran as a user id of its own")
+    elif hasattr(os, "geteuid") and os.geteuid() == 0:
+        words.append(
+            "submissions ran as root: the Python installation is not readable by "
+            "other users, so they could not drop to a user id of their own"
+        )
+    return "; ".join(words)
+
+
+@dataclass
+class BatchSummary:
+    seed: int
+    students: list[str]
+    graded: list[str] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)
+    out: Path = Path()
+
+
+def run_batch(
+    submissions: Path,
+    options: BatchOptions,
+    on_student: Callable[[str, dict], None] | None = None,
+    on_start: Callable[[int, int], None] | None = None,
+) -> BatchSummary:
+    records = [get_exercise(exercise_id) for exercise_id in options.exercises]
+    try:
+        students = discover(Path(submissions))
+    except FileNotFoundError as error:
+        raise BatchError(str(error)) from None
+    out = Path(options.out)
+    seed = _resolve_seed(out, options)
+    for folder in (out, out / "results", out / "feedback"):
+        folder.mkdir(parents=True, exist_ok=True)
+    if hasattr(os, "geteuid") and os.geteuid() == 0:
+        out.chmod(0o700)  # the slot users that run submissions cannot enter it
+    _write_json(
+        out / STATE_FILE,
+        {
+            "seed": seed,
+            "exercises": options.exercises,
+            "format": RESULTS_FORMAT,
+            "isolation": isolation_note(options),
+        },
+    )
+
+    summary = BatchSummary(seed, [s.id for s in students], out=out)
+    pending = []
+    for student in students:
+        stamp = _stamp(student, options, seed)
+        previous = _read_json(out / "results" / f"{student.id}.json")
+        if previous and previous.get("stamp") == stamp:
+            summary.skipped.append(student.id)
+        else:
+            pending.append((student, stamp))
+    if on_start:
+        on_start(len(students), len(summary.skipped))
+
+    if pending:
+        references = {r.id: engine.default_reference(r) for r in records}
+        for record in records:
+            if not isinstance(references[record.id], engine.LiveReference):
+                raise BatchError("batch grading draws hidden checks, which needs solutions/")
+        _grade_students(pending, records, references, options, seed, out, summary, on_student)
+
+    gradebook.write_all(out, [s.id for s in students], records, isolation_note(options))
+    return summary
+
+
+def _resolve_seed(out: Path, options: BatchOptions) -> int:
+    state = _read_json(out / STATE_FILE) or {}
+    if options.seed is not None:
+        if "seed" in state and state["seed"] != options.seed:
+            raise BatchError(
+                f"{out} holds results graded with --seed {state['seed']}; rerun with that seed "
+                "to resume, or choose another --out for a new run"
+            )
+        return options.seed
+    return state.get("seed", secrets.randbelow(2**31))
+
+
+def _stamp(student: Student, options: BatchOptions, seed: int) -> str:
+    """What a stored result was graded from; a different stamp means grade again."""
+    return f"{RESULTS_FORMAT}:{seed}:{','.join(options.exercises)}:{fingerprint(student)}"
+
+
+def _grade_students(pending, records, references, options, seed, out, summary, on_student):
+    scratch = Path(tempfile.mkdtemp(prefix="attnkit-batch-"))
+    scratch.chmod(0o711)
+    try:
+        expected, cases = {}, {}
+        for record in records:
+            seeds = (PUBLIC_SEED, seed)
+            cases[record.id] = references[record.id].cases(record, seeds)
+            job = references[record.id].job(record, seeds, scratch, cases[record.id])
+            outcome = run_jobs([job])["reference"] if job else None
+            expected[record.id] = references[record.id].expected(
+                record, seeds, cases[record.id], outcome
+            )
+
+        plans, jobs = {}, []
+        for student, stamp in pending:
+            plan = _plan_student(student, stamp, records, cases, options, scratch, jobs)
+            plans[student.id] = plan
+            if not plan.waiting:
+                _finish(plan, records, cases, expected, options, seed, out, summary, on_student)
+
+        owner = {job.key: plan for plan in plans.values() for job in plan.jobs.values()}
+
+        def done(job: Job, outcome: Outcome):
+            plan = owner[job.key]
+            plan.outcomes[job.key] = outcome
+            plan.waiting.discard(job.key)
+            if not plan.waiting:
+                _finish(plan, records, cases, expected, options, seed, out, summary, on_student)
+                shutil.rmtree(scratch / plan.student.id, ignore_errors=True)
+
+        if jobs:
+            run_jobs(jobs, options.jobs, on_done=done)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+@dataclass
+class _Plan:
+    student: Student
+    stamp: str
+    flags: list[str] = field(default_factory=list)
+    problems: dict[str, str] = field(default_factory=dict)  # exercise id -> why it cannot run
+    jobs: dict[str, Job] = field(default_factory=dict)  # job key -> job
+    parts: dict[tuple[str, str], str] = field(default_factory=dict)  # (exercise, part) -> key
+    waiting: set[str] = field(default_factory=set)
+    outcomes: dict[str, Outcome] = field(default_factory=dict)
+
+
+def _plan_student(student, stamp, records, cases, options, scratch, jobs) -> _Plan:
+    plan = _Plan(student, stamp)
+    home = scratch / student.id
+    home.mkdir(mode=0o711)
+    source = home / "submission"
+    try:
+        unpack(student, source)
+    except UnsafeSubmission as error:
+        plan.flags.append("unsafe-submission")
+        plan.problems = {record.id: str(error) for record in records}
+        return plan
+    for record in records:
+        path, problem = find_exercise_file(source, record.file)
+        problem = problem or engine._unloadable(path)
+        if problem:
+            plan.flags.append(("missing-" if "no " in problem[:3] else "unusable-") + record.id)
+            plan.problems[record.id] = problem
+            continue
+        plan.flags.extend(f"{flag}:{record.id}" for flag in scan(path))
+        for part in record.parts:
+            key = f"job{len(jobs)}"
+            directory = home / key
+            shutil.copytree(source, directory)
+            module = directory / path.relative_to(source)
+            case_path = directory / "cases.npz"
+            engine.save_cases(case_path, cases[record.id][part.name])
+            job = Job(
+                key,
+                module,
+                case_path,
+                directory,
+                timeout=options.timeout or record.timeout,
+                module_name=path.stem,
+                limits=options.limits(),
+                blocked_imports=FORBIDDEN_PACKAGES,
+            )
+            jobs.append(job)
+            plan.jobs[key] = job
+            plan.parts[(record.id, part.name)] = key
+            plan.waiting.add(key)
+    return plan
+
+
+def _finish(plan, records, cases, expected, options, seed, out, summary, on_student):
+    exercises = []
+    for record in records:
+        result = ExerciseResult(record.id, [], submission=plan.student.id, seed=seed)
+        for part in record.parts:
+            if record.id in plan.problems:
+                message = plan.problems[record.id]
+                result.parts.append(
+                    PartResult(part.name, part.points, ERROR, [CheckResult("load", False, message)])
+                )
+                continue
+            key = plan.parts[(record.id, part.name)]
+            judged = engine.judge_part(
+                part,
+                cases[record.id][part.name],
+                expected[record.id][part.name],
+                plan.outcomes[key],
+                options.timeout or record.timeout,
+            )
+            result.parts.append(_explain_limits(judged, options))
+        exercises.append(result)
+    document = gradebook.student_document(
+        plan.student.id, exercises, plan.flags, seed, PUBLIC_SEED, plan.stamp
+    )
+    _write_json(out / "results" / f"{plan.student.id}.json", document)
+    gradebook.write_feedback(out / "feedback" / f"{plan.student.id}.md", document, records)
+    summary.graded.append(plan.student.id)
+    if on_student:
+        on_student(plan.student.id, document)
+
+
+LIMIT_WORDS = (
+    ("MemoryError", "memory_mb", "it ran out of memory: the limit is {} MB"),
+    ("Cannot allocate memory", "memory_mb", "it ran out of memory: the limit is {} MB"),
+    (
+        "Resource temporarily unavailable",
+        "processes",
+        "it tried to start too many processes (at most {} more)",
+    ),
+    ("File too large", "output_mb", "it printed or wrote more than the {} MB output cap"),
+)
+
+
+def _explain_limits(part: PartResult, options: BatchOptions) -> PartResult:
+    for check in part.checks:
+        for phrase, limit, words in LIMIT_WORDS:
+            if phrase in check.message:
+                check.message = f"{words.format(getattr(options, limit))} ({check.message})"
+                break
+    return part
+
+
+def _read_json(path: Path):
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+
+
+def _write_json(path: Path, data) -> None:
+    temporary = path.with_name(path.name + ".partial")
+    temporary.write_text(
+        json.dumps(data, indent=1, ensure_ascii=False, sort_keys=True) + "\n", encoding="utf-8"
+    )
+    os.replace(temporary, path)

@@ -1,0 +1,141 @@
+"""What a batch leaves in its output folder: per-student results and feedback, the gradebook,
+a JUnit file and the HTML report. Everything is written from the per-student result files, so
+a resumed run produces the same files as an uninterrupted one."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import os
+from pathlib import Path
+from xml.sax.saxutils import escape, quoteattr
+
+from grader.results import ExerciseResult
+from grader.spec import Exercise
+
+
+def student_document(student, exercises: list[ExerciseResult], flags, seed, public_seed, stamp):
+    """results/<student>.json: the result format of EXERCISES.md per exercise, plus flags and
+    the seeds that reproduce the run."""
+    return {
+        "student": student,
+        "seed": seed,
+        "public_seed": public_seed,
+        "flags": sorted(set(flags)),
+        "total": float(sum(e.score for e in exercises)),
+        "max_total": float(sum(e.max_score for e in exercises)),
+        "exercises": [
+            {**e.to_dict(), "flags": sorted(f for f in set(flags) if f.endswith(e.exercise))}
+            for e in exercises
+        ],
+        "mistakes": {
+            f"{e.exercise} {p.name}": p.mistakes for e in exercises for p in e.parts if p.mistakes
+        },
+        "stamp": stamp,
+    }
+
+
+def write_feedback(path: Path, document: dict, records: list[Exercise]) -> None:
+    titles = {r.id: r.title for r in records}
+    lines = [
+        f"# Feedback for {document['student']}",
+        "",
+        f"Total: {document['total']:g} / {document['max_total']:g}",
+        "",
+    ]
+    if document["flags"]:
+        lines += [f"Flags: {', '.join(document['flags'])}", ""]
+    for exercise in document["exercises"]:
+        lines += [
+            f"## Exercise {exercise['exercise']}: {titles.get(exercise['exercise'], '')}",
+            "",
+            f"Score: {exercise['score']:g} / {exercise['max_score']:g}",
+            "",
+        ]
+        for part in exercise["parts"]:
+            lines.append(
+                f"- **{part['name']}** {part['score']:g}/{part['max_score']:g} — "
+                f"{part['status'].replace('_', ' ')}"
+            )
+            seen = set()
+            for check in part["checks"]:
+                if check["passed"] or check["message"] in seen:
+                    continue
+                seen.add(check["message"])
+                lines.append(f"  - {check['name']}: {check['message']}".replace("\n", " "))
+                if len(seen) == 3:
+                    break
+        lines.append("")
+    _atomic_write(path, "\n".join(lines))
+
+
+def load_documents(out: Path, students: list[str]) -> list[dict]:
+    documents = []
+    for student in sorted(students):
+        try:
+            documents.append(json.loads((out / "results" / f"{student}.json").read_text("utf-8")))
+        except (OSError, ValueError):
+            continue
+    return documents
+
+
+def grades_csv(documents: list[dict], records: list[Exercise]) -> str:
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    writer.writerow(["student", *[r.id for r in records], "total", "max_total", "flags"])
+    for document in documents:
+        scores = {e["exercise"]: e["score"] for e in document["exercises"]}
+        writer.writerow(
+            [
+                document["student"],
+                *[f"{scores.get(r.id, 0.0):g}" for r in records],
+                f"{document['total']:g}",
+                f"{document['max_total']:g}",
+                ";".join(document["flags"]),
+            ]
+        )
+    return buffer.getvalue()
+
+
+def junit_xml(documents: list[dict]) -> str:
+    """One test case per student and part: for CI systems that read JUnit."""
+    cases, failures = [], 0
+    for document in documents:
+        for exercise in document["exercises"]:
+            for part in exercise["parts"]:
+                name = quoteattr(f"{exercise['exercise']} {part['name']}")
+                classname = quoteattr(document["student"])
+                if part["status"] == "passed":
+                    cases.append(f"  <testcase classname={classname} name={name}/>")
+                    continue
+                failures += 1
+                text = "\n".join(
+                    f"{c['name']}: {c['message']}" for c in part["checks"] if not c["passed"]
+                )
+                cases.append(
+                    f"  <testcase classname={classname} name={name}>\n"
+                    f"    <failure message={quoteattr(part['status'])}>{escape(text)}</failure>\n"
+                    "  </testcase>"
+                )
+    return (
+        '<?xml version="1.0" encoding="utf-8"?>\n'
+        f'<testsuite name="attnkit-grader" tests="{len(cases)}" failures="{failures}">\n'
+        + "\n".join(cases)
+        + "\n</testsuite>\n"
+    )
+
+
+def write_all(out: Path, students: list[str], records: list[Exercise], note: str = "") -> None:
+    from grader.report_html import report_html
+
+    documents = load_documents(out, students)
+    _atomic_write(out / "grades.csv", grades_csv(documents, records))
+    _atomic_write(out / "junit.xml", junit_xml(documents))
+    _atomic_write(out / "report.html", report_html(documents, records, note))
+
+
+def _atomic_write(path: Path, text: str) -> None:
+    temporary = path.with_name(path.name + ".partial")
+    temporary.write_text(text, encoding="utf-8")
+    os.replace(temporary, path)
