@@ -84,8 +84,11 @@ def difference(
         if candidate is not None and matches(np.asarray(candidate, np.float64), received, case):
             return Difference(mistake.explanation, mistake.name, f"{located}; {differ}")
     if not np.any(received):
-        return Difference("every value is zero: is something not computed yet, or overwritten?",
-                          "all zeros", located)
+        return Difference(
+            "every value is zero: is something not computed yet, or overwritten?",
+            "all zeros",
+            located,
+        )
     factor = _constant_factor(expected, received, case)
     if factor is not None:
         return Difference(
