@@ -94,12 +94,17 @@ def show(exercise_id):
     default=None,
     help="Seconds each part may run (default: the exercise's own limit).",
 )
-def check(exercise_ids, everything, submission, output_format, verbose, seed, timeout):
+@click.option("--part", "parts", multiple=True, help="Grade only this part (repeatable).")
+def check(exercise_ids, everything, submission, output_format, verbose, seed, timeout, parts):
     """Grade your exercise files against the reference: outputs and gradients."""
     from grader.processes import warm_up
 
     records = _records(exercise_ids, everything)
     folder = _submission(submission)
+    for name in parts:
+        if len(records) != 1 or name not in [p.name for p in records[0].parts]:
+            known = ", ".join(p.name for r in records for p in r.parts)
+            raise click.BadParameter(f"no part {name!r}; parts: {known}", param_hint="--part")
     warm_up()
 
     from grader.engine import GraderError, grade
@@ -109,7 +114,7 @@ def check(exercise_ids, everything, submission, output_format, verbose, seed, ti
     all_passed = True
     for record in records:
         try:
-            result = grade(record.id, folder, seed=seed, timeout=timeout)
+            result = grade(record.id, folder, seed=seed, timeout=timeout, parts=parts or None)
         except GraderError as error:
             raise click.ClickException(str(error)) from None
         all_passed &= result.passed
@@ -226,6 +231,45 @@ class _BatchProgress:
             self.bar.advance(self.task)
         elif self.enabled:
             click.echo(f"  {student}: {document['total']:g}/{document['max_total']:g}", err=True)
+
+
+@main.group()
+def release():
+    """(Instructors) Copies of the kit: for students, or a Gradescope autograder."""
+
+
+@release.command("student")
+@click.argument("destination", type=click.Path(file_okay=False, path_type=Path))
+def release_student_command(destination):
+    """A kit without solutions (public fixtures instead) in DESTINATION."""
+    from grader.release import ReleaseError, release_student
+
+    try:
+        release_student(destination)
+    except ReleaseError as error:
+        raise click.ClickException(str(error)) from None
+    click.echo(f"{destination}: stubs, attnkit, grader and fixtures; no solutions")
+
+
+@release.command("gradescope")
+@click.argument("target", type=click.Path(dir_okay=False, path_type=Path))
+@click.option(
+    "--exercise",
+    "-e",
+    "exercise_ids",
+    multiple=True,
+    help="Exercise to grade (repeat for several) [default: all].",
+)
+def release_gradescope_command(target, exercise_ids):
+    """A Gradescope autograder zip (setup.sh, run_autograder) in TARGET."""
+    from grader.release import ReleaseError, release_gradescope
+
+    records = _records(exercise_ids, not exercise_ids)
+    try:
+        release_gradescope(target, [r.id for r in records])
+    except ReleaseError as error:
+        raise click.ClickException(str(error)) from None
+    click.echo(f"{target}: upload it as the autograder of a Gradescope programming assignment")
 
 
 @main.command()

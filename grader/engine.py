@@ -244,20 +244,23 @@ def write_fixture(record: Exercise, seed: int, path: str | Path, reference: Live
     save_bundle(path, meta, arrays)
 
 
-def default_reference(record: Exercise):
-    """The installed solutions when there are any, else the fixture shipped with the grader."""
-    import importlib.util
+KIT = Path(__file__).resolve().parent.parent
+FIXTURES = Path(__file__).resolve().parent / "fixtures"
 
-    spec = importlib.util.find_spec("solutions")
-    if spec is not None and spec.submodule_search_locations:
-        directory = Path(list(spec.submodule_search_locations)[0])
-        if (directory / record.file).is_file():
-            return LiveReference(directory)
-    fixture = Path(__file__).parent / "fixtures" / f"{record.id}.npz"
+
+def default_reference(record: Exercise):
+    """This kit's own solutions when it has them, else the fixture shipped with its grader.
+
+    A student copy of the kit (`grader release student`) has no solutions/, only fixtures.
+    """
+    solutions = KIT / "solutions"
+    if (solutions / record.file).is_file():
+        return LiveReference(solutions)
+    fixture = FIXTURES / f"{record.id}.npz"
     if fixture.is_file():
         return FixtureReference(fixture)
     raise GraderError(
-        f"no reference for exercise {record.id}: neither solutions/{record.file} nor {fixture}"
+        f"no reference for exercise {record.id}: neither {solutions / record.file} nor {fixture}"
     )
 
 
@@ -271,6 +274,8 @@ def grade(
     timeout: float | None = None,
     parallel: int | None = None,
     hidden_seed: int | None = None,
+    limits: dict | None = None,
+    blocked_imports: tuple[str, ...] = (),
 ) -> ExerciseResult:
     """Grade one exercise of one submission folder (or file).
 
@@ -309,6 +314,8 @@ def grade(
                     workdir,
                     timeout=timeout or record.timeout,
                     module_name=path.stem,
+                    limits=limits,
+                    blocked_imports=blocked_imports,
                 )
             )
         reference_job = reference.job(record, seed, workdir, cases)
