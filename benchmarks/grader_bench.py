@@ -1,0 +1,144 @@
+"""How fast the grader is, as ratios against baselines measured in the same run.
+
+    python benchmarks/grader_bench.py            # the full table (a few minutes)
+    python benchmarks/grader_bench.py --quick    # seconds: fewer repeats and students
+
+Rows:
+- `grader check 8-2 --submission solutions` against `python -c "import tensorflow, keras"`
+  (goal: at most 1.6x);
+- `grader list` (goal: under 0.5 s, and it must not import TensorFlow);
+- `grader batch` of N synthetic 8-2 submissions with `--jobs 2` against N sequential
+  `grader check` runs (goal: at least 10x faster).
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+KIT = Path(__file__).resolve().parent.parent
+DEMO = KIT / "examples" / "submissions"
+PYTHON = sys.executable
+
+
+def timed(command: list[str], repeats: int, cwd: Path = KIT) -> float:
+    """Median wall time of `command` over `repeats` runs (after one warm-up run)."""
+    samples = []
+    for index in range(repeats + 1):
+        start = time.perf_counter()
+        subprocess.run(command, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        if index:
+            samples.append(time.perf_counter() - start)
+    return statistics.median(samples)
+
+
+def grader(*args: str) -> list[str]:
+    return [PYTHON, "-m", "grader.cli", *args]
+
+
+def synthetic_class(folder: Path, students: int) -> Path:
+    """`students` copies of the demo class's correct and partly wrong submissions."""
+    sources = [DEMO / "alice" / "ex8_2.py", DEMO / "bob" / "ex8_2.py"]
+    for index in range(students):
+        target = folder / f"student{index:03d}"
+        target.mkdir(parents=True)
+        shutil.copy(sources[index % 2], target / "ex8_2.py")
+    return folder
+
+
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--quick", action="store_true", help="one repeat, 2 students")
+    parser.add_argument("--students", type=int, default=None)
+    args = parser.parse_args(argv)
+    repeats = 1 if args.quick else 5
+    students = args.students or (2 if args.quick else 40)
+
+    rows = []
+    baseline = timed([PYTHON, "-c", "import tensorflow, keras"], repeats)
+    check = timed(grader("check", "8-2", "--submission", "solutions"), repeats)
+    rows.append(("import tensorflow, keras", baseline, 1.0, ""))
+    rows.append(
+        (
+            "grader check 8-2 --submission solutions",
+            check,
+            check / baseline,
+            "goal <= 1.6x the import",
+        )
+    )
+    listing = timed(grader("list"), repeats)
+    imported = subprocess.run(
+        [
+            PYTHON,
+            "-c",
+            "import sys, grader.cli as c; from click.testing import CliRunner; "
+            "CliRunner().invoke(c.main, ['list']); print('tensorflow' in sys.modules)",
+        ],
+        capture_output=True,
+        text=True,
+        cwd=KIT,
+    ).stdout.strip()
+    rows.append(
+        (
+            "grader list",
+            listing,
+            listing / baseline,
+            f"goal < 0.5 s; imports TensorFlow: {imported}",
+        )
+    )
+
+    with tempfile.TemporaryDirectory(prefix="attnkit-bench-") as scratch:
+        root = synthetic_class(Path(scratch) / "class", students)
+        start = time.perf_counter()
+        for student in sorted(root.iterdir()):
+            subprocess.run(
+                grader("check", "8-2", "--submission", str(student)),
+                cwd=KIT,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+            )
+        sequential = time.perf_counter() - start
+        start = time.perf_counter()
+        subprocess.run(
+            grader(
+                "batch",
+                str(root),
+                "--exercise",
+                "8-2",
+                "--jobs",
+                "2",
+                "--out",
+                str(Path(scratch) / "out"),
+                "--seed",
+                "1",
+            ),
+            cwd=KIT,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            check=True,
+        )
+        batch = time.perf_counter() - start
+    rows.append((f"{students} x grader check, one after another", sequential, 1.0, ""))
+    rows.append(
+        (
+            f"grader batch of {students}, --jobs 2",
+            batch,
+            batch / sequential,
+            f"{sequential / batch:.1f}x faster; goal >= 10x",
+        )
+    )
+
+    width = max(len(r[0]) for r in rows)
+    print(f"{'what':<{width}}  {'seconds':>8}  {'ratio':>6}  note")
+    for name, seconds, ratio, note in rows:
+        print(f"{name:<{width}}  {seconds:8.2f}  {ratio:6.2f}  {note}")
+
+
+if __name__ == "__main__":
+    main()

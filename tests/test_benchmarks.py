@@ -1,0 +1,24 @@
+"""The benchmark scripts run in CI with --quick, so that they cannot rot."""
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+BENCHMARKS = Path(__file__).resolve().parent.parent / "benchmarks"
+
+
+@pytest.mark.slow
+def test_grader_benchmark_quick_prints_its_table():
+    done = subprocess.run(
+        [sys.executable, str(BENCHMARKS / "grader_bench.py"), "--quick"],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[0].split()[:3] == ["what", "seconds", "ratio"]
+    assert any(line.startswith("grader batch of 2, --jobs 2") for line in lines)
+    assert "imports TensorFlow: False" in done.stdout
