@@ -321,6 +321,7 @@ def grade(
         reference_job = reference.job(record, seed, workdir, cases)
         outcomes = run_jobs(([reference_job] if reference_job else []) + jobs, parallel)
         expected = reference.expected(record, seed, cases, outcomes.get("reference"))
+    result.for_instructor = written_answers(record, path.parent)
     for part in chosen:
         result.parts.append(
             judge_part(
@@ -332,6 +333,28 @@ def grade(
             )
         )
     return result
+
+
+ANSWER_PLACEHOLDER = "<!-- Write your answer below this line. -->"
+
+
+def written_answers(record: Exercise, folder: Path) -> list[dict]:
+    """Whether each written part was answered in `answers/<id>.md`; never a score."""
+    if not record.written:
+        return []
+    path = folder / "answers" / f"{record.id}.md"
+    text = path.read_text(encoding="utf-8", errors="replace") if path.is_file() else ""
+    answer = text.split(ANSWER_PLACEHOLDER, 1)[-1].strip()
+    status = "written" if answer else "missing"
+    return [
+        {
+            "name": part.name,
+            "max_score": float(part.points),
+            "status": status,
+            "answer_file": f"answers/{record.id}.md",
+        }
+        for part in record.written
+    ]
 
 
 def _unloadable(path: Path) -> str:
@@ -435,6 +458,17 @@ def judge_case(part, case: Case, want: CaseOutput, got: CaseOutput) -> list[Chec
             else:
                 problem = compare.gradient_difference(grad, found, case, wrt)
             checks.append(_check(f"{prefix}gradient wrt {wrt}, {case.label}", problem, hidden))
+    for prop in part.properties:
+        if not prop.targets or case.target in prop.targets:
+            broken = prop.check(case, np.asarray(got.output))
+            checks.append(
+                CheckResult(
+                    f"{prefix}{prop.name}, {case.label}",
+                    broken is None,
+                    broken or "",
+                    "property: " + prop.name if broken else None,
+                )
+            )
     return checks
 
 

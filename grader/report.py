@@ -72,6 +72,16 @@ def render(
                 f"      … {len(failures) - len(shown)} more failed checks "
                 "(--verbose lists every check)"
             )
+    for written in result.for_instructor:
+        state = (
+            "written: for the instructor"
+            if written["status"] == "written"
+            else f"not written yet ({written['answer_file']})"
+        )
+        lines.append(
+            f"  · {written['name']:<{width}}  {_points(written['max_score'])} pt  "
+            f"{state}, not in the automatic score"
+        )
     total = f"Score: {_points(result.score)}/{_points(result.max_score)}"
     lines.append(style(total, bold=True, fg="green" if result.passed else None))
     if not result.passed:

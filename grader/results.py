@@ -60,6 +60,8 @@ class ExerciseResult:
     parts: list[PartResult]
     submission: str = ""
     seed: int = 0
+    # Written explanations: reported for the instructor, never scored automatically.
+    for_instructor: list[dict] = field(default_factory=list)
 
     @property
     def score(self) -> float:
@@ -80,9 +82,12 @@ class ExerciseResult:
         raise KeyError(name)
 
     def to_dict(self) -> dict:
-        return {
+        data = {
             "exercise": self.exercise,
             "score": self.score,
             "max_score": self.max_score,
             "parts": [p.to_dict() for p in self.parts],
         }
+        if self.for_instructor:
+            data["for_instructor"] = self.for_instructor
+        return data

@@ -56,6 +56,20 @@ class Mistake:
 
 
 @dataclass(frozen=True)
+class Property:
+    """A property the submission's output must have, checked in the grader's process.
+
+    `check(case, output)` returns None when it holds, else what is wrong, in plain words (for
+    example: the energy rose between steps 3 and 4). Runs on every case of its part whose target
+    is in `targets` (all targets when empty).
+    """
+
+    name: str
+    check: Callable[[Case, np.ndarray], str | None]
+    targets: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
 class Part:
     """A graded part. `make_cases(rng, hidden=False)` makes its cases; with `hidden=True` it
     draws fresh shapes as well as values (batch grading's hidden checks)."""
@@ -66,6 +80,20 @@ class Part:
     make_cases: Callable[..., list[Case]]
     mistakes: tuple[Mistake, ...] = ()
     description: str = ""
+    properties: tuple[Property, ...] = ()
+
+
+@dataclass(frozen=True)
+class WrittenPart:
+    """An explanation the student writes in `exercises/answers/<exercise id>.md`.
+
+    It is never graded automatically: the grader reports whether it was written, "for the
+    instructor", with its points kept apart from the automatic score.
+    """
+
+    name: str
+    points: float
+    prompt: str
 
 
 @dataclass(frozen=True)
@@ -78,6 +106,7 @@ class Exercise:
     parts: tuple[Part, ...]
     # Per-part wall-clock limit in seconds when grading a submission.
     timeout: float = 60.0
+    written: tuple[WrittenPart, ...] = ()
     extra: Mapping[str, str] = field(default_factory=dict)
 
     @property

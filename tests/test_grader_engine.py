@@ -153,3 +153,62 @@ def test_seeds_change_the_cases_but_not_their_shapes_list():
     assert not np.allclose(query[0], other["ScaledDotScore"][0].inputs["query"])
     upstreams = [c.upstream for c in first["BilinearScore"]]
     assert all(np.any(u != 1.0) for u in upstreams)  # never all ones
+
+
+def test_a_property_is_checked_on_the_received_output():
+    from grader.engine import CaseOutput, judge_case
+    from grader.spec import Part, Property
+
+    def never_rises(case, output):
+        rises = np.flatnonzero(np.diff(output) > 0)
+        return f"the energy rose at step {rises[0] + 1}" if rises.size else None
+
+    part = Part(
+        "p",
+        1,
+        ("f",),
+        make_cases=lambda rng: [],
+        properties=(Property("energy never rises", never_rises),),
+    )
+    case = Case("f", FUNCTION, "trajectory")
+    falling = np.array([3.0, 2.0, 1.0])
+    good = judge_case(
+        part, case, CaseOutput("ok", output=falling), CaseOutput("ok", output=falling)
+    )
+    assert all(c.passed for c in good) and len(good) == 2
+    rising = np.array([3.0, 4.0, 1.0])
+    bad = judge_case(part, case, CaseOutput("ok", output=falling), CaseOutput("ok", output=rising))
+    failed = [c for c in bad if not c.passed and c.name.startswith("energy never rises")]
+    assert failed and failed[0].message == "the energy rose at step 1"
+
+
+def test_written_parts_are_reported_apart_and_never_scored(tmp_path):
+    from grader.engine import ANSWER_PLACEHOLDER, written_answers
+    from grader.results import ExerciseResult
+    from grader.spec import Exercise, WrittenPart
+
+    record = Exercise(
+        "8-9",
+        "t",
+        "ex8_9.py",
+        "s",
+        "x",
+        parts=(),
+        written=(WrittenPart("comparison", 2, "Compare."),),
+    )
+    assert written_answers(record, tmp_path)[0]["status"] == "missing"
+    (tmp_path / "answers").mkdir()
+    (tmp_path / "answers" / "8-9.md").write_text(f"# 8-9\n{ANSWER_PLACEHOLDER}\n\n")
+    assert written_answers(record, tmp_path)[0]["status"] == "missing"
+    (tmp_path / "answers" / "8-9.md").write_text(f"{ANSWER_PLACEHOLDER}\nSelf-attention ...\n")
+    answers = written_answers(record, tmp_path)
+    assert answers == [
+        {
+            "name": "comparison",
+            "max_score": 2.0,
+            "status": "written",
+            "answer_file": "answers/8-9.md",
+        }
+    ]
+    result = ExerciseResult("8-9", [], for_instructor=answers)
+    assert result.to_dict()["max_score"] == 0.0 and result.to_dict()["for_instructor"] == answers
