@@ -2,13 +2,20 @@
 
 from attnkit.attention import (
     Attention,
+    HardAttention,
+    MultiHeadAttention,
+    MultiHeadSelfAttention,
+    MultiQueryAttention,
+    SelfAttention,
     attention_mask,
     causal_mask,
     combine_masks,
     large_negative_number,
     length_mask,
     masked_softmax,
+    multi_head_scaled_dot_attention,
 )
+from attnkit.position import LearnedPositionEmbedding, SinusoidalPositionEncoding
 from attnkit.scoring import (
     AdditiveScore,
     BilinearScore,
@@ -24,6 +31,13 @@ __version__ = "0.1.0"
 __all__ = [
     "AdditiveScore",
     "Attention",
+    "HardAttention",
+    "LearnedPositionEmbedding",
+    "MultiHeadAttention",
+    "MultiHeadSelfAttention",
+    "MultiQueryAttention",
+    "SelfAttention",
+    "SinusoidalPositionEncoding",
     "BilinearScore",
     "CosineScore",
     "DotScore",
@@ -37,4 +51,5 @@ __all__ = [
     "large_negative_number",
     "length_mask",
     "masked_softmax",
+    "multi_head_scaled_dot_attention",
 ]

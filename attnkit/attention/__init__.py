@@ -1,6 +1,7 @@
-"""Attention pooling (NNDL 8.2) and the one mask path shared by every layer."""
+"""Attention pooling (NNDL 8.2), self-attention (NNDL 8.3) and the one mask path."""
 
 from attnkit.attention.attention import Attention
+from attnkit.attention.hard import HardAttention
 from attnkit.attention.masking import (
     attention_mask,
     causal_mask,
@@ -9,13 +10,22 @@ from attnkit.attention.masking import (
     length_mask,
     masked_softmax,
 )
+from attnkit.attention.multi_head import MultiHeadAttention, multi_head_scaled_dot_attention
+from attnkit.attention.multi_query import MultiQueryAttention
+from attnkit.attention.self_attention import MultiHeadSelfAttention, SelfAttention
 
 __all__ = [
     "Attention",
+    "HardAttention",
+    "MultiHeadAttention",
+    "MultiHeadSelfAttention",
+    "MultiQueryAttention",
+    "SelfAttention",
     "attention_mask",
     "causal_mask",
     "combine_masks",
     "large_negative_number",
     "length_mask",
     "masked_softmax",
+    "multi_head_scaled_dot_attention",
 ]
