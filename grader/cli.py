@@ -279,12 +279,14 @@ def release_gradescope_command(target, exercise_ids):
     is_flag=True,
     help="Only report stubs that differ from their solutions; exit 1 if any.",
 )
-def stubs(check_only):
-    """(Maintainers) Make exercises/ from solutions/."""
+@click.argument("exercise_ids", nargs=-1)
+def stubs(check_only, exercise_ids):
+    """(Maintainers) Make exercises/ from solutions/ (all, or the exercises named)."""
     from grader.stubs import MarkerError, sync_stubs
 
     try:
-        changed = sync_stubs(write=not check_only)
+        _records(exercise_ids, not exercise_ids)
+        changed = sync_stubs(write=not check_only, ids=list(exercise_ids) or None)
     except MarkerError as error:
         raise click.ClickException(str(error)) from None
     verb = "differs from its solution" if check_only else "written"

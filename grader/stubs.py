@@ -49,13 +49,18 @@ def package_dir(name: str) -> Path:
 
 
 def sync_stubs(
-    solutions: Path | None = None, exercises: Path | None = None, write: bool = True
+    solutions: Path | None = None,
+    exercises: Path | None = None,
+    write: bool = True,
+    ids: list[str] | None = None,
 ) -> list[Path]:
     """Make every stub from its solution; return the stubs that were (or would be) changed."""
     solutions = solutions or package_dir("solutions")
     exercises = exercises or package_dir("exercises")
     changed = []
     for record in EXERCISES.values():
+        if ids and record.id not in ids:
+            continue
         source = solutions / record.file
         stub = make_stub(source.read_text(encoding="utf-8"), record.id, str(source))
         target = exercises / record.file
