@@ -1,6 +1,7 @@
 """Attention pooling (NNDL 8.2), self-attention (NNDL 8.3) and the one mask path."""
 
 from attnkit.attention.attention import Attention
+from attnkit.attention.blockwise import blockwise_attention
 from attnkit.attention.hard import HardAttention
 from attnkit.attention.masking import (
     attention_mask,
@@ -22,6 +23,7 @@ __all__ = [
     "MultiQueryAttention",
     "SelfAttention",
     "attention_mask",
+    "blockwise_attention",
     "causal_mask",
     "combine_masks",
     "large_negative_number",

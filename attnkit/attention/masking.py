@@ -50,14 +50,16 @@ def _static_rank(x):
     return None if shape is None else len(shape)
 
 
-def length_mask(lengths, maxlen):
+def length_mask(lengths, maxlen, start=0):
     """Boolean mask that keeps the first `lengths[b]` positions of each sequence.
 
-    `mask[b, j] = j < lengths[b]` (d2l's valid lengths).
+    `mask[b, j] = start + j < lengths[b]` (d2l's valid lengths).
 
     Args:
         lengths: integer tensor of shape `(batch_size,)`, the valid length of each sequence.
-        maxlen: int (or scalar integer tensor), the padded sequence length.
+        maxlen: int (or scalar integer tensor), the padded sequence length (or the length of
+            the block of positions that starts at `start`).
+        start: int, the position of the first column (a block of keys starts there).
 
     Returns:
         Boolean tensor of shape `(batch_size, maxlen)`.
@@ -69,12 +71,12 @@ def length_mask(lengths, maxlen):
             "`lengths` must have shape (batch_size,). "
             f"Received: lengths with shape {tuple(lengths.shape)}"
         )
-    positions = ops.arange(maxlen, dtype="int32")
+    positions = ops.arange(maxlen, dtype="int32") + start
     lengths = ops.cast(lengths, "int32")
     return ops.less(ops.expand_dims(positions, 0), ops.expand_dims(lengths, -1))
 
 
-def causal_mask(query_length, key_length):
+def causal_mask(query_length, key_length, key_start=0):
     """Boolean causal mask: query `i` may attend to key `j` only when `j <= i`.
 
     Top-left aligned, as the `use_causal_mask` option of `keras.layers.MultiHeadAttention`
@@ -82,13 +84,14 @@ def causal_mask(query_length, key_length):
 
     Args:
         query_length: int (or scalar integer tensor), Tq.
-        key_length: int (or scalar integer tensor), Tk.
+        key_length: int (or scalar integer tensor), Tk (or the length of a block of keys).
+        key_start: int, the position of the first key (a block of keys starts there).
 
     Returns:
         Boolean tensor of shape `(Tq, Tk)`.
     """
     rows = ops.expand_dims(ops.arange(query_length, dtype="int32"), -1)
-    cols = ops.expand_dims(ops.arange(key_length, dtype="int32"), 0)
+    cols = ops.expand_dims(ops.arange(key_length, dtype="int32") + key_start, 0)
     return ops.less_equal(cols, rows)
 
 
@@ -119,8 +122,13 @@ def attention_mask(
     key_lengths=None,
     attention_mask=None,
     use_causal_mask=False,
+    key_start=0,
 ):
     """Combines every kind of mask into one boolean mask over `(B, Tq, Tk)`.
+
+    With `key_start`, `key` is the block of keys that starts at that position (blockwise
+    attention asks for the mask one block at a time): `key_mask` and `attention_mask` are then
+    the block's columns, and lengths and the causal mask count from `key_start`.
 
     Args:
         query: tensor of shape `(B, Tq, d_q)`; only its shape is used.
@@ -159,7 +167,8 @@ def attention_mask(
                 "`key_lengths` must have shape (batch_size,). "
                 f"Received: key_lengths with shape {tuple(key_lengths.shape)}"
             )
-        parts.append(ops.expand_dims(length_mask(key_lengths, ops.shape(key)[-2]), -2))
+        block = length_mask(key_lengths, ops.shape(key)[-2], start=key_start)
+        parts.append(ops.expand_dims(block, -2))
     if attention_mask is not None:
         if _static_rank(attention_mask) not in (2, 3):
             raise ValueError(
@@ -168,7 +177,7 @@ def attention_mask(
             )
         parts.append(ops.cast(attention_mask, "bool"))
     if use_causal_mask:
-        parts.append(causal_mask(ops.shape(query)[-2], ops.shape(key)[-2]))
+        parts.append(causal_mask(ops.shape(query)[-2], ops.shape(key)[-2], key_start=key_start))
     return combine_masks(*parts)
 
 

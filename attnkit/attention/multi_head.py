@@ -7,6 +7,7 @@ import keras
 from keras import ops
 
 from attnkit.attention import masking
+from attnkit.attention.blockwise import blockwise_attention
 from attnkit.scoring.base import check_positive_int, get_initializer
 
 __all__ = ["MultiHeadAttention", "multi_head_scaled_dot_attention"]
@@ -105,6 +106,66 @@ def multi_head_scaled_dot_attention(
     return output, weights
 
 
+IMPLEMENTATIONS = ("auto", "plain", "blockwise", "fused")
+
+
+def check_implementation(implementation, allowed, dropout):
+    if implementation not in allowed:
+        raise ValueError(
+            f"`implementation` must be one of {', '.join(map(repr, allowed))}. "
+            f"Received: implementation={implementation!r}"
+        )
+    if implementation in ("blockwise", "fused") and dropout > 0:
+        raise ValueError(
+            f"implementation={implementation!r} never forms the attention weights, so it cannot "
+            f"apply dropout to them: use implementation='plain' or dropout=0. Received: "
+            f"dropout={dropout}"
+        )
+    return implementation
+
+
+def _gpu_visible() -> bool:
+    backend = keras.backend.backend()
+    if backend == "jax":
+        import jax
+
+        return any(device.platform == "gpu" for device in jax.devices())
+    if backend == "torch":
+        import torch
+
+        return torch.cuda.is_available()
+    return False
+
+
+def choose_implementation(implementation, return_attention_scores, dropout_active):
+    """The path one call takes. "auto" is the backend's fused kernel where it has one (JAX
+    and PyTorch on a GPU) and the options allow it, else the plain path."""
+    if implementation in ("blockwise", "fused") and return_attention_scores:
+        raise ValueError(
+            f"implementation={implementation!r} never forms the attention weights; ask for them "
+            "with implementation='plain'. Received: return_attention_scores=True"
+        )
+    if implementation != "auto":
+        return implementation
+    if return_attention_scores or dropout_active or not _gpu_visible():
+        return "plain"
+    return "fused"
+
+
+def fused_attention(query, key, value, mask=None):
+    """`keras.ops.dot_product_attention` (a fused kernel on JAX and PyTorch GPUs), with
+    attnkit's convention that a query whose keys are all masked gets a zero output."""
+    if mask is None:
+        return ops.dot_product_attention(query, key, value)
+    while len(mask.shape) < 3:
+        mask = ops.expand_dims(mask, 0)
+    mask = ops.expand_dims(mask, -3)  # every head
+    output = ops.dot_product_attention(query, key, value, mask=mask)
+    kept = ops.any(mask, axis=-1)  # (B or 1, 1, Tq)
+    kept = ops.expand_dims(ops.transpose(kept, (0, 2, 1)), -1)  # (B or 1, Tq, 1, 1)
+    return ops.where(kept, output, ops.zeros_like(output))
+
+
 @keras.saving.register_keras_serializable(package="attnkit")
 class MultiHeadAttention(keras.layers.Layer):
     """Multi-head scaled dot-product attention with learned projections.
@@ -144,6 +205,15 @@ class MultiHeadAttention(keras.layers.Layer):
             `"glorot_uniform"`.
         bias_initializer: initializer of the four biases. Defaults to `"zeros"`.
         seed: optional int, the seed of the dropout.
+        implementation: how the heads attend, all with the same result: `"plain"` forms the
+            (B, H, Tq, Tk) weights; `"blockwise"` walks over blocks of `block_size` keys with
+            an online softmax and recomputes them in the backward pass, so neither pass holds
+            the Tq × Tk scores (`attnkit.attention.blockwise_attention`); `"fused"` calls
+            `keras.ops.dot_product_attention` (a fused kernel on JAX and PyTorch GPUs);
+            `"auto"` (the default) is `"fused"` on a JAX or PyTorch GPU when neither the
+            weights nor dropout are asked for, else `"plain"`. Only `"plain"` can return the
+            weights or apply dropout.
+        block_size: positive int, keys per block of the `"blockwise"` path. Defaults to 512.
         **kwargs: base layer keyword arguments, such as `name` and `dtype`.
 
     Call arguments:
@@ -181,6 +251,8 @@ class MultiHeadAttention(keras.layers.Layer):
         kernel_initializer="glorot_uniform",
         bias_initializer="zeros",
         seed=None,
+        implementation="auto",
+        block_size=512,
         **kwargs,
     ):
         super().__init__(**kwargs)
@@ -196,6 +268,9 @@ class MultiHeadAttention(keras.layers.Layer):
         self.bias_initializer = get_initializer("bias_initializer", bias_initializer)
         self.seed = check_seed(seed)
         self.seed_generator = keras.random.SeedGenerator(seed) if self.dropout > 0 else None
+        self.implementation = check_implementation(implementation, IMPLEMENTATIONS, self.dropout)
+        check_positive_int("block_size", block_size)
+        self.block_size = block_size
 
     @property
     def _value_dim(self):
@@ -294,15 +369,34 @@ class MultiHeadAttention(keras.layers.Layer):
         q = self._project(query, self.query_kernel, self.query_bias)
         k = self._project(key, self.key_kernel, self.key_bias)
         v = self._project(value, self.value_kernel, self.value_bias)
-        heads, weights = multi_head_scaled_dot_attention(
-            q,
-            k,
-            v,
-            mask,
-            dropout=self.dropout,
-            seed_generator=self.seed_generator,
-            training=training,
+        path = choose_implementation(
+            self.implementation, return_attention_scores, bool(training) and self.dropout > 0
         )
+        weights = None
+        if path == "blockwise":
+            heads = blockwise_attention(
+                q,
+                k,
+                v,
+                query_mask=query_mask,
+                key_mask=value_mask,
+                key_lengths=key_lengths,
+                attention_mask=attention_mask,
+                use_causal_mask=use_causal_mask,
+                block_size=self.block_size,
+            )
+        elif path == "fused":
+            heads = fused_attention(q, k, v, mask)
+        else:
+            heads, weights = multi_head_scaled_dot_attention(
+                q,
+                k,
+                v,
+                mask,
+                dropout=self.dropout,
+                seed_generator=self.seed_generator,
+                training=training,
+            )
         # [head_1; ...; head_H] W^O, written without the concatenation.
         output = ops.einsum("bqhv,hvo->bqo", heads, ops.cast(self.output_kernel, heads.dtype))
         if self.output_bias is not None:
@@ -357,6 +451,8 @@ class MultiHeadAttention(keras.layers.Layer):
                 "kernel_initializer": keras.initializers.serialize(self.kernel_initializer),
                 "bias_initializer": keras.initializers.serialize(self.bias_initializer),
                 "seed": self.seed,
+                "implementation": self.implementation,
+                "block_size": self.block_size,
             }
         )
         return config

@@ -6,13 +6,16 @@ import keras
 from keras import ops
 
 from attnkit.attention import masking
+from attnkit.attention.blockwise import blockwise_attention
 from attnkit.attention.multi_head import (
     MultiHeadAttention,
     check_bool,
+    check_implementation,
     check_optional_positive_int,
     check_rank_3,
     check_rate,
     check_seed,
+    choose_implementation,
     clone_initializer,
 )
 from attnkit.scoring.base import check_positive_int, get_initializer
@@ -86,6 +89,10 @@ class SelfAttention(_PaddingMaskMixin, keras.layers.Layer):
         kernel_initializer: initializer of the kernels. Defaults to `"glorot_uniform"`.
         bias_initializer: initializer of the biases. Defaults to `"zeros"`.
         seed: optional int, the seed of the dropout.
+        implementation: `"plain"` (forms the T × T weights) or `"blockwise"` (keys in blocks
+            with an online softmax, recomputed in the backward pass: no T × T scores in either
+            pass, same result; see `attnkit.attention.blockwise_attention`).
+        block_size: positive int, keys per block of the `"blockwise"` path.
         **kwargs: base layer keyword arguments, such as `name` and `dtype`.
 
     Call arguments:
@@ -116,6 +123,8 @@ class SelfAttention(_PaddingMaskMixin, keras.layers.Layer):
         kernel_initializer="glorot_uniform",
         bias_initializer="zeros",
         seed=None,
+        implementation="plain",
+        block_size=512,
         **kwargs,
     ):
         super().__init__(**kwargs)
@@ -129,6 +138,11 @@ class SelfAttention(_PaddingMaskMixin, keras.layers.Layer):
         self.bias_initializer = get_initializer("bias_initializer", bias_initializer)
         self.seed = check_seed(seed)
         self.seed_generator = keras.random.SeedGenerator(seed) if self.dropout > 0 else None
+        self.implementation = check_implementation(
+            implementation, ("plain", "blockwise"), self.dropout
+        )
+        check_positive_int("block_size", block_size)
+        self.block_size = block_size
 
     @property
     def _value_dim(self):
@@ -172,6 +186,15 @@ class SelfAttention(_PaddingMaskMixin, keras.layers.Layer):
         k = self._project(inputs, self.key_kernel, self.key_bias)  # (8.17)
         v = self._project(inputs, self.value_kernel, self.value_bias)  # (8.18)
         padding = self._padding_mask(inputs, mask, lengths)
+        if choose_implementation(self.implementation, return_attention_scores, False) != "plain":
+            heads = blockwise_attention(
+                *(ops.expand_dims(x, 2) for x in (q, k, v)),  # one head
+                query_mask=padding,
+                key_mask=padding,
+                use_causal_mask=self.use_causal_mask,
+                block_size=self.block_size,
+            )
+            return ops.squeeze(heads, 2)
         attention_mask = masking.attention_mask(
             q, k, query_mask=padding, key_mask=padding, use_causal_mask=self.use_causal_mask
         )
@@ -213,6 +236,8 @@ class SelfAttention(_PaddingMaskMixin, keras.layers.Layer):
                 "use_bias": self.use_bias,
                 "kernel_initializer": keras.initializers.serialize(self.kernel_initializer),
                 "bias_initializer": keras.initializers.serialize(self.bias_initializer),
+                "implementation": self.implementation,
+                "block_size": self.block_size,
                 "seed": self.seed,
             }
         )
@@ -248,6 +273,9 @@ class MultiHeadSelfAttention(_PaddingMaskMixin, keras.layers.Layer):
         kernel_initializer: initializer of the kernels. Defaults to `"glorot_uniform"`.
         bias_initializer: initializer of the biases. Defaults to `"zeros"`.
         seed: optional int, the seed of the dropout.
+        implementation: `"auto"`, `"plain"`, `"blockwise"` (memory-efficient: no T × T
+            scores in either pass) or `"fused"`; see `MultiHeadAttention`.
+        block_size: positive int, keys per block of the `"blockwise"` path.
         **kwargs: base layer keyword arguments, such as `name` and `dtype`.
 
     Call arguments:
@@ -278,6 +306,8 @@ class MultiHeadSelfAttention(_PaddingMaskMixin, keras.layers.Layer):
         kernel_initializer="glorot_uniform",
         bias_initializer="zeros",
         seed=None,
+        implementation="auto",
+        block_size=512,
         **kwargs,
     ):
         super().__init__(**kwargs)
@@ -292,6 +322,8 @@ class MultiHeadSelfAttention(_PaddingMaskMixin, keras.layers.Layer):
             kernel_initializer=kernel_initializer,
             bias_initializer=bias_initializer,
             seed=seed,
+            implementation=implementation,
+            block_size=block_size,
             dtype=self.dtype_policy,
             name="attention",
         )
@@ -336,6 +368,8 @@ class MultiHeadSelfAttention(_PaddingMaskMixin, keras.layers.Layer):
             "kernel_initializer",
             "bias_initializer",
             "seed",
+            "implementation",
+            "block_size",
         ):
             config[name] = attention[name]
         config["use_causal_mask"] = self.use_causal_mask

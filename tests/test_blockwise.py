@@ -1,0 +1,229 @@
+"""The memory-efficient path: exact attention in key blocks (online softmax, recomputed
+backward), equal to the plain path, and never holding a Tq × Tk tensor."""
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+import attnkit
+from attnkit.attention import blockwise_attention
+from attnkit.attention.multi_head import multi_head_scaled_dot_attention
+
+rng = np.random.default_rng(7)
+
+
+def numpy_attention(q, k, v, keep):
+    """float64 reference: softmax over kept keys, zero rows where nothing is kept."""
+    scores = np.einsum("bqhd,bkhd->bhqk", q, k) / np.sqrt(q.shape[-1])
+    keep = np.broadcast_to(keep[:, None], scores.shape)
+    scores = np.where(keep, scores, -np.inf)
+    top = np.max(scores, axis=-1, keepdims=True)
+    top = np.where(np.isfinite(top), top, 0.0)
+    weights = np.where(keep, np.exp(scores - top), 0.0)
+    total = weights.sum(-1, keepdims=True)
+    weights = np.divide(weights, total, out=np.zeros_like(weights), where=total > 0)
+    return np.einsum("bhqk,bkhd->bqhd", weights, v)
+
+
+def masks(b, tq, tk, causal, with_lengths, with_query_mask):
+    keep = np.ones((b, tq, tk), bool)
+    kwargs = {"use_causal_mask": causal}
+    if causal:
+        keep &= np.tril(np.ones((tq, tk), bool))
+    if with_lengths:
+        lengths = rng.integers(0, tk + 1, size=b)
+        lengths[0] = 0  # a sequence with no keys at all
+        kwargs["key_lengths"] = lengths
+        keep &= (np.arange(tk)[None, :] < lengths[:, None])[:, None, :]
+    if with_query_mask:
+        query_mask = rng.random((b, tq)) > 0.3
+        kwargs["query_mask"] = query_mask
+        keep &= query_mask[:, :, None]
+    return keep, kwargs
+
+
+@pytest.mark.parametrize("shape", [(1, 1, 1, 1, 1, 1), (2, 5, 9, 3, 4, 2), (3, 8, 8, 2, 1, 5)])
+@pytest.mark.parametrize("block_size", [1, 3, 8, 100])
+@pytest.mark.parametrize(
+    "causal,lengths,query_mask",
+    [
+        (False, False, False),
+        (True, False, False),
+        (False, True, True),
+        (True, True, True),
+    ],
+)
+def test_equals_float64_numpy(shape, block_size, causal, lengths, query_mask):
+    b, tq, tk, h, d, dv = shape
+    q, k = rng.standard_normal((b, tq, h, d)), rng.standard_normal((b, tk, h, d))
+    v = rng.standard_normal((b, tk, h, dv))
+    keep, kwargs = masks(b, tq, tk, causal, lengths, query_mask)
+    out = blockwise_attention(
+        tf.constant(q), tf.constant(k), tf.constant(v), block_size=block_size, **kwargs
+    )
+    np.testing.assert_allclose(out.numpy(), numpy_attention(q, k, v, keep), atol=1e-12)
+
+
+def test_key_mask_and_attention_mask_are_sliced_per_block():
+    b, tq, tk, h, d = 2, 4, 7, 2, 3
+    q, k, v = (rng.standard_normal((b, t, h, d)) for t in (tq, tk, tk))
+    key_mask = rng.random((b, tk)) > 0.4
+    attention_mask = rng.random((b, tq, tk)) > 0.3
+    out = blockwise_attention(
+        *map(tf.constant, (q, k, v)), key_mask=key_mask, attention_mask=attention_mask, block_size=3
+    )
+    keep = attention_mask & key_mask[:, None, :]
+    np.testing.assert_allclose(out.numpy(), numpy_attention(q, k, v, keep), atol=1e-12)
+
+
+@pytest.mark.parametrize(
+    "causal,padding", [(False, False), (True, False), (False, True), (True, True)]
+)
+def test_outputs_and_gradients_equal_the_plain_path_in_float32(causal, padding):
+    b, t, h, d = 2, 37, 3, 8
+    q, k, v, up = (
+        tf.constant(rng.standard_normal(s), tf.float32) for s in [(b, t, h, d)] * 3 + [(b, t, h, d)]
+    )
+    lengths = tf.constant([t, 20]) if padding else None
+    mask = attnkit.attention_mask(
+        q[:, :, 0], k[:, :, 0], key_lengths=lengths, use_causal_mask=causal
+    )
+    with tf.GradientTape(persistent=True) as tape:
+        tape.watch([q, k, v])
+        fast = blockwise_attention(
+            q, k, v, key_lengths=lengths, use_causal_mask=causal, block_size=8
+        )
+        plain, _ = multi_head_scaled_dot_attention(q, k, v, mask)
+    np.testing.assert_allclose(fast.numpy(), plain.numpy(), rtol=1e-5, atol=1e-5)
+    for mine, theirs in zip(
+        tape.gradient(fast, [q, k, v], output_gradients=up),
+        tape.gradient(plain, [q, k, v], output_gradients=up),
+        strict=True,
+    ):
+        np.testing.assert_allclose(mine.numpy(), theirs.numpy(), rtol=1e-4, atol=1e-5)
+
+
+def test_no_tensor_of_the_score_size_in_forward_or_backward():
+    b, t, h, d, block = 1, 64, 2, 4, 16
+    q, k, v = (tf.constant(rng.standard_normal((b, t, h, d)), tf.float32) for _ in range(3))
+
+    def shapes_in(implementation):
+        @tf.function
+        def step(q, k, v):
+            with tf.GradientTape() as tape:
+                tape.watch([q, k, v])
+                if implementation == "blockwise":
+                    out = blockwise_attention(
+                        q, k, v, key_lengths=[50], use_causal_mask=True, block_size=block
+                    )
+                else:
+                    mask = attnkit.attention_mask(
+                        q[:, :, 0], k[:, :, 0], key_lengths=[50], use_causal_mask=True
+                    )
+                    out, _ = multi_head_scaled_dot_attention(q, k, v, mask)
+            return tape.gradient(tf.reduce_sum(out * out), [q, k, v])
+
+        graph = step.get_concrete_function(q, k, v).graph
+        return [
+            tuple(o.shape)
+            for op in graph.get_operations()
+            for o in op.outputs
+            if o.shape.rank and o.shape.rank >= 2
+        ]
+
+    def full_scores(shape):
+        return shape[-1] == t and shape[-2] == t
+
+    assert any(full_scores(s) for s in shapes_in("plain"))  # the check can see one
+    assert not any(full_scores(s) for s in shapes_in("blockwise"))
+
+
+def copy_layer(layer, implementation, inputs):
+    config = layer.get_config() | {"implementation": implementation}
+    twin = type(layer).from_config(config)
+    twin(*inputs)
+    twin.set_weights(layer.get_weights())
+    return twin
+
+
+@pytest.mark.parametrize("implementation", ["blockwise", "fused"])
+def test_multi_head_attention_paths_agree(implementation):
+    x = tf.constant(rng.standard_normal((2, 13, 16)), tf.float32)
+    memory = tf.constant(rng.standard_normal((2, 9, 12)), tf.float32)
+    layer = attnkit.MultiHeadAttention(num_heads=4, key_dim=5, implementation="plain", block_size=4)
+    layer(x, memory)
+    twin = copy_layer(layer, implementation, (x, memory))
+    value_mask = rng.random((2, 9)) > 0.3
+    value_mask[1] = False  # every key of one example masked: zero heads, output = bias
+    for kwargs in (
+        {},
+        {"value_mask": value_mask},
+        {"key_lengths": tf.constant([9, 4])},
+        {"use_causal_mask": True, "key_lengths": tf.constant([9, 4])},
+    ):
+        np.testing.assert_allclose(
+            twin(x, memory, **kwargs).numpy(),
+            layer(x, memory, **kwargs).numpy(),
+            rtol=1e-5,
+            atol=1e-5,
+        )
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda impl: attnkit.MultiHeadSelfAttention(
+            num_heads=2, key_dim=4, use_causal_mask=True, implementation=impl, block_size=3
+        ),
+        lambda impl: attnkit.SelfAttention(
+            key_dim=4, use_causal_mask=True, implementation=impl, block_size=3
+        ),
+    ],
+    ids=["MultiHeadSelfAttention", "SelfAttention"],
+)
+def test_self_attention_blockwise_agrees_and_trains(make, tmp_path):
+    x = tf.constant(rng.standard_normal((2, 10, 6)), tf.float32)
+    lengths = tf.constant([10, 6])
+    plain = make("plain")
+    plain(x)
+    fast = copy_layer(plain, "blockwise", (x,))
+    np.testing.assert_allclose(
+        fast(x, lengths=lengths).numpy(), plain(x, lengths=lengths).numpy(), rtol=1e-5, atol=1e-5
+    )
+    jitted = tf.function(lambda inputs: fast(inputs), jit_compile=True)
+    np.testing.assert_allclose(jitted(x).numpy(), plain(x).numpy(), rtol=1e-5, atol=1e-5)
+    with tf.GradientTape() as tape:
+        loss = tf.reduce_sum(fast(x) ** 2)
+    grads = tape.gradient(loss, fast.trainable_variables)
+    with tf.GradientTape() as tape:
+        loss = tf.reduce_sum(plain(x) ** 2)
+    for mine, theirs in zip(grads, tape.gradient(loss, plain.trainable_variables), strict=True):
+        if theirs is not None:
+            np.testing.assert_allclose(mine.numpy(), theirs.numpy(), rtol=1e-4, atol=1e-5)
+
+
+def test_options_that_need_the_weights_are_refused():
+    with pytest.raises(ValueError, match="Received: dropout=0.1"):
+        attnkit.MultiHeadAttention(2, 4, dropout=0.1, implementation="blockwise")
+    with pytest.raises(ValueError, match="Received: implementation='fast'"):
+        attnkit.MultiHeadAttention(2, 4, implementation="fast")
+    with pytest.raises(ValueError, match="Received: block_size=0"):
+        attnkit.MultiHeadAttention(2, 4, implementation="blockwise", block_size=0)
+    layer = attnkit.MultiHeadAttention(2, 4, implementation="blockwise")
+    x = tf.ones((1, 3, 4))
+    with pytest.raises(ValueError, match="return_attention_scores=True"):
+        layer(x, x, return_attention_scores=True)
+
+
+def test_config_round_trip_keeps_the_implementation(tmp_path):
+    inputs = keras.Input((12, 8))
+    layer = attnkit.MultiHeadSelfAttention(2, 4, implementation="blockwise", block_size=5)
+    model = keras.Model(inputs, layer(inputs))
+    path = tmp_path / "model.keras"
+    model.save(path)
+    loaded = keras.models.load_model(path)
+    x = rng.standard_normal((2, 12, 8)).astype("float32")
+    np.testing.assert_allclose(loaded.predict(x, verbose=0), model.predict(x, verbose=0), rtol=1e-6)
+    assert loaded.layers[-1].get_config()["implementation"] == "blockwise"
+    assert loaded.layers[-1].get_config()["block_size"] == 5
