@@ -22,3 +22,17 @@ def test_grader_benchmark_quick_prints_its_table():
     assert lines[0].split()[:3] == ["what", "seconds", "ratio"]
     assert any(line.startswith("grader batch of 2, --jobs 2") for line in lines)
     assert "imports TensorFlow: False" in done.stdout
+
+
+@pytest.mark.slow
+def test_attention_benchmark_quick_prints_both_tables():
+    done = subprocess.run(
+        [sys.executable, str(BENCHMARKS / "attention_bench.py"), "--quick"],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "Forward + backward time" in done.stdout and "Peak memory" in done.stdout
+    memory_row = done.stdout.strip().splitlines()[-1].split()
+    assert memory_row[0] == "256" and "None" not in memory_row
