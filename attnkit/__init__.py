@@ -16,6 +16,20 @@ from attnkit.attention import (
     masked_softmax,
     multi_head_scaled_dot_attention,
 )
+from attnkit.memory import (
+    EndToEndMemoryNetwork,
+    HopfieldNetwork,
+    ModernHopfield,
+    NeuralTuringMachine,
+    NTMCell,
+    circular_shift,
+    content_addressing,
+    interpolate,
+    memory_address,
+    memory_read,
+    memory_write,
+    sharpen,
+)
 from attnkit.position import LearnedPositionEmbedding, SinusoidalPositionEncoding
 from attnkit.scoring import (
     AdditiveScore,
@@ -30,6 +44,18 @@ from attnkit.scoring import (
 __version__ = "0.1.0"
 
 __all__ = [
+    "EndToEndMemoryNetwork",
+    "HopfieldNetwork",
+    "ModernHopfield",
+    "NTMCell",
+    "NeuralTuringMachine",
+    "circular_shift",
+    "content_addressing",
+    "interpolate",
+    "memory_address",
+    "memory_read",
+    "memory_write",
+    "sharpen",
     "AdditiveScore",
     "Attention",
     "HardAttention",

@@ -1,0 +1,75 @@
+"""The external-memory demos in examples/, run and asserted (slow: tens of seconds each)."""
+
+import importlib.util
+import pathlib
+
+import numpy as np
+import pytest
+
+EXAMPLES = pathlib.Path(__file__).resolve().parents[1] / "examples"
+
+
+def _example(name):
+    spec = importlib.util.spec_from_file_location(f"example_{name}", EXAMPLES / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_memn2n_task_has_one_supporting_fact_among_distractors():
+    demo = _example("memn2n_qa")
+    data = demo.make_dataset(50, seed=3)
+    words = np.array(demo.WORDS)
+    for n in range(50):
+        asked = data["question"][n, 2]
+        mentions = [i for i in range(6) if asked in data["story"][n, i]]
+        assert mentions == [data["support"][n]]  # exactly one sentence is about the name
+        assert data["story"][n, data["support"][n], 3] == data["answer"][n]
+        assert words[data["answer"][n]] in demo.PLACES
+    lengths = np.any(data["story"] != 0, axis=-1).sum(-1)
+    assert lengths.min() >= 2 and lengths.max() <= 6 and len(set(lengths)) > 1  # padded slots
+
+
+@pytest.mark.slow
+def test_memn2n_answers_and_attends_to_the_supporting_fact():
+    result = _example("memn2n_qa").train_and_evaluate(hops=2, epochs=15, seed=0)
+    assert result["accuracy"] >= 0.95
+    # The first hop's largest attention weight is on the supporting fact.
+    assert result["support_accuracy"][0] >= 0.95
+    assert result["padded_weight"] == 0.0  # padded memory slots are never attended to
+
+
+def test_copy_task_batches():
+    demo = _example("ntm_copy")
+    x, y, w = demo.make_batch(np.random.default_rng(0), 8, max_length=4, bits=3)
+    assert x.shape == (8, 9, 4) and y.shape == (8, 9, 3) and w.shape == (8, 9)
+    for b in range(8):
+        length = int(w[b].sum())
+        assert 1 <= length <= 4
+        np.testing.assert_array_equal(y[b, length + 1 : 2 * length + 1], x[b, :length, :3])
+        assert x[b, length, 3] == 1.0 and x[b, length + 1 :].sum() == 0.0
+
+
+@pytest.mark.slow
+def test_ntm_learns_the_copy_task():
+    result = _example("ntm_copy").train_and_evaluate(steps=600, seed=0)
+    assert result["initial_bit_error"] > 2.0  # untrained: about half of ~9 bits wrong
+    assert result["bit_error"] < 0.05  # wrong bits per sequence after training
+    assert result["bit_error_rate"] < 0.005
+
+
+def test_breakdown_load_interpolates_the_crossing():
+    demo = _example("hopfield_capacity")
+    loads, errors = [0.10, 0.12, 0.14, 0.16], [0.0, 0.008, 0.024, 0.05]
+    assert demo.breakdown_load(loads, errors, threshold=0.016) == pytest.approx(0.13)
+    assert np.isnan(demo.breakdown_load(loads, [0.0] * 4))
+
+
+@pytest.mark.slow
+def test_hopfield_capacity_breaks_down_near_0_14_m(tmp_path):
+    result = _example("hopfield_capacity").run(units=200, out=tmp_path, seed=0)
+    assert 0.11 <= result["breakdown"] <= 0.17
+    assert result["perfect"][0] == 1.0 and result["bit_error"][0] == 0.0  # N = 0.04 m
+    assert result["perfect"][-1] < 0.1 and result["bit_error"][-1] > 0.1  # N = 0.24 m
+    plot = pathlib.Path(result["plot"])
+    assert plot.exists() and plot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
