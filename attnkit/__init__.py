@@ -16,6 +16,8 @@ from attnkit.attention import (
     masked_softmax,
     multi_head_scaled_dot_attention,
 )
+from attnkit.hierarchical import HierarchicalAttention
+from attnkit.kernel_regression import NadarayaWatson, ParametricNadarayaWatson
 from attnkit.memory import (
     EndToEndMemoryNetwork,
     HopfieldNetwork,
@@ -30,6 +32,7 @@ from attnkit.memory import (
     memory_write,
     sharpen,
 )
+from attnkit.pointer import PointerNetwork
 from attnkit.position import LearnedPositionEmbedding, SinusoidalPositionEncoding
 from attnkit.scoring import (
     AdditiveScore,
@@ -40,10 +43,21 @@ from attnkit.scoring import (
     ScaledDotScore,
     get_score,
 )
+from attnkit.seq2seq import BahdanauDecoder, LuongAttention
+from attnkit.structured import StructuredAttention
+from attnkit.viz import plot_attention
 
 __version__ = "0.1.0"
 
 __all__ = [
+    "BahdanauDecoder",
+    "HierarchicalAttention",
+    "LuongAttention",
+    "NadarayaWatson",
+    "ParametricNadarayaWatson",
+    "PointerNetwork",
+    "StructuredAttention",
+    "plot_attention",
     "EndToEndMemoryNetwork",
     "HopfieldNetwork",
     "ModernHopfield",
