@@ -36,8 +36,9 @@ def test_show_explains_the_task():
 @pytest.mark.parametrize(
     "args,phrase",
     [
-        (["check", "8-7"], "Unknown exercise '8-7'. Known exercises: 8-2. Did you mean 8-2?"),
+        (["check", "8-7"], "Unknown exercise '8-7'. Known exercises: 8-1, 8-2"),
         (["show", "82"], "Did you mean 8-2?"),
+        (["check", "8-2", "--part", "Scaled"], "no part 'Scaled'"),
         (["check"], "Name an exercise"),
         (["check", "8-2", "--submission", "no/such/folder"], "does not exist"),
         (["check", "8-2", "--format", "xml"], "Invalid value for '--format'"),
