@@ -50,28 +50,47 @@ def release_student(destination: Path, seed: int = 0) -> Path:
     return destination
 
 
-def solution_lines() -> set[str]:
-    """The distinctive lines of every answer block in solutions/."""
-    lines = set()
+def answer_blocks() -> list[list[str]]:
+    """The lines of every answer block in solutions/, stripped, blank lines dropped."""
+    blocks = []
     for record in EXERCISES.values():
-        inside = False
+        block = None
         for line in (KIT / "solutions" / record.file).read_text(encoding="utf-8").splitlines():
             if BEGIN.match(line):
-                inside = True
+                block = []
             elif END.match(line):
-                inside = False
-            elif inside and len(line.strip()) >= 24:
-                lines.add(line.strip())
-    return lines
+                blocks.append(block or [])
+                block = None
+            elif block is not None and line.strip():
+                block.append(line.strip())
+    return blocks
 
 
 def solution_leaks(folder: Path) -> list[str]:
-    """Files under `folder` that hold a solutions folder or a line of an answer."""
-    answers = solution_lines()
+    """Files under `folder` holding a solutions folder, an answer marker, or two consecutive
+    lines of an answer (one line alone is too often an ordinary line of code to tell).
+
+    `attnkit/` is not searched: the library implements the chapter on purpose, and a student
+    kit ships it.
+    """
+    pairs = {
+        (first, second)
+        for block in answer_blocks()
+        for first, second in zip(block, block[1:], strict=False)
+        if len(first) + len(second) >= 40
+    }
     leaks = [str(p) for p in folder.rglob("solutions") if p.is_dir()]
     for path in folder.rglob("*.py"):
-        lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
-        if any(BEGIN.match(line) or line.strip() in answers for line in lines):
+        if "attnkit" in path.relative_to(folder).parts[:1]:
+            continue
+        lines = [
+            line.strip()
+            for line in path.read_text(encoding="utf-8", errors="replace").splitlines()
+            if line.strip()
+        ]
+        if any(BEGIN.match(line) for line in lines) or pairs & set(
+            zip(lines, lines[1:], strict=False)
+        ):
             leaks.append(str(path))
     return leaks
 

@@ -106,8 +106,14 @@ def blockwise_attention(
 
     fill = masking.large_negative_number(compute)
 
-    def scores(q, k, start, stop):
-        s = ops.einsum("bqhd,bkhd->bhqk", q, k[:, start:stop])
+    def scores(q, k, start, stop, after):
+        """One block of scores, computed only once everything in `after` (the previous
+        block's results) exists. A graph executor would otherwise run the blocks in any order
+        and keep many blocks' weights alive at once, which is the memory this path saves."""
+        block = k[:, start:stop]
+        flag = sum(ops.reshape(tensor, (-1,))[:1] for tensor in after)
+        block = ops.where(ops.isnan(flag), ops.zeros_like(block), block)
+        s = ops.einsum("bqhd,bkhd->bhqk", q, block)
         mask = block_mask(start, stop)
         return s, mask
 
@@ -120,7 +126,7 @@ def blockwise_attention(
         normaliser = ops.zeros((b, heads, t_q, 1), dtype=compute)
         accumulated = ops.zeros((b, heads, t_q, v.shape[-1]), dtype=compute)
         for start, stop in blocks:
-            s, mask = scores(q32, k32, start, stop)
+            s, mask = scores(q32, k32, start, stop, after=[accumulated])
             if mask is not None:
                 s = ops.where(mask, s, fill)
             new_max = ops.maximum(running_max, ops.max(s, axis=-1, keepdims=True))
@@ -147,7 +153,7 @@ def blockwise_attention(
         d_query = ops.zeros_like(q32)
         d_keys, d_values = [], []
         for start, stop in blocks:
-            s, mask = scores(q32, k32, start, stop)
+            s, mask = scores(q32, k32, start, stop, after=[d_query, *d_keys[-1:], *d_values[-1:]])
             p = ops.where(kept, ops.exp(s - logsumexp), 0.0)
             if mask is not None:
                 p = ops.where(mask, p, 0.0)
