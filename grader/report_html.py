@@ -27,25 +27,25 @@ def _histogram(totals: list[float], maximum: float) -> str:
         index = min(bins - 1, int(bins * total / maximum)) if maximum else 0
         counts[index] += 1
     tallest = max(counts) or 1
-    width, height, bar = 520, 180, 48
+    width, height, bar, top = 520, 180, 48, 24  # `top`: room for the tallest bar's label
     parts = [
-        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height + 40}" '
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{top + height + 30}" '
         'role="img" aria-label="score histogram">'
     ]
     for index, count in enumerate(counts):
         h = round(height * count / tallest)
         x = 10 + index * (bar + 2)
         parts.append(
-            f'<rect x="{x}" y="{height - h + 10}" width="{bar}" height="{h}" '
-            'fill="#4a7bd0"><title>{count}</title></rect>'.replace("{count}", str(count))
+            f'<rect x="{x}" y="{top + height - h}" width="{bar}" height="{h}" fill="#4a7bd0">'
+            f"<title>{count}</title></rect>"
         )
         parts.append(
-            f'<text x="{x + bar / 2}" y="{height - h + 5}" font-size="12" '
+            f'<text x="{x + bar / 2}" y="{top + height - h - 5}" font-size="12" '
             f'text-anchor="middle">{count or ""}</text>'
         )
         low = maximum * index / bins
         parts.append(
-            f'<text x="{x + bar / 2}" y="{height + 28}" font-size="11" '
+            f'<text x="{x + bar / 2}" y="{top + height + 18}" font-size="11" '
             f'text-anchor="middle">{low:g}–</text>'
         )
     parts.append("</svg>")
@@ -65,6 +65,8 @@ def report_html(documents: list[dict], records: list[Exercise], note: str = "") 
                 key = f"{exercise['exercise']} {part['name']}"
                 part_seen[key] += 1
                 part_fail[key] += part["status"] != "passed"
+                if part["status"] not in ("passed", "failed"):
+                    continue  # the code did not run: its checks say nothing about the check
                 for check in part["checks"]:
                     name = f"{key}: {check['name']}"
                     check_seen[name] += 1
@@ -73,7 +75,9 @@ def report_html(documents: list[dict], records: list[Exercise], note: str = "") 
             mistakes.update(names)
 
     def rate_rows(failed, seen, limit=None):
-        rows = sorted(seen, key=lambda k: (-failed[k] / seen[k], k))[:limit]
+        rows = sorted(
+            (k for k in seen if failed[k]), key=lambda k: (-failed[k], -failed[k] / seen[k], k)
+        )[:limit]
         return "".join(
             f"<tr><td>{escape(k)}</td><td class=num>{failed[k]}/{seen[k]}</td>"
             f'<td><span class=bar style="width:{round(120 * failed[k] / seen[k])}px"></span>'
@@ -106,6 +110,7 @@ def report_html(documents: list[dict], records: list[Exercise], note: str = "") 
 <table><tr><th>part</th><th class=num>failed</th><th></th></tr>{rate_rows(part_fail, part_seen)}
 </table>
 <h2>Checks failed most often</h2>
+<p class=muted>Among students whose code for the part ran (not crashed, hung or unwritten).</p>
 <table><tr><th>check</th><th class=num>failed</th><th></th></tr>
 {rate_rows(check_fail, check_seen, 20)}</table>
 <h2>Most common named mistakes</h2>
