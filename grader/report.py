@@ -115,6 +115,12 @@ def render_show(record: Exercise) -> str:
     width = max(len(part.name) for part in record.parts)
     for part in record.parts:
         lines.append(f"  {part.name:<{width}}  {_points(part.points)} pt  {part.description}")
+    for written in record.written:
+        lines.append(
+            f"  {written.name:<{width}}  {_points(written.points)} pt  written, in "
+            f"exercises/answers/{record.id}.md: {written.prompt} (for the instructor, not in "
+            "the automatic score)"
+        )
     lines += [
         "",
         f"Total: {_points(record.max_score)} points. A part scores its points when "

@@ -77,3 +77,10 @@ def test_stubs_check_passes_on_the_shipped_kit():
     result = run("stubs", "--check")
     assert result.exit_code == 0, result.output
     assert "every stub matches its solution" in result.output
+
+
+def test_show_lists_written_parts_apart():
+    result = run("show", "8-3")
+    assert result.exit_code == 0
+    assert "exercises/answers/8-3.md" in result.output
+    assert "for the instructor, not in the automatic score" in result.output
