@@ -1,9 +1,9 @@
 """Exercise 8-2 graded end to end: the reference, the stub, correct alternatives, planted mistakes
 and submissions that misbehave."""
 
-import textwrap
-
+import grading_helpers
 import pytest
+from grading_helpers import failures
 
 from grader.engine import grade
 from grader.results import ERROR, FAILED, NOT_IMPLEMENTED, PASSED, TIMEOUT
@@ -15,12 +15,7 @@ HEADER = "import keras\nfrom keras import ops\nimport numpy as np\n\n"
 
 
 def submit(tmp_path, body: str) -> str:
-    (tmp_path / "ex8_2.py").write_text(HEADER + textwrap.dedent(body), encoding="utf-8")
-    return str(tmp_path)
-
-
-def failures(part):
-    return [check for check in part.checks if not check.passed]
+    return grading_helpers.submit(tmp_path, "8-2", body, HEADER)
 
 
 @pytest.fixture(scope="module")

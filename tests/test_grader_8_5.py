@@ -1,9 +1,9 @@
 """Exercise 8-5 graded end to end: the reference (public and hidden cases), the stub, correct
 alternatives, and planted mistakes that must fail the right part with the named message."""
 
-import textwrap
-
+import grading_helpers
 import pytest
+from grading_helpers import failures
 
 from grader.engine import ANSWER_PLACEHOLDER, grade
 from grader.records import get_exercise
@@ -31,12 +31,7 @@ class NTMAddressing(keras.layers.Layer):
 
 
 def submit(tmp_path, body: str) -> str:
-    (tmp_path / "ex8_5.py").write_text(HEADER + textwrap.dedent(body), encoding="utf-8")
-    return str(tmp_path)
-
-
-def failures(part):
-    return [check for check in part.checks if not check.passed]
+    return grading_helpers.submit(tmp_path, "8-5", body, HEADER)
 
 
 def messages(part):

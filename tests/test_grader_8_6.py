@@ -1,10 +1,10 @@
 """Exercise 8-6 graded end to end: the reference (public and hidden cases), the stub, correct
 alternatives, planted mistakes, and dynamics that raise the energy caught by the energy property."""
 
-import textwrap
-
+import grading_helpers
 import numpy as np
 import pytest
+from grading_helpers import failures
 
 from grader.engine import grade, make_cases
 from grader.records import get_exercise
@@ -20,12 +20,7 @@ ENERGY_CHECK = "energy never rises"
 
 
 def submit(tmp_path, body: str) -> str:
-    (tmp_path / "ex8_6.py").write_text(HEADER + textwrap.dedent(body), encoding="utf-8")
-    return str(tmp_path)
-
-
-def failures(part):
-    return [check for check in part.checks if not check.passed]
+    return grading_helpers.submit(tmp_path, "8-6", body, HEADER)
 
 
 def messages(part):

@@ -2,7 +2,7 @@
 reference, the stub, correct alternatives and planted mistakes."""
 
 import pytest
-from lab_helpers import (
+from grading_helpers import (
     assert_full_marks,
     assert_planted_mistake,
     assert_reference_scores_full_marks,

@@ -2,7 +2,7 @@
 planted mistakes (the NaN gradient of a log-mask included)."""
 
 import pytest
-from lab_helpers import (
+from grading_helpers import (
     assert_full_marks,
     assert_planted_mistake,
     assert_reference_scores_full_marks,

@@ -217,19 +217,22 @@ def test_read_gradients_match_finite_differences(rng):
 
 
 # --------------------------------------------------------------- precision and XLA
-def test_mixed_float16_read_and_write(mixed_float16, rng):
-    memory = rng.normal(size=(2, 6, 4)).astype("float16")
-    query = (10 * rng.normal(size=(2, 4))).astype("float16")  # large scores
+def test_mixed_precision_read_and_write(mixed_policy, rng):
+    low = mixed_policy.split("_")[1]
+    # Rounded to the compute dtype here, so that the reference sees the same inputs.
+    memory = _np(tf.cast(rng.normal(size=(2, 6, 4)), low))
+    query = _np(tf.cast(10 * rng.normal(size=(2, 4)), low))  # large scores
     lengths = np.array([0, 4], "int32")
     read, alpha = memory_read(memory, query, "dot", memory_lengths=lengths, return_weights=True)
-    assert keras.backend.standardize_dtype(read.dtype) == "float16"
+    assert keras.backend.standardize_dtype(read.dtype) == low
     read, alpha = _np(tf.cast(read, "float64")), _np(tf.cast(alpha, "float64"))
     assert np.all(np.isfinite(read)) and np.all(np.isfinite(alpha))
     keep = ref.length_mask(lengths, 6)
     expected, expected_alpha = _reference_read(_case("dot"), {}, memory, query[:, None], keep=keep)
     np.testing.assert_allclose(alpha, expected_alpha[:, 0], atol=2e-2)
     np.testing.assert_allclose(read, expected[:, 0], atol=5e-2)
-    new = memory_write(memory, alpha.astype("float16"), np.full((2, 4), 0.5, "float16"), query)
+    alpha = _np(tf.cast(alpha, low))  # the weights written with, as the reference sees them
+    new = memory_write(memory, alpha, tf.cast(np.full((2, 4), 0.5), low), query)
     new = _np(tf.cast(new, "float64"))
     expected_new = np.stack(
         [
@@ -238,7 +241,8 @@ def test_mixed_float16_read_and_write(mixed_float16, rng):
         ]
     )
     assert np.all(np.isfinite(new))
-    np.testing.assert_allclose(new, expected_new, atol=5e-2)
+    # Slots reach |27|, where one bfloat16 rounding alone is up to 0.0625: relative there.
+    np.testing.assert_allclose(new, expected_new, atol=5e-2, rtol=0 if low == "float16" else 8e-3)
 
 
 def test_jit_compile_matches_eager(rng):

@@ -139,11 +139,14 @@ def test_gradients_flow_to_query_and_patterns(rng):
 
 
 # ------------------------------------------------------ precision, XLA, save / load
-def test_mixed_float16(mixed_float16, rng):
-    patterns = rng.choice([-1.0, 1.0], size=(2, 30, 64)).astype("float16")
-    xi = patterns[:, :4] * np.where(rng.random((2, 4, 64)) < 0.1, -1, 1).astype("float16")
-    out, weights = ModernHopfield(1.0)(xi, patterns, return_attention_scores=True)
-    assert keras.backend.standardize_dtype(out.dtype) == "float16"
+def test_mixed_precision(mixed_policy, rng):
+    low = mixed_policy.split("_")[1]
+    patterns = rng.choice([-1.0, 1.0], size=(2, 30, 64))  # ±1: exact in float16 and bfloat16
+    xi = patterns[:, :4] * np.where(rng.random((2, 4, 64)) < 0.1, -1, 1)
+    out, weights = ModernHopfield(1.0)(
+        tf.cast(xi, low), tf.cast(patterns, low), return_attention_scores=True
+    )
+    assert keras.backend.standardize_dtype(out.dtype) == low
     out = _np(tf.cast(out, "float32"))
     assert np.all(np.isfinite(out)) and np.all(np.isfinite(_np(tf.cast(weights, "float32"))))
     expected, _ = reference_update(xi, patterns, 1.0)  # scores up to 64: exp would overflow

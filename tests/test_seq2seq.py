@@ -137,11 +137,12 @@ def test_bahdanau_empty_source_gives_zero_attention_and_finite_gradients(rng):
     np.testing.assert_array_equal(_np(grads[0])[0], 0.0)  # nothing reaches unused states
 
 
-def test_bahdanau_mixed_float16(mixed_float16, rng):
+def test_bahdanau_mixed_precision(mixed_policy, rng):
+    low = mixed_policy.split("_")[1]
     layer, tokens, enc = _bahdanau(rng, (2, 5, 4, 4, 6, None, 7, 3))
     lengths = np.array([0, 3], "int32")
     logits, attention = layer(tokens, enc, source_lengths=lengths, return_attention_scores=True)
-    assert keras.backend.standardize_dtype(logits.dtype) == "float16"
+    assert keras.backend.standardize_dtype(logits.dtype) == low
     logits, attention = _np(tf.cast(logits, "float64")), _np(tf.cast(attention, "float64"))
     assert np.all(np.isfinite(logits)) and np.all(np.isfinite(attention))
     expected = rv.bahdanau_decoder(
@@ -364,11 +365,12 @@ def test_luong_local_p_gradients_match_finite_differences(rng):
 
 
 @pytest.mark.parametrize("mode", MODES)
-def test_luong_mixed_float16(mode, mixed_float16, rng):
+def test_luong_mixed_precision(mode, mixed_policy, rng):
+    low = mixed_policy.split("_")[1]
     layer, h, hbar = _luong(rng, "general", mode, 2, 4, 6, 3, 3)
     lengths = np.array([0, 4], "int32")
     out, weights = layer(h, hbar, key_lengths=lengths, return_attention_scores=True)
-    assert keras.backend.standardize_dtype(out.dtype) == "float16"
+    assert keras.backend.standardize_dtype(out.dtype) == low
     out, weights = _np(tf.cast(out, "float64")), _np(tf.cast(weights, "float64"))
     assert np.all(np.isfinite(out)) and np.all(np.isfinite(weights))
     np.testing.assert_array_equal(weights[0], 0.0)

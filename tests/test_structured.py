@@ -178,19 +178,22 @@ def test_gradients_match_finite_differences(rng):
         np.testing.assert_allclose(_np(g), e, rtol=1e-6, atol=1e-9)
 
 
-def test_mixed_float16(mixed_float16, rng):
+def test_mixed_precision(mixed_policy, rng):
+    low = mixed_policy.split("_")[1]
     layer, transition, kernel = _layer(rng, "bilinear", 3, 3, scale=3.0)
     q = rng.normal(size=(2, 3, 3)).astype("float32")
     v = rng.normal(size=(2, 5, 3)).astype("float32")
     lengths = np.array([0, 4], "int32")
     out, weights = layer(q, v, key_lengths=lengths, return_attention_scores=True)
-    assert keras.backend.standardize_dtype(weights.dtype) == "float16"
+    assert keras.backend.standardize_dtype(weights.dtype) == low
     out, weights = _np(tf.cast(out, "float64")), _np(tf.cast(weights, "float64"))
     assert np.all(np.isfinite(out)) and np.all(np.isfinite(weights))
     keep = ref.length_mask(lengths, 5)[:, None, :]
     expected = reference(q, v, v, transition, keep, "bilinear", kernel)
-    np.testing.assert_allclose(weights, expected[1], atol=2e-2)
-    np.testing.assert_allclose(out, expected[0], atol=5e-2)
+    # The bilinear scores (|s| up to ~47 here) are computed in `low`: bfloat16 rounds them by ~0.1.
+    tol = 2e-2 if low == "float16" else 4e-2
+    np.testing.assert_allclose(weights, expected[1], atol=tol)
+    np.testing.assert_allclose(out, expected[0], atol=2.5 * tol)
 
 
 @pytest.mark.parametrize("score", ["dot", "bilinear"])

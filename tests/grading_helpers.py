@@ -1,6 +1,6 @@
-"""Helpers shared by the tests of the labs' grading (`tests/test_grader_lab_*.py`).
+"""Helpers shared by the tests of every exercise's and lab's grading (`tests/test_grader_*.py`).
 
-Each lab's tests grade the reference (full marks, hidden checks too), the generated stub ("not
+Each exercise's tests grade the reference (full marks, hidden checks too), the generated stub ("not
 implemented" everywhere), correct alternatives written another way (full marks) and planted
 mistakes (the right part fails, with the named message).
 """
