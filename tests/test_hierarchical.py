@@ -129,34 +129,35 @@ def test_mixed_precision(mixed_policy, rng):
     np.testing.assert_allclose(document, expected[0], atol=3e-2)
 
 
-
 @pytest.mark.parametrize("inputs", ["token_ids", "embeddings_and_mask"])
 def test_jit_compile_matches_eager(inputs, rng):
     ids = padded_ids(rng, 3, 3, 4, 9)  # padded words and sentences; document 1 is empty
     keep = ids != 0
     if inputs == "token_ids":
         layer = HierarchicalAttention(3, vocab_size=9, embedding_dim=4, attention_units=5)
-        args, kwargs = (ids,), {}
+        x, mask = ids, None
     else:
         layer = HierarchicalAttention(3, attention_units=5)
-        args, kwargs = (rng.normal(size=(3, 3, 4, 4)).astype("float32"), keep), {}
-    layer.build(args[0].shape)
+        x, mask = rng.normal(size=(3, 3, 4, 4)).astype("float32"), keep
+    layer.build(x.shape)
     randomize(layer, rng)
 
-    def run(x, *mask):
-        return layer(x, *mask, return_attention_scores=True)
+    def run(x_, m_):
+        return layer(x_, mask=m_, return_attention_scores=True)
 
-    eager = run(*args)
-    compiled = tf.function(run, jit_compile=True)(*args)
+    eager = run(x, mask)
+    compiled = tf.function(run, jit_compile=True)(x, mask)
     for e, c in zip(eager, compiled, strict=True):
         assert np.all(np.isfinite(_np(c)))
         np.testing.assert_allclose(_np(c), _np(e), rtol=1e-5, atol=1e-6)
     np.testing.assert_array_equal(_np(compiled[1])[~keep], 0.0)
     np.testing.assert_array_equal(_np(compiled[0])[1], 0.0)
-    x = ref.as64(layer.embedding.embeddings.numpy())[ids] if layer.embedding else args[0]
+    if layer.embedding is not None:
+        x = ref.as64(layer.embedding.embeddings.numpy())[ids]
     expected = rv.hierarchical(weights_of(layer), x, keep)
     for c, e in zip(compiled, expected, strict=True):
         np.testing.assert_allclose(_np(c), e, rtol=1e-4, atol=1e-5)
+
 
 def test_trains_inside_model_fit(rng):
     # Label: does token 1 occur in the document?

@@ -241,7 +241,7 @@ def test_mixed_precision_read_and_write(mixed_policy, rng):
         ]
     )
     assert np.all(np.isfinite(new))
-    # Slots reach |27|, where one bfloat16 rounding alone is up to 0.0625: relative there.
+    # Slots reach ~17 here, where one bfloat16 rounding alone is up to 0.0625: relative there.
     np.testing.assert_allclose(new, expected_new, atol=5e-2, rtol=0 if low == "float16" else 8e-3)
 
 
