@@ -88,13 +88,17 @@ def nadaraya_watson(x, x_i, y_i, kernel, bandwidth, keep=None):
     for b in range(b_size):
         for i in range(tq):
             k = np.zeros(tk)
+            if kernel == "gaussian" and keep[b, i].any():
+                # In log space, shifted by the largest: far from every key, exp(-u²/2) alone
+                # underflows to 0 while the normalised weights are still well defined.
+                logs = -(((x[b, i] - x_i[b]) / bandwidth) ** 2) / 2
+                logs = np.where(keep[b, i], logs, -np.inf)
+                k = np.exp(logs - logs.max())
             for j in range(tk):
-                if not keep[b, i, j]:
+                if not keep[b, i, j] or kernel == "gaussian":
                     continue
                 u = (x[b, i] - x_i[b, j]) / bandwidth
-                if kernel == "gaussian":
-                    k[j] = np.exp(-(u**2) / 2) / np.sqrt(2 * np.pi)
-                elif kernel == "boxcar":
+                if kernel == "boxcar":
                     k[j] = 0.5 if abs(u) <= 1 else 0.0
                 else:  # epanechnikov
                     k[j] = 0.75 * (1 - u**2) if abs(u) <= 1 else 0.0
