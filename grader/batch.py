@@ -57,6 +57,7 @@ class BatchOptions:
 
     def limits(self) -> dict:
         return {
+            "hide": [str(Path(self.out).resolve()), str(engine.KIT / "solutions")],
             "memory_mb": self.memory_mb,
             "processes": self.processes,
             "no_new_processes": True,
@@ -93,6 +94,8 @@ def isolation_note(options: BatchOptions) -> str:
         f"memory {options.memory_mb} MB",
         f"output {options.output_mb} MB",
         "no new processes" if seccomp.supported() else f"{options.processes} processes",
+        "the results folder and the solutions look empty (a mount namespace of its own) where "
+        "the grader runs as root",
     ]
     if limits["uid_base"] is not None:
         words.append("each concurrent submission ran as a user id of its own")

@@ -108,6 +108,8 @@ def apply_limits(limits: dict | None, slot: int) -> None:
             resource.RLIMIT_NPROC,
             _tasks_of(uid if uid is not None else os.getuid()) + int(limits["processes"]),
         )
+    if limits.get("hide"):
+        hide_paths(limits["hide"], os.getcwd())
     if limits.get("no_new_processes"):
         from grader import seccomp
 
@@ -123,6 +125,39 @@ def apply_limits(limits: dict | None, slot: int) -> None:
         os.setgroups([])
         os.setgid(uid)
         os.setuid(uid)
+
+
+CLONE_NEWNS = 0x00020000
+MS_RDONLY, MS_REC, MS_PRIVATE = 1, 0x4000, 1 << 18
+
+
+def hide_paths(paths, workdir: str) -> list[str]:
+    """Cover `paths` with empty read-only folders in this process's own mount namespace.
+
+    The results folder and the kit's solutions then look empty to the submitted code, even
+    where it runs as root. Needs the right to make a mount namespace (root, usually); where that
+    is refused, nothing is hidden and the caller's other limits still apply. A path that holds
+    the job's own folder or the grader itself is never covered. Returns the paths hidden.
+    """
+    import ctypes
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.unshare(CLONE_NEWNS) != 0:
+        return []
+    if libc.mount(b"none", b"/", None, MS_REC | MS_PRIVATE, None) != 0:
+        return []
+    grader_home = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    hidden = []
+    for path in paths:
+        path = os.path.realpath(path)
+        needed = [os.path.realpath(workdir), grader_home]
+        if not os.path.isdir(path) or any(
+            os.path.commonpath([path, keep]) == path for keep in needed
+        ):
+            continue
+        if libc.mount(b"tmpfs", path.encode(), b"tmpfs", MS_RDONLY, b"size=4k") == 0:
+            hidden.append(path)
+    return hidden
 
 
 def _mapped_bytes() -> int:

@@ -105,6 +105,14 @@ def classroom(tmp_path_factory):
 def graded(classroom, tmp_path_factory):
     out = tmp_path_factory.mktemp("out")
     options = BatchOptions(["8-2"], out, jobs=2, timeout=6, seed=11)
+    snoop = (
+        "    import os\n"
+        f"    seen = os.listdir({str(out)!r}) + os.listdir({str(package_dir('solutions'))!r})\n"
+        "    if seen:\n"
+        "        raise RuntimeError(f'I can see {seen}')\n"
+        "    return W - W.T"
+    )
+    write(classroom / "snooper", "ex8_2.py", replace_function(GOOD, ASYM, snoop))
     summary = run_batch(classroom, options)
     results = {p.stem: json.loads(p.read_text()) for p in (out / "results").glob("*.json")}
     return summary, out, results
@@ -197,6 +205,13 @@ def test_unusable_submissions_score_zero_with_the_reason(graded, student, phrase
     _, _, results = graded
     assert results[student]["total"] == 0.0
     assert phrase in messages(results, student, "ScaledDotScore")
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="hiding folders needs a mount namespace (root)")
+def test_results_and_solutions_look_empty_to_submissions(graded):
+    _, out, results = graded
+    # Results of other students existed when the snooper ran (it is graded after most).
+    assert part(results, "snooper", ASYM)["status"] == "passed", messages(results, "snooper", ASYM)
 
 
 def test_zip_slip_writes_nothing_outside(graded, classroom):
