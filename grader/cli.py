@@ -41,6 +41,14 @@ def _submission(value: str) -> Path:
     )
 
 
+timeout_option = click.option(
+    "--timeout",
+    type=click.FloatRange(min=0, min_open=True),
+    default=None,
+    help="Seconds each part may run (default: the exercise's own limit).",
+)
+
+
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="attnkit")
 def main():
@@ -88,12 +96,7 @@ def show(exercise_id):
     show_default=True,
     help="Seed of the check cases.",
 )
-@click.option(
-    "--timeout",
-    type=click.FloatRange(min=0, min_open=True),
-    default=None,
-    help="Seconds each part may run (default: the exercise's own limit).",
-)
+@timeout_option
 @click.option("--part", "parts", multiple=True, help="Grade only this part (repeatable).")
 def check(exercise_ids, everything, submission, output_format, verbose, seed, timeout, parts):
     """Grade your exercise files against the reference: outputs and gradients."""
@@ -149,12 +152,7 @@ def check(exercise_ids, everything, submission, output_format, verbose, seed, ti
     default=None,
     help="Submissions graded at once [default: the number of cores].",
 )
-@click.option(
-    "--timeout",
-    type=click.FloatRange(min=0, min_open=True),
-    default=None,
-    help="Seconds each part may run (default: the exercise's own limit).",
-)
+@timeout_option
 @click.option(
     "--memory",
     "memory_mb",
