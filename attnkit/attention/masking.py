@@ -216,8 +216,11 @@ def masked_softmax(scores, mask=None, axis=-1):
 
 
 def _softmax(x, axis):
-    # exp(x - max) / Σ exp(x - max), written out: `keras.ops.softmax` warns when the axis has
-    # size 1, which is a legitimate case here (a single key).
+    # The backend's fused softmax keeps only its output for the backward pass (the written-out
+    # form below keeps three tensors of the scores' size); written out only where
+    # `keras.ops.softmax` would warn: an axis of size 1 (a single key), a legitimate case here.
+    if x.shape[axis] not in (None, 1):
+        return ops.softmax(x, axis=axis)
     shifted = x - ops.stop_gradient(ops.max(x, axis=axis, keepdims=True))
     e = ops.exp(shifted)
     return e / ops.sum(e, axis=axis, keepdims=True)
