@@ -69,7 +69,8 @@ def render(
             lines.extend(f"      {ok_mark} {check.name}" for check in part.checks if check.passed)
         elif len(failures) > len(shown):
             lines.append(
-                f"      … {len(failures) - len(shown)} more failed checks "
+                f"      … {len(failures) - len(shown)} more failed "
+                f"check{'s' if len(failures) - len(shown) > 1 else ''} "
                 "(--verbose lists every check)"
             )
     for written in result.for_instructor:
