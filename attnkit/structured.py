@@ -4,6 +4,7 @@ import keras
 from keras import ops
 
 from attnkit.attention import masking
+from attnkit.attention.scored import check_same_positions
 from attnkit.scoring.base import get_initializer, work_dtype
 from attnkit.scoring.registry import resolve_score
 
@@ -86,15 +87,7 @@ class StructuredAttention(keras.layers.Layer):
                 f"Received: query_shape={query_shape}, value_shape={value_shape}, "
                 f"key_shape={key_shape}"
             )
-        if (
-            value_shape[1] is not None
-            and key_shape[1] is not None
-            and value_shape[1] != key_shape[1]
-        ):
-            raise ValueError(
-                "`key` and `value` must have the same number of positions. "
-                f"Received: value_shape={value_shape}, key_shape={key_shape}"
-            )
+        check_same_positions(value_shape, key_shape)
         if not self.score_layer.built:
             self.score_layer.build(query_shape, key_shape)
         self.transition = self.add_weight(

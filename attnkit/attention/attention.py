@@ -6,11 +6,11 @@ import keras
 from keras import ops
 
 from attnkit.attention import masking
-from attnkit.scoring.registry import resolve_score
+from attnkit.attention.scored import ScoredAttention
 
 
 @keras.saving.register_keras_serializable(package="attnkit")
-class Attention(keras.layers.Layer):
+class Attention(ScoredAttention):
     """Attention pooling over any score function: soft attention and key-value attention.
 
     α = softmax_j(s(q, k_j)),  att((K, V), q) = Σ_j α_j v_j
@@ -56,7 +56,7 @@ class Attention(keras.layers.Layer):
     """
 
     def __init__(self, score="scaled_dot", dropout=0.0, seed=None, **kwargs):
-        super().__init__(**kwargs)
+        super().__init__(score, **kwargs)
         if (
             isinstance(dropout, bool)
             or not isinstance(dropout, numbers.Real)
@@ -65,29 +65,12 @@ class Attention(keras.layers.Layer):
             raise ValueError(f"`dropout` must be a float in [0, 1). Received: dropout={dropout!r}")
         if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int)):
             raise ValueError(f"`seed` must be None or an integer. Received: seed={seed!r}")
-        self.score_layer = resolve_score(score, "score", dtype=self.dtype_policy)
         self.dropout = float(dropout)
         self.seed = seed
         self.seed_generator = keras.random.SeedGenerator(seed) if self.dropout > 0 else None
 
     def build(self, query_shape, value_shape, key_shape=None):
-        query_shape = tuple(query_shape)
-        value_shape = tuple(value_shape)
-        key_shape = value_shape if key_shape is None else tuple(key_shape)
-        if len(value_shape) != len(query_shape) or len(key_shape) != len(query_shape):
-            raise ValueError(
-                "`query`, `value` and `key` must have the same rank. "
-                f"Received: query_shape={query_shape}, value_shape={value_shape}, "
-                f"key_shape={key_shape}"
-            )
-        t_v, t_k = value_shape[-2], key_shape[-2]
-        if t_v is not None and t_k is not None and t_v != t_k:
-            raise ValueError(
-                "`key` and `value` must have the same number of positions. "
-                f"Received: value_shape={value_shape}, key_shape={key_shape}"
-            )
-        if not self.score_layer.built:
-            self.score_layer.build(query_shape, key_shape)
+        self._build_score(query_shape, value_shape, key_shape)
 
     def call(
         self,
@@ -104,15 +87,8 @@ class Attention(keras.layers.Layer):
     ):
         if key is None:
             key = value
-        scores = ops.cast(self.score_layer(query, key), self.compute_dtype)
-        mask = masking.attention_mask(
-            query,
-            key,
-            query_mask=query_mask,
-            key_mask=value_mask,
-            key_lengths=key_lengths,
-            attention_mask=attention_mask,
-            use_causal_mask=use_causal_mask,
+        scores, mask = self._scores_and_mask(
+            query, key, query_mask, value_mask, key_lengths, attention_mask, use_causal_mask
         )
         weights = masking.masked_softmax(scores, mask)
         pooled_weights = weights
@@ -124,9 +100,6 @@ class Attention(keras.layers.Layer):
         if return_attention_scores:
             return output, weights
         return output
-
-    def compute_mask(self, query, query_mask=None, **kwargs):
-        return query_mask
 
     def compute_output_shape(self, query_shape, value_shape, key_shape=None):
         return (*tuple(query_shape)[:-1], tuple(value_shape)[-1])
@@ -158,18 +131,5 @@ class Attention(keras.layers.Layer):
 
     def get_config(self):
         config = super().get_config()
-        config.update(
-            {
-                "score": keras.saving.serialize_keras_object(self.score_layer),
-                "dropout": self.dropout,
-                "seed": self.seed,
-            }
-        )
+        config.update({"dropout": self.dropout, "seed": self.seed})
         return config
-
-    @classmethod
-    def from_config(cls, config):
-        config = dict(config)
-        if isinstance(config.get("score"), dict):
-            config["score"] = resolve_score(config["score"], "score")
-        return super().from_config(config)

@@ -5,7 +5,7 @@ from keras import ops
 
 from attnkit.attention import masking
 from attnkit.attention.multi_head import check_bool, check_seed
-from attnkit.scoring.registry import resolve_score
+from attnkit.attention.scored import ScoredAttention
 
 __all__ = ["HardAttention"]
 
@@ -13,7 +13,7 @@ _MODES = ("argmax", "sample")
 
 
 @keras.saving.register_keras_serializable(package="attnkit")
-class HardAttention(keras.layers.Layer):
+class HardAttention(ScoredAttention):
     """Hard attention: each query selects one value, the most attended one or a sampled one.
 
     α = softmax_j(s(q, k_j)),  ĵ = argmax_j α_j  (or ĵ ~ Categorical(α)),  att((K, V), q) = v_ĵ
@@ -76,33 +76,16 @@ class HardAttention(keras.layers.Layer):
     def __init__(
         self, score="scaled_dot", mode="argmax", straight_through=False, seed=None, **kwargs
     ):
-        super().__init__(**kwargs)
+        super().__init__(score, **kwargs)
         if mode not in _MODES:
             raise ValueError(f"`mode` must be one of {_MODES}. Received: mode={mode!r}")
-        self.score_layer = resolve_score(score, "score", dtype=self.dtype_policy)
         self.mode = mode
         self.straight_through = check_bool("straight_through", straight_through)
         self.seed = check_seed(seed)
         self.seed_generator = keras.random.SeedGenerator(seed) if mode == "sample" else None
 
     def build(self, query_shape, value_shape, key_shape=None):
-        query_shape = tuple(query_shape)
-        value_shape = tuple(value_shape)
-        key_shape = value_shape if key_shape is None else tuple(key_shape)
-        if len(value_shape) != len(query_shape) or len(key_shape) != len(query_shape):
-            raise ValueError(
-                "`query`, `value` and `key` must have the same rank. "
-                f"Received: query_shape={query_shape}, value_shape={value_shape}, "
-                f"key_shape={key_shape}"
-            )
-        t_v, t_k = value_shape[-2], key_shape[-2]
-        if t_v is not None and t_k is not None and t_v != t_k:
-            raise ValueError(
-                "`key` and `value` must have the same number of positions. "
-                f"Received: value_shape={value_shape}, key_shape={key_shape}"
-            )
-        if not self.score_layer.built:
-            self.score_layer.build(query_shape, key_shape)
+        self._build_score(query_shape, value_shape, key_shape)
 
     def _select(self, scores, mask):
         """The index ĵ of every query, (B, Tq) int32, and whether the row has a key."""
@@ -142,15 +125,8 @@ class HardAttention(keras.layers.Layer):
     ):
         if key is None:
             key = value
-        scores = ops.cast(self.score_layer(query, key), self.compute_dtype)
-        mask = masking.attention_mask(
-            query,
-            key,
-            query_mask=query_mask,
-            key_mask=value_mask,
-            key_lengths=key_lengths,
-            attention_mask=attention_mask,
-            use_causal_mask=use_causal_mask,
+        scores, mask = self._scores_and_mask(
+            query, key, query_mask, value_mask, key_lengths, attention_mask, use_causal_mask
         )
         weights = masking.masked_softmax(scores, mask)
         indices = self._select(scores, mask)
@@ -166,9 +142,6 @@ class HardAttention(keras.layers.Layer):
         if return_attention_scores:
             return selected, indices, weights
         return selected, indices
-
-    def compute_mask(self, query, query_mask=None, **kwargs):
-        return query_mask
 
     def compute_output_shape(self, query_shape, value_shape, key_shape=None):
         query_shape = tuple(query_shape)
@@ -206,17 +179,9 @@ class HardAttention(keras.layers.Layer):
         config = super().get_config()
         config.update(
             {
-                "score": keras.saving.serialize_keras_object(self.score_layer),
                 "mode": self.mode,
                 "straight_through": self.straight_through,
                 "seed": self.seed,
             }
         )
         return config
-
-    @classmethod
-    def from_config(cls, config):
-        config = dict(config)
-        if isinstance(config.get("score"), dict):
-            config["score"] = resolve_score(config["score"], "score")
-        return super().from_config(config)

@@ -8,6 +8,7 @@ from keras import ops
 
 from attnkit.attention import masking
 from attnkit.attention.blockwise import blockwise_attention
+from attnkit.attention.scored import check_same_positions
 from attnkit.scoring.base import check_positive_int, get_initializer
 
 __all__ = ["MultiHeadAttention", "multi_head_scaled_dot_attention"]
@@ -304,12 +305,7 @@ class MultiHeadAttention(keras.layers.Layer):
                 raise ValueError(
                     f"The last dimension of `{name}` must be known. Received: {name}_shape={shape}"
                 )
-        t_v, t_k = value_shape[-2], key_shape[-2]
-        if t_v is not None and t_k is not None and t_v != t_k:
-            raise ValueError(
-                "`key` and `value` must have the same number of positions. "
-                f"Received: value_shape={value_shape}, key_shape={key_shape}"
-            )
+        check_same_positions(value_shape, key_shape)
         heads = self.num_heads
         self.query_kernel, self.query_bias = self._add_projection(
             "query", (query_shape[-1], heads, self.key_dim)

@@ -4,13 +4,13 @@ import keras
 from keras import ops
 
 from attnkit.attention import masking
-from attnkit.scoring.registry import resolve_score
+from attnkit.attention.scored import ScoredAttention, check_same_positions
 
 __all__ = ["MultiQueryAttention"]
 
 
 @keras.saving.register_keras_serializable(package="attnkit")
-class MultiQueryAttention(keras.layers.Layer):
+class MultiQueryAttention(ScoredAttention):
     """Multi-query attention: M queries attend in parallel, their outputs are concatenated.
 
     att((K, V), Q) = att((K, V), q_1) ⊕ att((K, V), q_2) ⊕ ... ⊕ att((K, V), q_M),
@@ -56,8 +56,7 @@ class MultiQueryAttention(keras.layers.Layer):
     """
 
     def __init__(self, score="scaled_dot", **kwargs):
-        super().__init__(**kwargs)
-        self.score_layer = resolve_score(score, "score", dtype=self.dtype_policy)
+        super().__init__(score, **kwargs)
 
     def build(self, query_shape, value_shape, key_shape=None):
         query_shape = tuple(query_shape)
@@ -73,12 +72,7 @@ class MultiQueryAttention(keras.layers.Layer):
                 "`value` and `key` must have shape (batch_size, Tk, d). "
                 f"Received: value_shape={value_shape}, key_shape={key_shape}"
             )
-        t_v, t_k = value_shape[-2], key_shape[-2]
-        if t_v is not None and t_k is not None and t_v != t_k:
-            raise ValueError(
-                "`key` and `value` must have the same number of positions. "
-                f"Received: value_shape={value_shape}, key_shape={key_shape}"
-            )
+        check_same_positions(value_shape, key_shape)
         if not self.score_layer.built:
             # The score sees the M queries of every position as Tq * M queries.
             flat = None if None in query_shape[1:3] else query_shape[1] * query_shape[2]
@@ -122,9 +116,6 @@ class MultiQueryAttention(keras.layers.Layer):
             return output, weights
         return output
 
-    def compute_mask(self, query, query_mask=None, **kwargs):
-        return query_mask
-
     def compute_output_shape(self, query_shape, value_shape, key_shape=None):
         query_shape = tuple(query_shape)
         m, d_v = query_shape[2], tuple(value_shape)[-1]
@@ -153,15 +144,3 @@ class MultiQueryAttention(keras.layers.Layer):
             )
             return output, weights
         return output
-
-    def get_config(self):
-        config = super().get_config()
-        config["score"] = keras.saving.serialize_keras_object(self.score_layer)
-        return config
-
-    @classmethod
-    def from_config(cls, config):
-        config = dict(config)
-        if isinstance(config.get("score"), dict):
-            config["score"] = resolve_score(config["score"], "score")
-        return super().from_config(config)

@@ -1,0 +1,74 @@
+"""What the attention layers that own a score function share.
+
+`Attention`, `HardAttention` and `MultiQueryAttention` each take a `score` (a layer, a name or
+a config), build it, serialize it, pass the query's Keras mask on, and (for the first two) turn
+the scores into masked weights through the one mask path. That lives here once.
+"""
+
+import keras
+
+from attnkit.attention import masking
+from attnkit.scoring.registry import resolve_score
+
+
+class ScoredAttention(keras.layers.Layer):
+    """Base of attention layers built on a score layer (not used on its own)."""
+
+    def __init__(self, score="scaled_dot", **kwargs):
+        super().__init__(**kwargs)
+        self.score_layer = resolve_score(score, "score", dtype=self.dtype_policy)
+
+    def _build_score(self, query_shape, value_shape, key_shape=None):
+        """Checks (B, Tq, d_q), (B, Tk, d_v), (B, Tk, d_k) shapes and builds the score."""
+        query_shape = tuple(query_shape)
+        value_shape = tuple(value_shape)
+        key_shape = value_shape if key_shape is None else tuple(key_shape)
+        if len(value_shape) != len(query_shape) or len(key_shape) != len(query_shape):
+            raise ValueError(
+                "`query`, `value` and `key` must have the same rank. "
+                f"Received: query_shape={query_shape}, value_shape={value_shape}, "
+                f"key_shape={key_shape}"
+            )
+        check_same_positions(value_shape, key_shape)
+        if not self.score_layer.built:
+            self.score_layer.build(query_shape, key_shape)
+
+    def _scores_and_mask(
+        self, query, key, query_mask, value_mask, key_lengths, attention_mask, use_causal_mask
+    ):
+        """The scores (B, Tq, Tk) in the compute dtype and the one combined mask (or None)."""
+        scores = keras.ops.cast(self.score_layer(query, key), self.compute_dtype)
+        mask = masking.attention_mask(
+            query,
+            key,
+            query_mask=query_mask,
+            key_mask=value_mask,
+            key_lengths=key_lengths,
+            attention_mask=attention_mask,
+            use_causal_mask=use_causal_mask,
+        )
+        return scores, mask
+
+    def compute_mask(self, query, query_mask=None, **kwargs):
+        return query_mask
+
+    def get_config(self):
+        config = super().get_config()
+        config["score"] = keras.saving.serialize_keras_object(self.score_layer)
+        return config
+
+    @classmethod
+    def from_config(cls, config):
+        config = dict(config)
+        if isinstance(config.get("score"), dict):
+            config["score"] = resolve_score(config["score"], "score")
+        return super().from_config(config)
+
+
+def check_same_positions(value_shape, key_shape):
+    t_v, t_k = value_shape[-2], key_shape[-2]
+    if t_v is not None and t_k is not None and t_v != t_k:
+        raise ValueError(
+            "`key` and `value` must have the same number of positions. "
+            f"Received: value_shape={value_shape}, key_shape={key_shape}"
+        )
