@@ -1,11 +1,10 @@
 """Soft attention and key-value attention over any score function: NNDL (8.6)-(8.10)."""
 
-import numbers
-
 import keras
 from keras import ops
 
 from attnkit.attention import masking
+from attnkit.attention.multi_head import check_rate, check_seed
 from attnkit.attention.scored import ScoredAttention
 
 
@@ -57,16 +56,8 @@ class Attention(ScoredAttention):
 
     def __init__(self, score="scaled_dot", dropout=0.0, seed=None, **kwargs):
         super().__init__(score, **kwargs)
-        if (
-            isinstance(dropout, bool)
-            or not isinstance(dropout, numbers.Real)
-            or not 0.0 <= float(dropout) < 1.0
-        ):
-            raise ValueError(f"`dropout` must be a float in [0, 1). Received: dropout={dropout!r}")
-        if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int)):
-            raise ValueError(f"`seed` must be None or an integer. Received: seed={seed!r}")
-        self.dropout = float(dropout)
-        self.seed = seed
+        self.dropout = check_rate("dropout", dropout)
+        self.seed = check_seed(seed)
         self.seed_generator = keras.random.SeedGenerator(seed) if self.dropout > 0 else None
 
     def build(self, query_shape, value_shape, key_shape=None):
