@@ -245,7 +245,7 @@ def _plan_student(student, stamp, records, cases, options, scratch, jobs) -> _Pl
         return plan
     for record in records:
         path, problem = find_exercise_file(source, record.file)
-        problem = problem or engine._unloadable(path)
+        problem = problem or engine.unloadable(path)
         if problem:
             plan.flags.append(("missing-" if "no " in problem[:3] else "unusable-") + record.id)
             plan.problems[record.id] = problem
@@ -335,8 +335,6 @@ def _read_json(path: Path):
 
 
 def _write_json(path: Path, data) -> None:
-    temporary = path.with_name(path.name + ".partial")
-    temporary.write_text(
-        json.dumps(data, indent=1, ensure_ascii=False, sort_keys=True) + "\n", encoding="utf-8"
+    gradebook.atomic_write(
+        path, json.dumps(data, indent=1, ensure_ascii=False, sort_keys=True) + "\n"
     )
-    os.replace(temporary, path)

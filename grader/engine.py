@@ -287,7 +287,7 @@ def grade(
     path = submission if submission.is_file() else submission / record.file
     result = ExerciseResult(record.id, [], submission=str(path), seed=seed)
 
-    problem = _unloadable(path)
+    problem = unloadable(path)
     if problem:
         result.parts = [
             PartResult(
@@ -357,7 +357,7 @@ def written_answers(record: Exercise, folder: Path) -> list[dict]:
     ]
 
 
-def _unloadable(path: Path) -> str:
+def unloadable(path: Path) -> str:
     """A reason the file cannot even be parsed, or "". Parsing runs none of its code."""
     if not path.is_file():
         return f"{path} not found: the exercise file must be named {path.name}"

@@ -67,7 +67,7 @@ def write_feedback(path: Path, document: dict, records: list[Exercise]) -> None:
                 if len(seen) == 3:
                     break
         lines.append("")
-    _atomic_write(path, "\n".join(lines))
+    atomic_write(path, "\n".join(lines))
 
 
 def load_documents(out: Path, students: list[str]) -> list[dict]:
@@ -130,12 +130,13 @@ def write_all(out: Path, students: list[str], records: list[Exercise], note: str
     from grader.report_html import report_html
 
     documents = load_documents(out, students)
-    _atomic_write(out / "grades.csv", grades_csv(documents, records))
-    _atomic_write(out / "junit.xml", junit_xml(documents))
-    _atomic_write(out / "report.html", report_html(documents, records, note))
+    atomic_write(out / "grades.csv", grades_csv(documents, records))
+    atomic_write(out / "junit.xml", junit_xml(documents))
+    atomic_write(out / "report.html", report_html(documents, records, note))
 
 
-def _atomic_write(path: Path, text: str) -> None:
+def atomic_write(path: Path, text: str) -> None:
+    """Write through a temporary file, so a reader (or a resumed run) never sees half a file."""
     temporary = path.with_name(path.name + ".partial")
     temporary.write_text(text, encoding="utf-8")
     os.replace(temporary, path)

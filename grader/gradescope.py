@@ -10,14 +10,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import secrets
-import tempfile
 import traceback
 from pathlib import Path
 
 from grader.batch import BatchOptions
 from grader.engine import grade
+from grader.gradebook import atomic_write
 from grader.records import get_exercise
 from grader.submissions import FORBIDDEN_PACKAGES, find_exercise_file, scan
 
@@ -81,10 +80,7 @@ def results_for(submission: Path, exercises: list[str], seed: int) -> dict:
 
 def write_results(path: Path, results: dict) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    handle, temporary = tempfile.mkstemp(dir=path.parent, suffix=".partial")
-    with os.fdopen(handle, "w", encoding="utf-8") as stream:
-        json.dump(results, stream, indent=1, ensure_ascii=False)
-    os.replace(temporary, path)
+    atomic_write(path, json.dumps(results, indent=1, ensure_ascii=False))
 
 
 def main(argv=None) -> int:
