@@ -17,7 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from grader import engine, gradebook, seccomp
+from grader import KIT, engine, gradebook, seccomp
 from grader.processes import Job, Outcome, run_jobs
 from grader.records import get_exercise
 from grader.results import ERROR, CheckResult, ExerciseResult, PartResult
@@ -57,7 +57,7 @@ class BatchOptions:
 
     def limits(self) -> dict:
         return {
-            "hide": [str(Path(self.out).resolve()), str(engine.KIT / "solutions")],
+            "hide": [str(Path(self.out).resolve()), str(KIT / "solutions")],
             "memory_mb": self.memory_mb,
             "processes": self.processes,
             "no_new_processes": True,

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
-from grader import compare
+from grader import KIT, compare
 from grader.bundle import cases_from_bundle, cases_to_bundle, load_bundle, save_bundle
 from grader.processes import CRASHED, TIMED_OUT, Job, Outcome, run_jobs
 from grader.records import get_exercise
@@ -244,7 +244,6 @@ def write_fixture(record: Exercise, seed: int, path: str | Path, reference: Live
     save_bundle(path, meta, arrays)
 
 
-KIT = Path(__file__).resolve().parent.parent
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 
 

@@ -9,7 +9,8 @@ import tempfile
 import zipfile
 from pathlib import Path
 
-from grader.engine import KIT, LiveReference, write_fixture
+from grader import KIT
+from grader.engine import LiveReference, write_fixture
 from grader.records import EXERCISES, get_exercise
 from grader.stubs import BEGIN, END
 

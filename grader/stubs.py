@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from grader import KIT
 from grader.records import EXERCISES
 
 BEGIN = re.compile(r"^(?P<indent>\s*)# BEGIN SOLUTION(?::\s*(?P<hint>.*\S))?\s*$")
@@ -45,7 +46,7 @@ def make_stub(source: str, exercise_id: str, filename: str = "<solution>") -> st
 
 
 def package_dir(name: str) -> Path:
-    return Path(__file__).resolve().parent.parent / name
+    return KIT / name
 
 
 def sync_stubs(
