@@ -122,7 +122,8 @@ def test_no_tensor_of_the_score_size_in_forward_or_backward():
                         q[:, :, 0], k[:, :, 0], key_lengths=[50], use_causal_mask=True
                     )
                     out, _ = multi_head_scaled_dot_attention(q, k, v, mask)
-            return tape.gradient(tf.reduce_sum(out * out), [q, k, v])
+                loss = tf.reduce_sum(out * out)
+            return tape.gradient(loss, [q, k, v])
 
         graph = step.get_concrete_function(q, k, v).graph
         return [
@@ -227,3 +228,56 @@ def test_config_round_trip_keeps_the_implementation(tmp_path):
     np.testing.assert_allclose(loaded.predict(x, verbose=0), model.predict(x, verbose=0), rtol=1e-6)
     assert loaded.layers[-1].get_config()["implementation"] == "blockwise"
     assert loaded.layers[-1].get_config()["block_size"] == 5
+
+
+def test_blocks_run_one_after_another_in_a_graph():
+    """A graph executor may run independent ops in any order, so the saving only holds if every
+    block's (Tq × block) tensors depend on the previous block's results: otherwise it can
+    compute, say, all the backward pass's dO·Vᵀ blocks first and hold them all at once."""
+    b, t, h, d = 1, 32, 2, 3  # d differs from every block size, so shapes cannot be confused
+
+    def block_tensors(blocks):
+        block = t // blocks
+        q, k, v = (tf.constant(rng.standard_normal((b, t, h, d)), tf.float32) for _ in range(3))
+
+        @tf.function
+        def step(q, k, v):
+            with tf.GradientTape() as tape:
+                tape.watch([q, k, v])
+                out = blockwise_attention(q, k, v, use_causal_mask=True, block_size=block)
+                loss = tf.reduce_sum(out * out)
+            return tape.gradient(loss, [q, k, v])
+
+        graph = step.get_concrete_function(q, k, v).graph
+        ancestors = {}
+
+        def ancestors_of(op):
+            if op.name not in ancestors:
+                found = set()
+                for parent in [i.op for i in op.inputs] + list(op.control_inputs):
+                    found |= {parent.name} | ancestors_of(parent)
+                ancestors[op.name] = found
+            return ancestors[op.name]
+
+        sized = [
+            op
+            for op in graph.get_operations()
+            if any(o.dtype.is_floating and tuple(o.shape) == (b, h, t, block) for o in op.outputs)
+        ]
+        return sized, ancestors_of
+
+    for blocks in (4, 8):
+        sized, ancestors_of = block_tensors(blocks)
+        concurrent = max(
+            sum(
+                1
+                for other in sized
+                if other is not op
+                and other.name not in ancestors_of(op)
+                and op.name not in ancestors_of(other)
+            )
+            for op in sized
+        )
+        per_block = len(sized) / blocks
+        # Only the tensors of one block may be unordered among themselves, however many blocks.
+        assert concurrent <= per_block, (blocks, concurrent, per_block)

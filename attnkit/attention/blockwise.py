@@ -106,16 +106,14 @@ def blockwise_attention(
 
     fill = masking.large_negative_number(compute)
 
-    def scores(q, k, start, stop, after):
-        """One block of scores, computed only once everything in `after` (the previous
+    def block_inputs(k, v, start, stop, after):
+        """One block of keys and values, usable only once everything in `after` (the previous
         block's results) exists. A graph executor would otherwise run the blocks in any order
-        and keep many blocks' weights alive at once, which is the memory this path saves."""
-        block = k[:, start:stop]
-        flag = sum(ops.reshape(tensor, (-1,))[:1] for tensor in after)
-        block = ops.where(ops.isnan(flag), ops.zeros_like(block), block)
-        s = ops.einsum("bqhd,bkhd->bhqk", q, block)
-        mask = block_mask(start, stop)
-        return s, mask
+        and keep many blocks' (Tq × block) tensors alive at once, which is the memory this path
+        saves. The NaN test never fires; it is there to make the dependency."""
+        flag = ops.isnan(sum(ops.reshape(tensor, (-1,))[:1] for tensor in after))
+        gate = lambda block: ops.where(flag, ops.zeros_like(block), block)  # noqa: E731
+        return gate(k[:, start:stop]), gate(v[:, start:stop])
 
     def forward(q, k, v):
         q32 = ops.cast(q, compute) * scale
@@ -126,7 +124,9 @@ def blockwise_attention(
         normaliser = ops.zeros((b, heads, t_q, 1), dtype=compute)
         accumulated = ops.zeros((b, heads, t_q, v.shape[-1]), dtype=compute)
         for start, stop in blocks:
-            s, mask = scores(q32, k32, start, stop, after=[accumulated])
+            k_block, v_block = block_inputs(k32, v32, start, stop, after=[accumulated])
+            s = ops.einsum("bqhd,bkhd->bhqk", q32, k_block)
+            mask = block_mask(start, stop)
             if mask is not None:
                 s = ops.where(mask, s, fill)
             new_max = ops.maximum(running_max, ops.max(s, axis=-1, keepdims=True))
@@ -135,9 +135,7 @@ def blockwise_attention(
                 p = ops.where(mask, p, 0.0)
             rescale = ops.exp(running_max - new_max)
             normaliser = normaliser * rescale + ops.sum(p, axis=-1, keepdims=True)
-            accumulated = accumulated * rescale + ops.einsum(
-                "bhqk,bkhd->bhqd", p, v32[:, start:stop]
-            )
+            accumulated = accumulated * rescale + ops.einsum("bhqk,bkhd->bhqd", p, v_block)
             running_max = new_max
         kept = normaliser > 0
         safe = ops.where(kept, normaliser, 1.0)
@@ -153,14 +151,18 @@ def blockwise_attention(
         d_query = ops.zeros_like(q32)
         d_keys, d_values = [], []
         for start, stop in blocks:
-            s, mask = scores(q32, k32, start, stop, after=[d_query, *d_keys[-1:], *d_values[-1:]])
+            k_block, v_block = block_inputs(
+                k32, v32, start, stop, after=[delta, d_query, *d_keys[-1:], *d_values[-1:]]
+            )
+            s = ops.einsum("bqhd,bkhd->bhqk", q32, k_block)
+            mask = block_mask(start, stop)
             p = ops.where(kept, ops.exp(s - logsumexp), 0.0)
             if mask is not None:
                 p = ops.where(mask, p, 0.0)
             d_values.append(ops.einsum("bhqk,bqhd->bkhd", p, d_out))
-            d_p = ops.einsum("bqhd,bkhd->bhqk", d_out, v32[:, start:stop])
+            d_p = ops.einsum("bqhd,bkhd->bhqk", d_out, v_block)
             d_s = p * (d_p - delta)
-            d_query = d_query + ops.einsum("bhqk,bkhd->bqhd", d_s, k32[:, start:stop])
+            d_query = d_query + ops.einsum("bhqk,bkhd->bqhd", d_s, k_block)
             d_keys.append(ops.einsum("bhqk,bqhd->bkhd", d_s, q32))
         d_query = d_query * scale
         return (
@@ -174,7 +176,9 @@ def blockwise_attention(
 
     @ops.custom_gradient
     def attend(q, k, v):
-        output, logsumexp, kept = forward(q, k, v)
+        # TensorFlow's eager tape would otherwise record the blocks as well and keep every
+        # block's weights alive until the gradient is taken; the gradient is ours anyway.
+        output, logsumexp, kept = forward(*(ops.stop_gradient(t) for t in (q, k, v)))
 
         def gradient(*args, upstream=None):
             if upstream is None:
