@@ -4,7 +4,7 @@ import keras
 from keras import ops
 
 from attnkit.attention import masking
-from attnkit.scoring.base import check_positive_int, get_initializer
+from attnkit.checks import check_positive_int, get_initializer
 from attnkit.scoring.dot import DotScore
 
 __all__ = ["HierarchicalAttention"]

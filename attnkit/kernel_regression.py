@@ -12,7 +12,8 @@ import keras
 from keras import ops
 
 from attnkit.attention import masking
-from attnkit.scoring.base import get_initializer, work_dtype
+from attnkit.checks import get_initializer
+from attnkit.scoring.base import work_dtype
 
 __all__ = ["KERNELS", "NadarayaWatson", "ParametricNadarayaWatson"]
 

@@ -10,7 +10,7 @@ import numbers
 import keras
 from keras import ops
 
-from attnkit.scoring.base import check_positive_int, get_initializer
+from attnkit.checks import check_positive_int, get_initializer
 
 __all__ = ["LearnedPositionEmbedding", "SinusoidalPositionEncoding"]
 

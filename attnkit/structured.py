@@ -5,7 +5,8 @@ from keras import ops
 
 from attnkit.attention import masking
 from attnkit.attention.scored import check_same_positions
-from attnkit.scoring.base import get_initializer, work_dtype
+from attnkit.checks import get_initializer
+from attnkit.scoring.base import work_dtype
 from attnkit.scoring.registry import resolve_score
 
 __all__ = ["StructuredAttention"]

@@ -4,8 +4,8 @@ import keras
 from keras import ops
 
 from attnkit.attention import masking
-from attnkit.attention.multi_head import check_rate, check_seed
 from attnkit.attention.scored import ScoredAttention
+from attnkit.checks import check_rate, check_seed
 
 
 @keras.saving.register_keras_serializable(package="attnkit")

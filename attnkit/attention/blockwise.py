@@ -33,16 +33,9 @@ import keras
 from keras import ops
 
 from attnkit.attention import masking
+from attnkit.checks import check_positive_int
 
 __all__ = ["blockwise_attention"]
-
-
-def _check_block_size(block_size):
-    if isinstance(block_size, bool) or not isinstance(block_size, int) or block_size < 1:
-        raise ValueError(
-            f"`block_size` must be a positive integer. Received: block_size={block_size}"
-        )
-    return block_size
 
 
 def blockwise_attention(
@@ -77,7 +70,7 @@ def blockwise_attention(
     Returns:
         Tensor `(batch_size, Tq, num_heads, d_v)`.
     """
-    block_size = _check_block_size(block_size)
+    check_positive_int("block_size", block_size)
     total = key.shape[1]
     if total is None:
         raise ValueError(

@@ -1,7 +1,6 @@
 """Multi-head attention: Vaswani et al. 2017, the MultiHead formula of the chapter's notes."""
 
 import math
-import numbers
 
 import keras
 from keras import ops
@@ -9,39 +8,16 @@ from keras import ops
 from attnkit.attention import masking
 from attnkit.attention.blockwise import blockwise_attention
 from attnkit.attention.scored import check_same_positions
-from attnkit.scoring.base import check_positive_int, get_initializer
+from attnkit.checks import (
+    check_bool,
+    check_optional_positive_int,
+    check_positive_int,
+    check_rate,
+    check_seed,
+    get_initializer,
+)
 
 __all__ = ["MultiHeadAttention", "multi_head_scaled_dot_attention"]
-
-
-# ------------------------------------------------------------------ argument checks
-# Shared by the layers of `attnkit.attention` that take the same arguments.
-def check_rate(name, value):
-    """Raises a ValueError unless `value` is a real number in [0, 1)."""
-    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not 0 <= value < 1:
-        raise ValueError(f"`{name}` must be a float in [0, 1). Received: {name}={value!r}")
-    return float(value)
-
-
-def check_seed(value):
-    """Raises a ValueError unless `value` is `None` or an int (bools are refused)."""
-    if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
-        raise ValueError(f"`seed` must be None or an integer. Received: seed={value!r}")
-    return value
-
-
-def check_bool(name, value):
-    """Raises a ValueError unless `value` is a bool."""
-    if not isinstance(value, bool):
-        raise ValueError(f"`{name}` must be a bool. Received: {name}={value!r}")
-    return value
-
-
-def check_optional_positive_int(name, value):
-    """Raises a ValueError unless `value` is `None` or a positive int."""
-    if value is not None:
-        check_positive_int(name, value)
-    return value
 
 
 def clone_initializer(initializer):

@@ -9,16 +9,19 @@ from attnkit.attention import masking
 from attnkit.attention.blockwise import blockwise_attention
 from attnkit.attention.multi_head import (
     MultiHeadAttention,
-    check_bool,
     check_implementation,
-    check_optional_positive_int,
     check_rank_3,
-    check_rate,
-    check_seed,
     choose_implementation,
     clone_initializer,
 )
-from attnkit.scoring.base import check_positive_int, get_initializer
+from attnkit.checks import (
+    check_bool,
+    check_optional_positive_int,
+    check_positive_int,
+    check_rate,
+    check_seed,
+    get_initializer,
+)
 
 try:
     # Keras keeps the mask of a tensor that cannot hold attributes (JAX) in a side table.

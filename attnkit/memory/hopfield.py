@@ -3,7 +3,8 @@
 import keras
 from keras import ops
 
-from attnkit.scoring.base import check_positive_int, work_dtype
+from attnkit.checks import check_positive_int
+from attnkit.scoring.base import work_dtype
 
 __all__ = ["HopfieldNetwork"]
 

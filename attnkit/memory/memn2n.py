@@ -4,8 +4,8 @@ import keras
 from keras import ops
 
 from attnkit.attention import masking
+from attnkit.checks import check_positive_int, get_initializer
 from attnkit.memory.read_write import memory_read
-from attnkit.scoring.base import check_positive_int, get_initializer
 from attnkit.scoring.dot import DotScore
 
 __all__ = ["EndToEndMemoryNetwork", "position_encoding"]

@@ -5,8 +5,8 @@ import numbers
 import keras
 from keras import ops
 
+from attnkit.checks import check_positive_int
 from attnkit.memory.read_write import check_memory, memory_read
-from attnkit.scoring.base import check_positive_int
 from attnkit.scoring.dot import DotScore
 
 __all__ = ["ModernHopfield"]

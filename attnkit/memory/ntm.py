@@ -15,8 +15,9 @@ import keras
 from keras import ops
 
 from attnkit.attention import masking
+from attnkit.checks import check_positive_int, get_initializer
 from attnkit.memory.read_write import check_memory, memory_address, memory_write
-from attnkit.scoring.base import check_positive_int, get_initializer, work_dtype
+from attnkit.scoring.base import work_dtype
 from attnkit.scoring.cosine import CosineScore
 
 __all__ = [

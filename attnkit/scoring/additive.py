@@ -3,7 +3,8 @@
 import keras
 from keras import ops
 
-from attnkit.scoring.base import BaseScore, check_positive_int, check_rank, get_initializer
+from attnkit.checks import check_positive_int, get_initializer
+from attnkit.scoring.base import BaseScore, check_rank
 
 
 @keras.saving.register_keras_serializable(package="attnkit")

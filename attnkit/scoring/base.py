@@ -61,22 +61,3 @@ class BaseScore(keras.layers.Layer):
 
     def compute_mask(self, query, previous_mask=None):
         return None
-
-
-def check_positive_int(name, value):
-    """Raises a ValueError unless `value` is a positive int (bools are refused)."""
-    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-        raise ValueError(f"`{name}` must be a positive integer. Received: {name}={value!r}")
-
-
-def get_initializer(name, value):
-    """`keras.initializers.get(value)` with a ValueError that names the argument."""
-    try:
-        initializer = keras.initializers.get(value)
-    except (ValueError, TypeError) as error:
-        raise ValueError(
-            f"`{name}` must be a Keras initializer. Received: {name}={value!r}"
-        ) from error
-    if initializer is None:
-        raise ValueError(f"`{name}` must be a Keras initializer. Received: {name}={value!r}")
-    return initializer

@@ -4,8 +4,8 @@ import keras
 from keras import ops
 
 from attnkit.attention import masking
+from attnkit.checks import check_positive_int
 from attnkit.scoring.additive import AdditiveScore
-from attnkit.scoring.base import check_positive_int
 
 __all__ = ["BahdanauDecoder"]
 

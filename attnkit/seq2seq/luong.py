@@ -4,8 +4,9 @@ import keras
 from keras import ops
 
 from attnkit.attention import masking
+from attnkit.checks import check_positive_int
 from attnkit.scoring.additive import AdditiveScore
-from attnkit.scoring.base import check_positive_int, work_dtype
+from attnkit.scoring.base import work_dtype
 from attnkit.scoring.bilinear import BilinearScore
 from attnkit.scoring.dot import DotScore
 from attnkit.scoring.location import LocationScore
