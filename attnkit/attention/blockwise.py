@@ -99,26 +99,37 @@ def blockwise_attention(
 
     fill = masking.large_negative_number(compute)
 
-    def block_inputs(k, v, start, stop, after):
-        """One block of keys and values, usable only once everything in `after` (the previous
-        block's results) exists. A graph executor would otherwise run the blocks in any order
-        and keep many blocks' (Tq × block) tensors alive at once, which is the memory this path
-        saves. The NaN test never fires; it is there to make the dependency."""
+    def block_inputs(tensors, start, stop, after):
+        """The key-axis slice [start, stop) of each of `tensors` (key axis last), usable only
+        once everything in `after` (the previous block's results) exists. A graph executor
+        would otherwise run the blocks in any order and keep many blocks' (Tq × block) tensors
+        alive at once, which is the memory this path saves. The NaN test never fires; it is
+        there to make the dependency."""
         flag = ops.isnan(sum(ops.reshape(tensor, (-1,))[:1] for tensor in after))
-        gate = lambda block: ops.where(flag, ops.zeros_like(block), block)  # noqa: E731
-        return gate(k[:, start:stop]), gate(v[:, start:stop])
+        return [
+            ops.where(flag, ops.zeros_like(block), block)
+            for block in (tensor[..., start:stop] for tensor in tensors)
+        ]
+
+    def heads_first(tensor):
+        """(B, T, H, d) -> (B, H, T, d), cast to the compute dtype."""
+        return ops.transpose(ops.cast(tensor, compute), (0, 2, 1, 3))
+
+    def keys_last(tensor):
+        """(B, T, H, d) -> (B, H, d, T): the layout in which every per-block product below
+        is a plain batched matmul, with no (Tq × block) tensor ever transposed."""
+        return ops.transpose(ops.cast(tensor, compute), (0, 2, 3, 1))
 
     def forward(q, k, v):
-        q32 = ops.cast(q, compute) * scale
-        k32, v32 = ops.cast(k, compute), ops.cast(v, compute)
-        shape = ops.shape(q32)
-        b, t_q, heads = shape[0], shape[1], shape[2]
+        q_h = heads_first(q) * scale  # (B, H, Tq, d)
+        k_t, v_t = keys_last(k), keys_last(v)  # (B, H, d, Tk)
+        b, heads, t_q = ops.shape(q_h)[0], ops.shape(q_h)[1], ops.shape(q_h)[2]
         running_max = ops.full((b, heads, t_q, 1), fill, dtype=compute)
         normaliser = ops.zeros((b, heads, t_q, 1), dtype=compute)
         accumulated = ops.zeros((b, heads, t_q, v.shape[-1]), dtype=compute)
         for start, stop in blocks:
-            k_block, v_block = block_inputs(k32, v32, start, stop, after=[accumulated])
-            s = ops.einsum("bqhd,bkhd->bhqk", q32, k_block)
+            k_block, v_block = block_inputs([k_t, v_t], start, stop, after=[accumulated])
+            s = ops.matmul(q_h, k_block)  # (B, H, Tq, block)
             mask = block_mask(start, stop)
             if mask is not None:
                 s = ops.where(mask, s, fill)
@@ -128,41 +139,51 @@ def blockwise_attention(
                 p = ops.where(mask, p, 0.0)
             rescale = ops.exp(running_max - new_max)
             normaliser = normaliser * rescale + ops.sum(p, axis=-1, keepdims=True)
-            accumulated = accumulated * rescale + ops.einsum("bhqk,bkhd->bhqd", p, v_block)
+            accumulated = accumulated * rescale + ops.matmul(p, ops.swapaxes(v_block, -1, -2))
             running_max = new_max
         kept = normaliser > 0
         safe = ops.where(kept, normaliser, 1.0)
         output = ops.where(kept, accumulated / safe, 0.0)  # (B, H, Tq, d_v)
-        logsumexp = ops.where(kept, running_max + ops.log(safe), fill)
-        return ops.transpose(output, (0, 2, 1, 3)), logsumexp, kept
+        # A query with no key gets a log-normaliser so large that every e^(s - L) is 0.
+        logsumexp = ops.where(kept, running_max + ops.log(safe), -fill)
+        return ops.transpose(output, (0, 2, 1, 3)), logsumexp
 
-    def backward(q, k, v, output, logsumexp, kept, upstream):
-        q32 = ops.cast(q, compute) * scale
-        k32, v32 = ops.cast(k, compute), ops.cast(v, compute)
-        d_out = ops.cast(upstream, compute)  # (B, Tq, H, d_v)
-        delta = ops.expand_dims(ops.transpose(ops.sum(d_out * output, axis=-1), (0, 2, 1)), -1)
-        d_query = ops.zeros_like(q32)
-        d_keys, d_values = [], []
+    def backward(q, k, v, output, logsumexp, upstream):
+        q_h = heads_first(q) * scale  # (B, H, Tq, d)
+        d_out = heads_first(upstream)  # (B, H, Tq, d_v)
+        delta = ops.sum(d_out * heads_first(output), axis=-1, keepdims=True)  # (B, H, Tq, 1)
+        # One extra column folds a subtraction into each product: [q, -L]·[k, 1] = s - L and
+        # [dO, -D]·[v, 1] = dP - D, which saves two passes over every (Tq × block) tensor.
+        k_t, v_t = keys_last(k), keys_last(v)  # (B, H, d, Tk)
+        ones = ops.ones_like(k_t[:, :, :1])
+        q_minus_l = ops.concatenate([q_h, -logsumexp], axis=-1)
+        k_and_1 = ops.concatenate([k_t, ones], axis=-2)
+        d_out_minus_d = ops.concatenate([d_out, -delta], axis=-1)
+        v_and_1 = ops.concatenate([v_t, ones], axis=-2)
+        q_t, d_out_t = ops.swapaxes(q_h, -1, -2), ops.swapaxes(d_out, -1, -2)  # (B, H, d, Tq)
+        d_query = ops.zeros_like(q_h)
+        d_keys, d_values = [], []  # blocks of (B, H, d, block)
         for start, stop in blocks:
             k_block, v_block = block_inputs(
-                k32, v32, start, stop, after=[delta, d_query, *d_keys[-1:], *d_values[-1:]]
+                [k_and_1, v_and_1],
+                start,
+                stop,
+                after=[delta, d_query, *d_keys[-1:], *d_values[-1:]],
             )
-            s = ops.einsum("bqhd,bkhd->bhqk", q32, k_block)
+            p = ops.exp(ops.matmul(q_minus_l, k_block))  # (B, H, Tq, block)
             mask = block_mask(start, stop)
-            p = ops.where(kept, ops.exp(s - logsumexp), 0.0)
             if mask is not None:
                 p = ops.where(mask, p, 0.0)
-            d_values.append(ops.einsum("bhqk,bqhd->bkhd", p, d_out))
-            d_p = ops.einsum("bqhd,bkhd->bhqk", d_out, v_block)
-            d_s = p * (d_p - delta)
-            d_query = d_query + ops.einsum("bhqk,bkhd->bqhd", d_s, k_block)
-            d_keys.append(ops.einsum("bhqk,bqhd->bkhd", d_s, q32))
-        d_query = d_query * scale
-        return (
-            ops.cast(d_query, q.dtype),
-            ops.cast(ops.concatenate(d_keys, axis=1), k.dtype),
-            ops.cast(ops.concatenate(d_values, axis=1), v.dtype),
-        )
+            d_values.append(ops.matmul(d_out_t, p))
+            d_s = p * ops.matmul(d_out_minus_d, v_block)
+            d_query = d_query + ops.matmul(d_s, ops.swapaxes(k_block[:, :, :-1], -1, -2))
+            d_keys.append(ops.matmul(q_t, d_s))
+
+        def back(blocks_t, like):  # blocks of (B, H, d, block) -> (B, Tk, H, d)
+            return ops.cast(ops.transpose(ops.concatenate(blocks_t, -1), (0, 3, 1, 2)), like)
+
+        d_query = ops.transpose(d_query * scale, (0, 2, 1, 3))
+        return ops.cast(d_query, q.dtype), back(d_keys, k.dtype), back(d_values, v.dtype)
 
     if keras.backend.backend() not in ("tensorflow", "jax"):
         return ops.cast(forward(query, key, value)[0], query.dtype)
@@ -171,12 +192,12 @@ def blockwise_attention(
     def attend(q, k, v):
         # TensorFlow's eager tape would otherwise record the blocks as well and keep every
         # block's weights alive until the gradient is taken; the gradient is ours anyway.
-        output, logsumexp, kept = forward(*(ops.stop_gradient(t) for t in (q, k, v)))
+        output, logsumexp = forward(*(ops.stop_gradient(t) for t in (q, k, v)))
 
         def gradient(*args, upstream=None):
             if upstream is None:
                 (upstream,) = args
-            return backward(q, k, v, output, logsumexp, kept, upstream)
+            return backward(q, k, v, output, logsumexp, upstream)
 
         return ops.cast(output, q.dtype), gradient
 
