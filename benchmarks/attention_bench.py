@@ -22,6 +22,7 @@ os.environ.setdefault("KERAS_BACKEND", "tensorflow")
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 BATCH, HEADS, MODEL = 4, 8, 256
+CONFIGURATIONS = [("keras", "plain"), ("attnkit", "plain"), ("attnkit", "blockwise")]
 
 
 def attention_flops(batch: int, length: int, model: int) -> float:
@@ -54,25 +55,32 @@ def step_function(layer, kind: str, jit: bool):
     return tf.function(step, jit_compile=jit) if jit else step
 
 
-def seconds(function, argument, repeats: int) -> float:
-    function(argument)  # build, trace, compile
-    best = float("inf")
+def best_seconds(functions: dict, repeats: int) -> dict:
+    """Best wall time of each of `functions` (name -> no-argument callable).
+
+    The functions take turns, one call each per round, so that a slow spell of the machine
+    (other work, a noisy neighbour) falls on all of them alike rather than on one.
+    """
+    for function in functions.values():
+        function()  # build, trace, compile
+    best = dict.fromkeys(functions, float("inf"))
     for _ in range(repeats):
-        start = time.perf_counter()
-        result = function(argument)
-        _ = [r.numpy() for r in result if r is not None][:1]
-        best = min(best, time.perf_counter() - start)
+        for name, function in functions.items():
+            start = time.perf_counter()
+            result = function()
+            _ = [r.numpy() for r in result if r is not None][:1]
+            best[name] = min(best[name], time.perf_counter() - start)
     return best
 
 
-def matmul_rate(flops: float, repeats: int) -> float:
-    """FLOP/s of a square float32 matmul with about the same FLOP count (XLA)."""
+def square_matmul(flops: float):
+    """A square float32 XLA matmul with about `flops` FLOPs, and its exact FLOP count."""
     import tensorflow as tf
 
     size = max(64, int(round((flops / 2) ** (1 / 3))))
     a = tf.random.normal((size, size))
     product = tf.function(lambda m: tf.matmul(m, m), jit_compile=True)
-    return 2 * size**3 / seconds(lambda m: [product(m)], a, repeats)
+    return (lambda: [product(a)]), 2 * size**3
 
 
 def speed(lengths: list[int], repeats: int, batch: int) -> list[dict]:
@@ -82,20 +90,26 @@ def speed(lengths: list[int], repeats: int, batch: int) -> list[dict]:
     for length in lengths:
         x = tf.random.normal((batch, length, MODEL))
         flops = attention_flops(batch, length, MODEL)
-        baseline_rate = matmul_rate(flops, repeats)
+        matmul, matmul_flops = square_matmul(flops)
         for jit in (False, True):
-            times = {}
-            for kind in ("keras", "attnkit"):
-                layer = make_layer(kind)
-                times[kind] = seconds(step_function(layer, kind, jit), x, repeats)
+            functions = {"matmul": matmul}
+            for kind, implementation in CONFIGURATIONS:
+                step = step_function(make_layer(kind, implementation), kind, jit)
+                name = implementation if kind == "attnkit" else kind
+                functions[name] = lambda step=step, x=x: step(x)
+            times = best_seconds(functions, repeats)
+            rate = matmul_flops / times["matmul"]
             rows.append(
                 {
                     "T": length,
                     "xla": jit,
                     "keras_s": times["keras"],
-                    "attnkit_s": times["attnkit"],
-                    "ratio": times["attnkit"] / times["keras"],
-                    "matmul_fraction": flops / times["attnkit"] / baseline_rate,
+                    "plain_s": times["plain"],
+                    "plain/keras": times["plain"] / times["keras"],
+                    "plain_matmul_frac": flops / times["plain"] / rate,
+                    "blockwise_s": times["blockwise"],
+                    "blockwise/plain": times["blockwise"] / times["plain"],
+                    "blockwise_matmul_frac": flops / times["blockwise"] / rate,
                 }
             )
     return rows
@@ -128,10 +142,9 @@ def peak_memory_child(kind: str, implementation: str, length: int, batch: int) -
 
 def memory(lengths: list[int], batch: int) -> list[dict]:
     rows = []
-    configurations = [("keras", "plain"), ("attnkit", "plain"), ("attnkit", "blockwise")]
     for length in lengths:
         row = {"T": length}
-        for kind, implementation in configurations:
+        for kind, implementation in CONFIGURATIONS:
             done = subprocess.run(
                 [
                     sys.executable,
@@ -185,9 +198,9 @@ def main(argv=None) -> None:
         lengths = [64] if args.quick else [128, 256, 512, 1024, 2048]
         show(
             f"Forward + backward time, B={BATCH if not args.quick else 1}, heads={HEADS}, "
-            f"d_model={MODEL} (ratio = attnkit / keras; matmul_fraction = attnkit's FLOP rate "
-            "/ a plain matmul's)",
-            speed(lengths, 1 if args.quick else 3, 1 if args.quick else BATCH),
+            f"d_model={MODEL}; plain and blockwise are attnkit's MultiHeadSelfAttention "
+            "implementations; matmul_frac = its FLOP rate / a plain matmul's)",
+            speed(lengths, 1 if args.quick else 5, 1 if args.quick else BATCH),
         )
     if args.what in ("memory", "all"):
         lengths = [256] if args.quick else [2048, 4096, 8192]
