@@ -281,3 +281,29 @@ def test_blocks_run_one_after_another_in_a_graph():
         per_block = len(sized) / blocks
         # Only the tensors of one block may be unordered among themselves, however many blocks.
         assert concurrent <= per_block, (blocks, concurrent, per_block)
+
+
+@pytest.mark.parametrize("num_keys", [1, 127, 128, 2048, 2049, 8192, 100_000])
+def test_default_blocks_are_small_and_few(num_keys):
+    from attnkit.attention.blockwise import default_block_size
+
+    size = default_block_size(num_keys)
+    assert size >= 128
+    assert -(-num_keys // size) <= 16  # blocks
+    if num_keys <= 16 * 128:
+        assert size == 128
+
+
+def test_the_default_block_size_gives_the_same_result():
+    q, k, v = (tf.constant(rng.standard_normal((2, 300, 2, 4)), tf.float32) for _ in range(3))
+    np.testing.assert_allclose(
+        blockwise_attention(q, k, v, use_causal_mask=True).numpy(),
+        numpy_attention(
+            *(t.numpy().astype(np.float64) for t in (q, k, v)),
+            np.broadcast_to(np.tril(np.ones((300, 300), bool)), (2, 300, 300)),
+        ),
+        rtol=1e-4,
+        atol=1e-5,
+    )
+    with pytest.raises(ValueError, match="Received: block_size=0"):
+        blockwise_attention(q, k, v, block_size=0)

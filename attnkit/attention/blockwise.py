@@ -33,9 +33,23 @@ import keras
 from keras import ops
 
 from attnkit.attention import masking
-from attnkit.checks import check_positive_int
+from attnkit.checks import check_optional_positive_int
 
-__all__ = ["blockwise_attention"]
+__all__ = ["blockwise_attention", "default_block_size"]
+
+SMALLEST_DEFAULT_BLOCK = 128
+MOST_DEFAULT_BLOCKS = 16
+
+
+def default_block_size(num_keys):
+    """Keys per block when none is given: 128, or more for long sequences so that there are
+    at most 16 blocks.
+
+    Small blocks stay in the CPU's caches (with XLA on this project's 2-core machine, blocks
+    of 128 keys ran 1.2-1.3x faster than blocks of 512 at T = 1024 and 2048); the cap on the
+    number of blocks bounds the size of the graph, in which every block is unrolled.
+    """
+    return max(SMALLEST_DEFAULT_BLOCK, -(-num_keys // MOST_DEFAULT_BLOCKS))
 
 
 def blockwise_attention(
@@ -48,7 +62,7 @@ def blockwise_attention(
     key_lengths=None,
     attention_mask=None,
     use_causal_mask=False,
-    block_size=512,
+    block_size=None,
 ):
     """Multi-head scaled dot-product attention computed in blocks of keys.
 
@@ -65,18 +79,20 @@ def blockwise_attention(
         attention_mask: optional boolean `(batch_size, Tq, Tk)` or `(Tq, Tk)` (this one is
             given whole, so it costs Tq × Tk booleans).
         use_causal_mask: bool, whether query i only sees keys j <= i.
-        block_size: int, keys per block (the memory/time trade-off).
+        block_size: positive int, keys per block (the memory/time trade-off), or `None`
+            (the default) for `default_block_size(Tk)`.
 
     Returns:
         Tensor `(batch_size, Tq, num_heads, d_v)`.
     """
-    check_positive_int("block_size", block_size)
+    check_optional_positive_int("block_size", block_size)
     total = key.shape[1]
     if total is None:
         raise ValueError(
             "blockwise attention needs a static number of keys. "
             f"Received: key with shape {tuple(key.shape)}"
         )
+    block_size = block_size or default_block_size(total)
     blocks = [(start, min(start + block_size, total)) for start in range(0, total, block_size)]
     depth = query.shape[-1]
     scale = 1.0 / math.sqrt(depth)

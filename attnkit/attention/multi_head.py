@@ -190,7 +190,8 @@ class MultiHeadAttention(keras.layers.Layer):
             `"auto"` (the default) is `"fused"` on a JAX or PyTorch GPU when neither the
             weights nor dropout are asked for, else `"plain"`. Only `"plain"` can return the
             weights or apply dropout.
-        block_size: positive int, keys per block of the `"blockwise"` path. Defaults to 512.
+        block_size: positive int, keys per block of the `"blockwise"` path, or `None` (the
+            default) for `attnkit.attention.blockwise.default_block_size(Tk)`.
         **kwargs: base layer keyword arguments, such as `name` and `dtype`.
 
     Call arguments:
@@ -229,7 +230,7 @@ class MultiHeadAttention(keras.layers.Layer):
         bias_initializer="zeros",
         seed=None,
         implementation="auto",
-        block_size=512,
+        block_size=None,
         **kwargs,
     ):
         super().__init__(**kwargs)
@@ -246,7 +247,7 @@ class MultiHeadAttention(keras.layers.Layer):
         self.seed = check_seed(seed)
         self.seed_generator = keras.random.SeedGenerator(seed) if self.dropout > 0 else None
         self.implementation = check_implementation(implementation, IMPLEMENTATIONS, self.dropout)
-        check_positive_int("block_size", block_size)
+        check_optional_positive_int("block_size", block_size)
         self.block_size = block_size
 
     @property

@@ -95,7 +95,8 @@ class SelfAttention(_PaddingMaskMixin, keras.layers.Layer):
         implementation: `"plain"` (forms the T × T weights) or `"blockwise"` (keys in blocks
             with an online softmax, recomputed in the backward pass: no T × T scores in either
             pass, same result; see `attnkit.attention.blockwise_attention`).
-        block_size: positive int, keys per block of the `"blockwise"` path.
+        block_size: positive int, keys per block of the `"blockwise"` path, or `None` (the
+            default) for `attnkit.attention.blockwise.default_block_size(Tk)`.
         **kwargs: base layer keyword arguments, such as `name` and `dtype`.
 
     Call arguments:
@@ -127,7 +128,7 @@ class SelfAttention(_PaddingMaskMixin, keras.layers.Layer):
         bias_initializer="zeros",
         seed=None,
         implementation="plain",
-        block_size=512,
+        block_size=None,
         **kwargs,
     ):
         super().__init__(**kwargs)
@@ -144,7 +145,7 @@ class SelfAttention(_PaddingMaskMixin, keras.layers.Layer):
         self.implementation = check_implementation(
             implementation, ("plain", "blockwise"), self.dropout
         )
-        check_positive_int("block_size", block_size)
+        check_optional_positive_int("block_size", block_size)
         self.block_size = block_size
 
     @property
@@ -278,7 +279,8 @@ class MultiHeadSelfAttention(_PaddingMaskMixin, keras.layers.Layer):
         seed: optional int, the seed of the dropout.
         implementation: `"auto"`, `"plain"`, `"blockwise"` (memory-efficient: no T × T
             scores in either pass) or `"fused"`; see `MultiHeadAttention`.
-        block_size: positive int, keys per block of the `"blockwise"` path.
+        block_size: positive int, keys per block of the `"blockwise"` path, or `None` (the
+            default) for `attnkit.attention.blockwise.default_block_size(Tk)`.
         **kwargs: base layer keyword arguments, such as `name` and `dtype`.
 
     Call arguments:
@@ -310,7 +312,7 @@ class MultiHeadSelfAttention(_PaddingMaskMixin, keras.layers.Layer):
         bias_initializer="zeros",
         seed=None,
         implementation="auto",
-        block_size=512,
+        block_size=None,
         **kwargs,
     ):
         super().__init__(**kwargs)
