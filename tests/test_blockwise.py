@@ -307,3 +307,27 @@ def test_the_default_block_size_gives_the_same_result():
     )
     with pytest.raises(ValueError, match="Received: block_size=0"):
         blockwise_attention(q, k, v, block_size=0)
+
+
+def test_auto_goes_blockwise_only_in_a_compiled_call_with_enough_keys(monkeypatch):
+    from attnkit.attention import multi_head
+
+    calls = []
+
+    def recording(*args, **kwargs):
+        calls.append(args[1].shape[1])
+        return blockwise_attention(*args, **kwargs)
+
+    monkeypatch.setattr(multi_head, "blockwise_attention", recording)
+    layer = attnkit.MultiHeadSelfAttention(2, 4, use_causal_mask=True)
+    long_input = tf.constant(rng.standard_normal((2, 256, 8)), tf.float32)
+    short_input = long_input[:, :128]
+
+    eager = layer(long_input)
+    assert calls == []  # op by op: the plain path
+    compiled = tf.function(lambda x: layer(x))(long_input)
+    assert calls == [256]
+    np.testing.assert_allclose(compiled.numpy(), eager.numpy(), rtol=1e-4, atol=1e-5)
+    tf.function(lambda x: layer(x))(short_input)  # one block only: plain
+    tf.function(lambda x: layer(x, return_attention_scores=True))(long_input)
+    assert calls == [256]
