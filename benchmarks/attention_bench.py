@@ -83,6 +83,18 @@ def square_matmul(flops: float):
     return (lambda: [product(a)]), 2 * size**3
 
 
+def score_product(batch: int, length: int):
+    """The bare QKᵀ of every head under XLA, (B, H, T, d_k) x (B, H, d_k, T), and its FLOPs:
+    the product shape attention itself is made of, as a ceiling for the FLOP rate."""
+    import tensorflow as tf
+
+    depth = MODEL // HEADS
+    q = tf.random.normal((batch, HEADS, length, depth))
+    k = tf.random.normal((batch, HEADS, depth, length))
+    product = tf.function(lambda a, b: tf.matmul(a, b), jit_compile=True)
+    return (lambda: [product(q, k)]), 2 * batch * HEADS * length * length * depth
+
+
 def speed(lengths: list[int], repeats: int, batch: int) -> list[dict]:
     import tensorflow as tf
 
@@ -91,9 +103,10 @@ def speed(lengths: list[int], repeats: int, batch: int) -> list[dict]:
         x = tf.random.normal((batch, length, MODEL))
         flops = attention_flops(batch, length, MODEL)
         matmul, matmul_flops = square_matmul(flops)
+        scores, score_flops = score_product(batch, length)
         for jit in (False, True):
-            functions = {"matmul": matmul}
-            for kind, implementation in CONFIGURATIONS:
+            functions = {"matmul": matmul, "scores": scores}
+            for kind, implementation in [*CONFIGURATIONS, ("attnkit", "auto")]:
                 step = step_function(make_layer(kind, implementation), kind, jit)
                 name = implementation if kind == "attnkit" else kind
                 functions[name] = lambda step=step, x=x: step(x)
@@ -105,11 +118,11 @@ def speed(lengths: list[int], repeats: int, batch: int) -> list[dict]:
                     "xla": jit,
                     "keras_s": times["keras"],
                     "plain_s": times["plain"],
-                    "plain/keras": times["plain"] / times["keras"],
-                    "plain_matmul_frac": flops / times["plain"] / rate,
                     "blockwise_s": times["blockwise"],
-                    "blockwise/plain": times["blockwise"] / times["plain"],
-                    "blockwise_matmul_frac": flops / times["blockwise"] / rate,
+                    "auto_s": times["auto"],
+                    "auto/keras": times["auto"] / times["keras"],
+                    "auto_matmul_frac": flops / times["auto"] / rate,
+                    "QK_matmul_frac": score_flops / times["scores"] / rate,
                 }
             )
     return rows
@@ -198,8 +211,10 @@ def main(argv=None) -> None:
         lengths = [64] if args.quick else [128, 256, 512, 1024, 2048]
         show(
             f"Forward + backward time, B={BATCH if not args.quick else 1}, heads={HEADS}, "
-            f"d_model={MODEL}; plain and blockwise are attnkit's MultiHeadSelfAttention "
-            "implementations; matmul_frac = its FLOP rate / a plain matmul's)",
+            f"d_model={MODEL}; plain, blockwise and auto (the default) are attnkit's "
+            "MultiHeadSelfAttention implementations; auto_matmul_frac = the default's FLOP rate "
+            "/ a square XLA matmul's; QK_matmul_frac = the same for the bare QKᵀ product of "
+            "every head)",
             speed(lengths, 1 if args.quick else 5, 1 if args.quick else BATCH),
         )
     if args.what in ("memory", "all"):
