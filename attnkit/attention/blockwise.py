@@ -99,11 +99,11 @@ def blockwise_attention(
     dtype = keras.backend.standardize_dtype(query.dtype)
     compute = "float32" if dtype in ("float16", "bfloat16") else dtype
 
-    def block_mask(start, stop):
+    def block_mask(q, k, start, stop):
         """(B or 1, 1, Tq or 1, block) boolean, or None: the one mask path, per block."""
         mask = masking.attention_mask(
-            query[:, :, 0],  # (B, Tq, d): only the shapes matter
-            key[:, start:stop, 0],
+            q[:, :, 0],  # (B, Tq, d): only the shapes matter; the arguments of the pass, not
+            k[:, start:stop, 0],  # `query`/`key`, which JAX would see escape into the gradient
             query_mask=query_mask,
             key_mask=None if key_mask is None else key_mask[:, start:stop],
             key_lengths=key_lengths,
@@ -146,7 +146,7 @@ def blockwise_attention(
         for start, stop in blocks:
             k_block, v_block = block_inputs([k_t, v_t], start, stop, after=[accumulated])
             s = ops.matmul(q_h, k_block)  # (B, H, Tq, block)
-            mask = block_mask(start, stop)
+            mask = block_mask(q, k, start, stop)
             if mask is not None:
                 s = ops.where(mask, s, fill)
             new_max = ops.maximum(running_max, ops.max(s, axis=-1, keepdims=True))
@@ -187,7 +187,7 @@ def blockwise_attention(
                 after=[delta, d_query, *d_keys[-1:], *d_values[-1:]],
             )
             p = ops.exp(ops.matmul(q_minus_l, k_block))  # (B, H, Tq, block)
-            mask = block_mask(start, stop)
+            mask = block_mask(q, k, start, stop)
             if mask is not None:
                 p = ops.where(mask, p, 0.0)
             d_values.append(ops.matmul(d_out_t, p))
