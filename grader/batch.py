@@ -1,5 +1,6 @@
-"""Grade a whole class: every student's work in its own forked process, results written as they
-come, so an interrupted run resumes where it stopped.
+"""Grade a whole class: each student's exercise in a forked process of its own (its parts one
+after another, see grader.processes), results written as they come, so an interrupted run
+resumes where it stopped.
 
 Plain functions; `grader batch` is a thin layer over `run_batch`.
 """
@@ -184,38 +185,59 @@ def _stamp(student: Student, options: BatchOptions, seed: int) -> str:
 
 
 def _grade_students(pending, records, references, options, seed, out, summary, on_student):
+    """Plan every student (while the zygote starts), then run the references and the students'
+    exercises in one go: a student's result is written once its parts and every reference are
+    in."""
     scratch = Path(tempfile.mkdtemp(prefix="attnkit-batch-"))
     scratch.chmod(0o711)
+    seeds = (PUBLIC_SEED, seed)
     try:
-        expected, cases = {}, {}
-        for record in records:
-            seeds = (PUBLIC_SEED, seed)
-            cases[record.id] = references[record.id].cases(record, seeds)
-            job = references[record.id].job(record, seeds, scratch, cases[record.id])
-            outcome = run_jobs([job])["reference"] if job else None
-            expected[record.id] = references[record.id].expected(
-                record, seeds, cases[record.id], outcome
-            )
-
+        cases = {r.id: references[r.id].cases(r, seeds) for r in records}
+        case_files = {r.id: _save_cases(scratch, r, cases[r.id]) for r in records}
         plans, jobs = {}, []
         for student, stamp in pending:
-            plan = _plan_student(student, stamp, records, cases, options, scratch, jobs)
-            plans[student.id] = plan
-            if not plan.waiting:
-                _finish(plan, records, cases, expected, options, seed, out, summary, on_student)
-
+            plans[student.id] = _plan_student(
+                student, stamp, records, case_files, options, scratch, jobs
+            )
         owner = {job.key: plan for plan in plans.values() for job in plan.jobs.values()}
 
-        def done(job: Job, outcome: Outcome):
-            plan = owner[job.key]
-            plan.outcomes[job.key] = outcome
-            plan.waiting.discard(job.key)
-            if not plan.waiting:
-                _finish(plan, records, cases, expected, options, seed, out, summary, on_student)
-                shutil.rmtree(scratch / plan.student.id, ignore_errors=True)
+        expected, reference_of = {}, {}
+        for record in records:
+            key = f"reference-{record.id}"
+            job = references[record.id].job(record, seeds, scratch, cases[record.id], key=key)
+            if job:
+                reference_of[key] = (record, job)
+            else:  # remembered from an earlier run in this process
+                expected[record.id] = references[record.id].expected(
+                    record, seeds, cases[record.id], None
+                )
+        waiting = [plan for plan in plans.values() if not plan.waiting]
 
-        if jobs:
-            run_jobs(jobs, options.jobs, on_done=done)
+        def finish(plan):
+            _finish(plan, records, cases, expected, options, seed, out, summary, on_student)
+            shutil.rmtree(scratch / plan.student.id, ignore_errors=True)
+
+        def done(job: Job, outcome: Outcome):
+            if job.key in reference_of:  # a failing reference stops the batch (GraderError)
+                record = reference_of[job.key][0]
+                expected[record.id] = references[record.id].expected(
+                    record, seeds, cases[record.id], outcome
+                )
+            else:
+                plan = owner[job.key]
+                plan.outcomes[job.key] = outcome
+                plan.waiting.discard(job.key)
+                if not plan.waiting:
+                    waiting.append(plan)
+            if len(expected) == len(records):
+                while waiting:
+                    finish(waiting.pop(0))
+
+        if reference_of or jobs:
+            run_jobs([job for _, job in reference_of.values()] + jobs, options.jobs, on_done=done)
+        if len(expected) == len(records):
+            while waiting:
+                finish(waiting.pop(0))
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
 
@@ -232,7 +254,19 @@ class _Plan:
     outcomes: dict[str, Outcome] = field(default_factory=dict)
 
 
-def _plan_student(student, stamp, records, cases, options, scratch, jobs) -> _Plan:
+def _save_cases(scratch: Path, record, cases) -> dict[str, Path]:
+    """Each part's cases, written once for the whole class (every child reads, none writes)."""
+    folder = scratch / "cases" / record.id
+    folder.mkdir(parents=True, mode=0o755)
+    files = {}
+    for part in record.parts:
+        files[part.name] = folder / f"{part.name}.npz"
+        engine.save_cases(files[part.name], cases[part.name])
+        files[part.name].chmod(0o644)
+    return files
+
+
+def _plan_student(student, stamp, records, case_files, options, scratch, jobs) -> _Plan:
     plan = _Plan(student, stamp)
     home = scratch / student.id
     home.mkdir(mode=0o711)
@@ -251,22 +285,24 @@ def _plan_student(student, stamp, records, cases, options, scratch, jobs) -> _Pl
             plan.problems[record.id] = problem
             continue
         plan.flags.extend(f"{flag}:{record.id}" for flag in scan(path))
+        # One copy of the submission per exercise: that exercise's child works (and may write)
+        # in it, its parts one after another.
+        directory = home / f"ex{len(jobs)}"
+        shutil.copytree(source, directory)
+        module = directory / path.relative_to(source)
+        group = directory.name
         for part in record.parts:
             key = f"job{len(jobs)}"
-            directory = home / key
-            shutil.copytree(source, directory)
-            module = directory / path.relative_to(source)
-            case_path = directory / "cases.npz"
-            engine.save_cases(case_path, cases[record.id][part.name])
             job = Job(
                 key,
                 module,
-                case_path,
+                case_files[record.id][part.name],
                 directory,
                 timeout=options.timeout or record.timeout,
                 module_name=path.stem,
                 limits=options.limits(),
                 blocked_imports=FORBIDDEN_PACKAGES,
+                group=group,
             )
             jobs.append(job)
             plan.jobs[key] = job

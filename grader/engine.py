@@ -1,8 +1,9 @@
 """The one generic checker: grade any exercise record against any submission.
 
 The grader's process makes the cases (NumPy, from a seed), asks a reference for the expected
-outputs (the solution run in a child, or a fixture file), runs the submission one part per child
-process with a time limit, and compares everything itself.
+outputs (the solution run in a child, or a fixture file), runs the submission's parts one after
+another in a child process, each part with its own time limit (see grader.processes), and
+compares everything itself.
 """
 
 from __future__ import annotations
@@ -131,13 +132,13 @@ class LiveReference:
         key = self._key(record, seed)
         return self._memo[key][0] if key in self._memo else make_cases(record, *_seeds(seed))
 
-    def job(self, record, seed, workdir: Path, cases) -> Job | None:
+    def job(self, record, seed, workdir: Path, cases, key: str = "reference") -> Job | None:
         if self._key(record, seed) in self._memo:
             return None
-        path = workdir / "cases-reference.npz"
+        path = workdir / f"cases-{key}.npz"
         save_cases(path, [case for part in record.parts for case in cases[part.name]])
         return Job(
-            "reference",
+            key,
             self.directory / record.file,
             path,
             workdir,
@@ -210,7 +211,7 @@ class FixtureReference:
     def cases(self, record, seed):
         return self._load(record, seed)[0]
 
-    def job(self, record, seed, workdir, cases):
+    def job(self, record, seed, workdir, cases, key: str = "reference"):
         return None
 
     def expected(self, record, seed, cases, outcome):
@@ -315,6 +316,7 @@ def grade(
                     module_name=path.stem,
                     limits=limits,
                     blocked_imports=blocked_imports,
+                    group="submission",
                 )
             )
         reference_job = reference.job(record, seed, workdir, cases)

@@ -1,20 +1,32 @@
 """Run jobs in child processes forked from a zygote that has already imported Keras.
 
 The zygote is one long-lived helper process (`python -m grader.zygote`) that imports Keras and
-TensorFlow once, runs no TensorFlow op itself (thread pools do not survive a fork), and forks one
-child per job. Each child gets its own wall-clock limit: one that hangs is killed with its whole
-process group and reported as a timeout; one that dies reports its exit status and the tail of
-what it printed. Results come back only as bundle files, which the grader reads itself.
+TensorFlow once, runs no TensorFlow op itself (thread pools do not survive a fork), and forks the
+children. A job is one part of one exercise; jobs of the same `group` (the parts of one
+submitted exercise) run one after another in a single child, which copies nothing, imports the
+submission once and starts TensorFlow's runtime once. The child writes each part's bundle as
+soon as that part is done.
 
-Where `os.fork` does not exist (Windows), each job runs in a fresh interpreter instead: slower,
-same results.
+Every part has its own wall-clock limit, enforced here, from outside the child: importing the
+submission gets the first part's limit, then each part gets its own from the moment the bundle
+of the one before it appeared. A child that overruns is killed with its whole process group and
+its running part reported as a timeout; a child that dies reports its exit status and the tail
+of what its running part printed. Either way the parts that had written a bundle keep it, and the
+parts not started yet run again in a fresh child, so one part that hangs or crashes costs only
+that part. A child that hangs or dies while importing the submission costs every part (each
+would import it again). Results come back only as bundle files, which the grader reads itself.
+
+Where `os.fork` does not exist (Windows), each group runs in a fresh interpreter instead:
+slower, same results.
 """
 
 from __future__ import annotations
 
 import atexit
+import contextlib
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -22,6 +34,7 @@ import tempfile
 import threading
 import time
 import traceback
+from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -33,6 +46,7 @@ FINISHED = "finished"
 TIMED_OUT = "timeout"
 CRASHED = "crashed"
 LOG_TAIL_CHARS = 1500
+TICK_SECONDS = 0.005
 
 
 def configure_backend() -> None:
@@ -52,6 +66,9 @@ class Job:
     # Batch grading only: see grader.runner.apply_limits.
     limits: dict | None = None
     blocked_imports: tuple[str, ...] = ()
+    # Jobs with the same group run in one child, in the order given; they must share the module,
+    # module name, directory, limits and blocked imports. None: a child of its own.
+    group: str | None = None
 
     @property
     def out(self) -> Path:
@@ -61,19 +78,34 @@ class Job:
     def log(self) -> Path:
         return self.directory / f"{self.key}.log"
 
-    def as_dict(self) -> dict:
+    def part(self) -> dict:
         return {
             "key": self.key,
             "timeout": self.timeout,
-            "module": str(self.module),
-            "module_name": self.module_name,
             "cases": str(self.cases),
             "out": str(self.out),
             "log": str(self.log),
-            "workdir": str(self.directory),
-            "limits": self.limits,
-            "blocked_imports": list(self.blocked_imports),
         }
+
+
+def describe_units(jobs: list[Job]) -> list[dict]:
+    """What each child is asked to run: one unit per group (or per job without a group)."""
+    units: dict[str, dict] = {}
+    for job in jobs:
+        name = job.group or job.key
+        shared = {
+            "key": name,
+            "module": str(job.module),
+            "module_name": job.module_name,
+            "workdir": str(job.directory),
+            "limits": job.limits,
+            "blocked_imports": list(job.blocked_imports),
+        }
+        unit = units.setdefault(name, {**shared, "parts": []})
+        if {k: unit[k] for k in shared} != shared:
+            raise ValueError(f"the jobs of group {name!r} differ in more than their cases")
+        unit["parts"].append(job.part())
+    return list(units.values())
 
 
 @dataclass
@@ -110,10 +142,10 @@ class Zygote:
     def alive(self) -> bool:
         return self.process.poll() is None
 
-    def run(self, jobs: list[dict], parallel: int, on_report=None) -> dict[str, dict]:
+    def run(self, units: list[dict], parallel: int, on_report=None) -> dict[str, dict]:
         with self._lock:
             try:
-                self.process.stdin.write(json.dumps({"jobs": jobs, "parallel": parallel}) + "\n")
+                self.process.stdin.write(json.dumps({"jobs": units, "parallel": parallel}) + "\n")
                 self.process.stdin.flush()
                 finished = {}
                 for line in self.process.stdout:
@@ -124,8 +156,16 @@ class Zygote:
                     if on_report:
                         on_report(message)
             except (BrokenPipeError, ValueError) as error:
+                self.close()
                 raise ZygoteError(f"the grading helper process failed: {error}") from error
-            raise ZygoteError("the grading helper process died; its log:\n" + self.log_tail())
+            except BaseException:
+                # Given up mid-request (the caller's callback raised, Ctrl-C): the children still
+                # running and the answers still to come must not reach the next request.
+                self.close()
+                raise
+            tail = self.log_tail()
+            self.close()
+            raise ZygoteError("the grading helper process died; its log:\n" + tail)
 
     def log_tail(self) -> str:
         return _tail(Path(self._log.name))
@@ -137,6 +177,7 @@ class Zygote:
                 self.process.wait(timeout=5)
             except subprocess.TimeoutExpired:
                 self.process.kill()
+                self.process.wait()
         self._log.close()
         Path(self._log.name).unlink(missing_ok=True)
 
@@ -160,22 +201,28 @@ def warm_up() -> None:
 
 
 def run_jobs(jobs: list[Job], parallel: int | None = None, on_done=None) -> dict[str, Outcome]:
-    """Run every job; `on_done(job, outcome)` is called as each one finishes."""
+    """Run every job, at most `parallel` children at once (one per group).
+
+    `on_done(job, outcome)` is called for each job as its child finishes with it.
+    """
     parallel = max(1, parallel or os.cpu_count() or 1)
     by_key = {job.key: job for job in jobs}
     outcomes = {}
 
     def collect(report):
         job = by_key[report["key"]]
-        outcomes[job.key] = _collect(job, report)
+        if job.key in outcomes:  # reported twice: the first report stands
+            return
+        log = by_key.get(report.get("log_of"), job).log
+        outcomes[job.key] = _collect(job, report, log)
         if on_done:
             on_done(job, outcomes[job.key])
 
-    described = [job.as_dict() for job in jobs]
+    units = describe_units(jobs)
     if hasattr(os, "fork"):
-        zygote().run(described, parallel, collect)
+        zygote().run(units, parallel, collect)
     else:
-        schedule(described, parallel, start_interpreter, collect)
+        schedule(units, parallel, start_interpreter, collect)
     for job in jobs:  # a job the scheduler never reported on counts as crashed
         if job.key not in outcomes:
             collect({"key": job.key, "state": CRASHED, "exitcode": None, "seconds": 0.0})
@@ -190,10 +237,13 @@ class ForkedChild:
         from grader.runner import run_job
 
         self.uid = _slot_uid(job)
+        self.exitcode: int | None = None
         self.pid = os.fork()
         if self.pid == 0:  # the child: never return into the zygote's loop
             code = 1
             try:
+                signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM})
+                _close_inherited_files()
                 run_job(job)
                 code = 0
             except BaseException:  # noqa: BLE001 - the missing result file is the report
@@ -202,10 +252,11 @@ class ForkedChild:
                 os._exit(code)
 
     def poll(self) -> int | None:
-        pid, status = os.waitpid(self.pid, os.WNOHANG)
-        if pid == 0:
-            return None
-        return os.waitstatus_to_exitcode(status)
+        if self.exitcode is None:
+            pid, status = os.waitpid(self.pid, os.WNOHANG)
+            if pid != 0:
+                self.exitcode = os.waitstatus_to_exitcode(status)
+        return self.exitcode
 
     def sweep(self) -> None:
         """Kill whatever the job left behind: its process group, and its user id's processes."""
@@ -215,8 +266,22 @@ class ForkedChild:
 
     def kill(self) -> int | None:
         self.sweep()
-        _, status = os.waitpid(self.pid, 0)
-        return os.waitstatus_to_exitcode(status)
+        if self.exitcode is None:
+            # Not reaped yet, so the id is still this child's: killing it by id as well covers a
+            # child too young to have a process group of its own.
+            os.kill(self.pid, signal.SIGKILL)
+            _, status = os.waitpid(self.pid, 0)
+            self.exitcode = os.waitstatus_to_exitcode(status)
+        return self.exitcode
+
+
+def _close_inherited_files() -> None:
+    """Close every descriptor a forked child inherits beyond stdin, stdout and stderr.
+
+    The zygote's own pipe to the grader is one of them: submitted code must not be able to
+    write reports in the zygote's name.
+    """
+    os.closerange(3, os.sysconf("SC_OPEN_MAX") if hasattr(os, "sysconf") else 4096)
 
 
 class InterpreterChild:
@@ -264,52 +329,161 @@ def start_interpreter(job: dict) -> InterpreterChild:
     return InterpreterChild(job)
 
 
-def schedule(jobs: list[dict], parallel: int, start, report=None, parent: int | None = None):
-    """Run every job, at most `parallel` at once, each within its own timeout.
+class _Running:
+    """One child at work on the parts of a unit still to run, and where it has got to.
 
-    Each running job holds a slot number (0 .. parallel-1), which batch grading turns into a
-    user id of its own. With `parent` set (in the zygote), the run stops and kills every child
-    once that process is gone, so a grader killed with -9 leaves nothing running.
+    Progress is read from files only: the `ready` marker once the submission is imported, then
+    each part's bundle. `current` is the part running now (len(parts) once all are written).
     """
-    pending, running, reports = list(jobs), [], {}
-    free_slots = list(range(parallel))
 
-    def done(job, state, exitcode, started):
-        reports[job["key"]] = {
-            "key": job["key"],
-            "state": state,
-            "exitcode": exitcode,
-            "seconds": round(time.monotonic() - started, 3),
-        }
+    def __init__(self, unit: dict, attempt: int, slot: int, start):
+        self.attempt = attempt
+        self.job = dict(
+            unit,
+            slot=slot,
+            ready=os.path.join(unit["workdir"], f"{unit['key']}.ready{attempt}"),
+        )
+        self.parts = unit["parts"]
+        self.ready = False
+        self.current = 0
+        self.seconds: list[float] = []
+        self.phase_started = time.monotonic()
+        self.child = start(self.job)
+
+    def limit(self) -> float:
+        return float(self.parts[min(self.current, len(self.parts) - 1)]["timeout"])
+
+    def advance(self) -> None:
+        now = time.monotonic()
+        if not self.ready and (
+            os.path.exists(self.job["ready"]) or os.path.exists(self.parts[0]["out"])
+        ):
+            self.ready, self.phase_started = True, now
+        while (
+            self.ready
+            and self.current < len(self.parts)
+            and os.path.exists(self.parts[self.current]["out"])
+        ):
+            self.seconds.append(round(now - self.phase_started, 3))
+            self.current, self.phase_started = self.current + 1, now
+
+    def overran(self) -> bool:
+        return time.monotonic() - self.phase_started > self.limit()
+
+    def settle(self, state: str, exitcode: int | None, report) -> dict | None:
+        """Report every part this child got to; return the unit of parts it never started."""
+        if state != TIMED_OUT:  # the child is gone: its last bundles are all there now
+            self.advance()
+        for index, part in enumerate(self.parts[: self.current]):
+            report(part["key"], FINISHED, exitcode, self.seconds[index])
+        if self.current == len(self.parts):
+            return None
+        elapsed = round(time.monotonic() - self.phase_started, 3)
+        if not self.ready:  # it never finished importing the submission: every part would fail
+            first = self.parts[0]["key"]
+            for part in self.parts:
+                report(part["key"], state, exitcode, elapsed, log_of=first)
+            return None
+        report(self.parts[self.current]["key"], state, exitcode, elapsed)
+        rest = self.parts[self.current + 1 :]
+        for part in rest:  # nothing but this unit's next child may write them
+            _discard(part["out"])
+        return dict(self.job, parts=rest) if rest else None
+
+
+@contextlib.contextmanager
+def _signals_held():
+    """Hold SIGTERM back (where signals can be masked) until the block is over."""
+    if not hasattr(signal, "pthread_sigmask"):
+        yield
+        return
+    previous = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM})
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
+
+
+def _discard(path: str) -> None:
+    try:
+        if os.path.isdir(path) and not os.path.islink(path):
+            shutil.rmtree(path)
+        else:
+            os.unlink(path)
+    except FileNotFoundError:
+        pass
+
+
+def schedule(
+    units: list[dict],
+    parallel: int,
+    start,
+    report=None,
+    parent: int | None = None,
+    stop=None,
+):
+    """Run every unit, at most `parallel` children at once, each part within its own timeout.
+
+    Each running child holds a slot number (0 .. parallel-1), which batch grading turns into a
+    user id of its own. The parts a child never started (after a part that hung or crashed) go
+    back to the front of the queue, for a fresh child. With `parent` set (in the zygote), the
+    run stops and kills every child once that process is gone, so a grader killed with -9 leaves
+    nothing running; likewise once `stop()` says so.
+    """
+    pending = deque((unit, 0) for unit in units)
+    running: list[_Running] = []
+    free_slots = list(range(parallel))
+    reports = {}
+
+    def done(key, state, exitcode, seconds, log_of=None):
+        reports[key] = {"key": key, "state": state, "exitcode": exitcode, "seconds": seconds}
+        if log_of is not None:
+            reports[key]["log_of"] = log_of
         if report:
-            report(reports[job["key"]])
+            report(reports[key])
 
     try:
         while pending or running:
-            while pending and free_slots:
-                job = dict(pending.pop(0), slot=free_slots.pop(0))
-                running.append((job, start(job), time.monotonic()))
-            time.sleep(0.005)
-            if parent is not None and os.getppid() != parent:
-                raise SystemExit("the grader is gone")
-            still = []
-            for job, child, started in running:
-                exitcode = child.poll()
-                if exitcode is not None:
-                    child.sweep()
-                    free_slots.append(job["slot"])
-                    done(job, FINISHED, exitcode, started)
-                elif time.monotonic() - started > job["timeout"]:
-                    exitcode = child.kill()
-                    free_slots.append(job["slot"])
-                    done(job, TIMED_OUT, exitcode, started)
-                else:
-                    still.append((job, child, started))
-            running = still
+            # SIGTERM (the zygote told to stop) lands only in the sleep, never half-way through
+            # starting, reaping or reporting a child: every child alive is then in `running`.
+            time.sleep(TICK_SECONDS)
+            with _signals_held():
+                if parent is not None and os.getppid() != parent:
+                    raise SystemExit("the grader is gone")
+                if stop is not None and stop():
+                    raise SystemExit("asked to stop")
+                _tick(pending, running, free_slots, start, done)
     finally:
-        for _, child, _ in running:
-            child.kill()
+        with _signals_held():
+            for run in running:
+                try:
+                    run.child.kill()
+                except OSError:  # gone already; kill the others all the same
+                    pass
     return reports
+
+
+def _tick(pending: deque, running: list, free_slots: list, start, done) -> None:
+    """Start children in free slots; settle those that finished or overran."""
+    while pending and free_slots:
+        unit, attempt = pending.popleft()
+        running.append(_Running(unit, attempt, free_slots.pop(0), start))
+    for run in list(running):
+        run.advance()
+        exitcode = run.child.poll()
+        if exitcode is not None:  # exited: the part it had not finished crashed
+            run.child.sweep()
+            state = CRASHED
+        elif run.overran():
+            exitcode = run.child.kill()
+            state = TIMED_OUT
+        else:
+            continue
+        running.remove(run)
+        free_slots.append(run.job["slot"])
+        rest = run.settle(state, exitcode, done)
+        if rest:
+            pending.appendleft((rest, run.attempt + 1))
 
 
 def _kill_group(pid: int) -> None:
@@ -319,12 +493,12 @@ def _kill_group(pid: int) -> None:
         pass
 
 
-def _collect(job: Job, report: dict) -> Outcome:
+def _collect(job: Job, report: dict, log: Path | None = None) -> Outcome:
     state, exitcode, seconds = report["state"], report.get("exitcode"), report.get("seconds", 0.0)
-    tail = _tail(job.log)
+    tail = _tail(log or job.log)
     if state == TIMED_OUT:
         return Outcome(TIMED_OUT, seconds, exitcode, log_tail=tail)
-    if not job.out.exists():
+    if state != FINISHED or not job.out.exists():
         return Outcome(CRASHED, seconds, exitcode, log_tail=tail, problem=_exit_words(exitcode))
     try:
         meta, arrays = load_bundle(job.out)

@@ -1,9 +1,11 @@
 """The child side: load one submitted file, run check cases through it, write plain arrays.
 
-This module runs inside a process forked for one job. It never decides whether anything is
-right: it only records what the submitted code returned (outputs, vector–Jacobian products,
-dtypes) or how it failed, and the grader compares in its own process. It imports Keras lazily so
-that the grader's own process can import this module without TensorFlow.
+This module runs inside a process forked for one unit: the parts of one submitted exercise, run
+one after another (see grader.processes). It never decides whether anything is right: it only
+records what the submitted code returned (outputs, vector–Jacobian products, dtypes) or how it
+failed, one bundle per part as soon as that part is done, and the grader compares in its own
+process. It imports Keras lazily so that the grader's own process can import this module
+without TensorFlow.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ ERROR = "error"
 # how results are written.
 _asarray = np.asarray
 _save_bundle = save_bundle
+_open, _dup2 = os.open, os.dup2
 
 
 class SubmissionError(Exception):
@@ -36,35 +39,69 @@ class SubmissionError(Exception):
 
 
 def run_job(job: dict) -> None:
-    """Entry point of a child process. `job` holds paths only (written by the grader)."""
-    _isolate(job)
-    meta, arrays = load_bundle(job["cases"])
-    cases = cases_from_bundle(meta["cases"], arrays)
+    """Entry point of a child process. `job` holds paths only (written by the grader).
+
+    Every part's cases are read before the submission is imported, so that nothing it patches
+    can change them. What the import and each part print goes to that part's own log (the import
+    to the first part's), each log under its own output cap.
+    """
+    parts = job["parts"]
+    _isolate(job, parts[0]["log"])
+    cases = []
+    for part in parts:
+        meta, arrays = load_bundle(part["cases"])
+        cases.append(cases_from_bundle(meta["cases"], arrays))
     block_imports(job.get("blocked_imports") or ())
-    results: dict = {"import_error": None, "cases": []}
-    outputs: dict[str, np.ndarray] = {}
     try:
         module = load_submission(job["module"], job.get("module_name", "submission"))
     except BaseException as error:  # noqa: BLE001 - a submission may raise anything, SystemExit too
-        results["import_error"] = describe(error, job["module"])
-        _save_bundle(job["out"], results, outputs)
+        failure = describe(error, job["module"])
+        _mark(job["ready"])
+        for part in parts:
+            _save_bundle(part["out"], {"import_error": failure, "cases": []}, {})
         return
-    for index, case in enumerate(cases):
-        results["cases"].append(_run_case(module, case, index, outputs, job["module"]))
-    _save_bundle(job["out"], results, outputs)
+    _mark(job["ready"])
+    for number, (part, part_cases) in enumerate(zip(parts, cases, strict=True)):
+        if number:
+            _log_to(part["log"])
+        results: dict = {"import_error": None, "cases": []}
+        outputs: dict[str, np.ndarray] = {}
+        for index, case in enumerate(part_cases):
+            results["cases"].append(_run_case(module, case, index, outputs, job["module"]))
+        _save_bundle(part["out"], results, outputs)
 
 
-def _isolate(job: dict) -> None:
+def _mark(path: str) -> None:
+    """Tell the scheduler the submission is imported: the first part's clock starts now."""
+    os.close(_open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600))
+
+
+def _log_to(path: str) -> None:
+    """Send stdout and stderr to `path` from now on (a fresh file, with its own output cap)."""
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except BaseException:  # noqa: BLE001 - the last part's output may be past its cap
+            pass
+    log = _open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    _dup2(log, 1)
+    _dup2(log, 2)
+    os.close(log)
+
+
+def _isolate(job: dict, log_path: str) -> None:
     """Own process group (so the grader can kill everything it spawns), quiet stdio, one thread."""
     try:
         os.setsid()
     except OSError:
         pass
-    log = os.open(job["log"], os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    log = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     devnull = os.open(os.devnull, os.O_RDONLY)
     os.dup2(devnull, 0)
     os.dup2(log, 1)
     os.dup2(log, 2)
+    os.close(log)
+    os.close(devnull)
     if job.get("workdir"):
         os.chdir(job["workdir"])
     apply_limits(job.get("limits"), job.get("slot", 0))

@@ -1,9 +1,11 @@
-"""The zygote: import Keras once, then fork one child per job (see grader.processes).
+"""The zygote: import Keras once, then fork one child per unit (see grader.processes).
 
 Protocol on stdin/stdout, one JSON document per line: the grader sends
-`{"jobs": [...], "parallel": N}`; the zygote answers one line per finished job
-(`{"key", "state", "exitcode", "seconds"}`) and then `{"done": true}`. It exits when stdin
-closes. Its own stdout is kept for the protocol alone: anything else printed goes to stderr.
+`{"jobs": [units...], "parallel": N}`, a unit being the parts of one submitted exercise; the
+zygote answers one line per part (`{"key", "state", "exitcode", "seconds"}`, and `"log_of"`: the
+part whose log holds the output, where that is another part's) and then `{"done": true}`. It
+exits when stdin closes. Its own stdout is kept for the protocol alone: anything else printed
+goes to stderr, and forked children close it.
 """
 
 import json
@@ -24,14 +26,28 @@ def main() -> None:
         protocol.write(json.dumps(message) + "\n")
 
     # Ctrl-C reaches the grader, which closes this process; SIGTERM unwinds `schedule`, which
-    # kills every running child on the way out.
+    # kills every running child on the way out. The exception the handler raises is lost where
+    # the signal lands in an at-fork hook (logging has one), so `schedule` also checks the flag.
+    stopping = []
+
+    def terminate(*_):
+        stopping.append(True)
+        sys.exit(1)
+
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(1))
+    signal.signal(signal.SIGTERM, terminate)
     parent = os.getppid()
     try:
         for line in sys.stdin:
             request = json.loads(line)
-            schedule(request["jobs"], request["parallel"], ForkedChild, report, parent=parent)
+            schedule(
+                request["jobs"],
+                request["parallel"],
+                ForkedChild,
+                report,
+                parent=parent,
+                stop=lambda: bool(stopping),
+            )
             report({"done": True})
     finally:
         # Skip the interpreter's slow teardown of TensorFlow: every child is already gone.

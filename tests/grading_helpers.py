@@ -70,3 +70,20 @@ def assert_planted_mistake(
     assert any(phrase in check.message for check in failures(part)), failures(part)
     if mistake:
         assert mistake in part.mistakes, (part.mistakes, failures(part)[:3])
+
+
+def descendants(pid: int) -> list[int]:
+    """Every process below `pid` (Linux: read from /proc)."""
+    found, frontier = [], [pid]
+    while frontier:
+        parent = frontier.pop()
+        for entry in Path("/proc").iterdir():
+            if entry.name.isdigit():
+                try:
+                    fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+                except OSError:
+                    continue
+                if int(fields[1]) == parent:
+                    found.append(int(entry.name))
+                    frontier.append(int(entry.name))
+    return found

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from grading_helpers import descendants
 
 from grader.batch import BatchError, BatchOptions, run_batch
 from grader.engine import make_cases
@@ -153,7 +154,12 @@ def test_every_student_gets_a_row_and_the_batch_never_aborts(graded):
 def test_each_failure_costs_only_its_part(graded, student, name, status, phrase, kept):
     _, _, results = graded
     assert part(results, student, name)["status"] == status
+    assert part(results, student, name)["score"] == 0.0
     assert phrase in messages(results, student, name)
+    # The parts before it (same child) and after it (a fresh child, where it killed the first)
+    # are all graded.
+    others = [p for p in results[student]["exercises"][0]["parts"] if p["name"] != name]
+    assert [p["status"] for p in others] == ["passed"] * 4, others
     assert results[student]["total"] == kept
 
 
@@ -277,20 +283,25 @@ def test_the_same_seed_gives_the_same_gradebook_byte_for_byte(tmp_path):
     assert outputs[0]["results/hardcoder.json"] != outputs[2]["results/hardcoder.json"]
 
 
-def _descendants(pid: int) -> list[int]:
-    found, frontier = [], [pid]
-    while frontier:
-        parent = frontier.pop()
-        for entry in Path("/proc").iterdir():
-            if entry.name.isdigit():
-                try:
-                    fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
-                except OSError:
-                    continue
-                if int(fields[1]) == parent:
-                    found.append(int(entry.name))
-                    frontier.append(int(entry.name))
-    return found
+def test_a_broken_reference_stops_the_batch_and_grades_no_one(tmp_path, monkeypatch):
+    from grader import engine
+
+    root = tmp_path / "class"
+    for student in ("a", "b", "c"):
+        write(root / student, "ex8_2.py", GOOD)
+    broken = tmp_path / "solutions"
+    write(broken, "ex8_2.py", replace_function(GOOD, ASYM, "    raise RuntimeError('oops')"))
+    with monkeypatch.context() as patch:
+        patch.setattr(engine, "default_reference", lambda record: engine.LiveReference(broken))
+        with pytest.raises(engine.GraderError, match="reference solution failed"):
+            run_batch(root, BatchOptions(["8-2"], tmp_path / "out", jobs=2, seed=1))
+    # The students ran beside the reference, but none is graded against a broken one.
+    assert list((tmp_path / "out" / "results").glob("*.json")) == []
+    # The helper process was not left half-way through that run.
+    summary = run_batch(root, BatchOptions(["8-2"], tmp_path / "out", jobs=2, seed=1))
+    assert sorted(summary.graded) == ["a", "b", "c"]
+    totals = [json.loads(p.read_text())["total"] for p in (tmp_path / "out" / "results").iterdir()]
+    assert totals == [10.0, 10.0, 10.0]
 
 
 def test_kill_9_loses_nothing_graded_and_leaves_nothing_running(tmp_path):
@@ -322,7 +333,7 @@ def test_kill_9_loses_nothing_graded_and_leaves_nothing_running(tmp_path):
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline and len(list((out / "results").glob("*.json"))) < 2:
         time.sleep(0.1)
-    children = _descendants(process.pid)
+    children = descendants(process.pid)
     process.send_signal(signal.SIGKILL)
     process.wait()
     done = sorted(p.name for p in (out / "results").glob("*.json"))

@@ -1,9 +1,11 @@
 """Exercise 8-2 graded end to end: the reference, the stub, correct alternatives, planted mistakes
 and submissions that misbehave."""
 
+from pathlib import Path
+
 import grading_helpers
 import pytest
-from grading_helpers import failures
+from grading_helpers import failures, first_failures
 
 from grader.engine import grade
 from grader.results import ERROR, FAILED, NOT_IMPLEMENTED, PASSED, TIMEOUT
@@ -333,6 +335,132 @@ def test_a_process_that_dies_costs_its_part_only(tmp_path, statement, phrase):
     assert part.status == ERROR and part.score == 0.0
     assert phrase in part.checks[0].message
     assert result.part("variances").status == PASSED
+
+
+# The parts of one exercise run one after another in one child, which imports the submission
+# once. A part that hangs or kills the child costs that part; the parts after it run in a fresh
+# child (one more import).
+
+
+def counting_imports(tmp_path, body: str) -> tuple[str, Path]:
+    """`body` that appends a line to a file each time it is imported; the folder and the file."""
+    counter = tmp_path / "imports.txt"
+    code = f"open({str(counter)!r}, 'a').write('imported\\n')\n" + body
+    (tmp_path / "submission").mkdir()
+    return submit(tmp_path / "submission", code), counter
+
+
+def imports(counter: Path) -> int:
+    return counter.read_text().count("imported") if counter.exists() else 0
+
+
+def test_a_hanging_first_part_costs_that_part_only(tmp_path):
+    hang = (
+        "\n\nclass ScaledDotScore(keras.layers.Layer):\n"
+        "    def call(self, query, key):\n"
+        "        while True:\n"
+        "            pass\n"
+    )
+    folder, counter = counting_imports(tmp_path, ALTERNATIVE_NUMPY_EINSUM + hang)
+    result = grade("8-2", folder, timeout=4)
+    assert result.part("ScaledDotScore").status == TIMEOUT
+    assert result.part("ScaledDotScore").score == 0.0
+    assert "stopped after 4 s" in result.part("ScaledDotScore").checks[0].message
+    assert [p.status for p in result.parts[1:]] == [PASSED] * 4
+    assert result.score == 7.0
+    assert imports(counter) == 2  # the first child, then one fresh child for the four others
+
+
+def test_a_crash_mid_exercise_costs_the_running_part_and_shows_its_own_output(tmp_path):
+    body = ALTERNATIVE_NUMPY_EINSUM + (
+        "\n\ndef dot_product_variance(d, var_q=1.0, var_k=1.0):\n"
+        "    print('variances speaking', flush=True)\n"
+        "    import os\n"
+        "    os._exit(3)\n"
+        "\n\ndef bilinear_asymmetry(W):\n"
+        "    print('asymmetry speaking', flush=True)\n"
+        "    return np.asarray(W) - np.asarray(W).T\n"
+    )
+    folder, counter = counting_imports(tmp_path, "print('importing', flush=True)\n" + body)
+    result = grade("8-2", folder)
+    variances = result.part("variances")
+    assert variances.status == ERROR and variances.score == 0.0
+    message = variances.checks[0].message
+    assert "exited with status 3" in message and "variances speaking" in message
+    assert "asymmetry speaking" not in message and "importing" not in message
+    others = [p for p in result.parts if p.name != "variances"]
+    assert [p.status for p in others] == [PASSED] * 4
+    assert result.score == 8.0
+    assert imports(counter) == 2
+
+
+def test_a_submission_that_hangs_on_import_times_out_everywhere_once(tmp_path):
+    folder, counter = counting_imports(tmp_path, "while True:\n    pass\n")
+    result = grade("8-2", folder, timeout=3)
+    assert [p.status for p in result.parts] == [TIMEOUT] * 5
+    assert result.score == 0.0
+    assert all("stopped after 3 s" in p.checks[0].message for p in result.parts)
+    assert imports(counter) == 1  # not tried again for every part
+
+
+def test_a_submission_that_dies_on_import_shows_why_in_every_part(tmp_path):
+    body = "print('loading my helpers', flush=True)\nimport os\nos._exit(5)\n"
+    folder, counter = counting_imports(tmp_path, body)
+    result = grade("8-2", folder)
+    assert [p.status for p in result.parts] == [ERROR] * 5
+    for part in result.parts:
+        assert "exited with status 5" in part.checks[0].message
+        assert "loading my helpers" in part.checks[0].message
+    assert imports(counter) == 1
+
+
+def test_each_part_prints_under_its_own_output_cap(tmp_path):
+    body = ALTERNATIVE_NUMPY_EINSUM + (
+        "\n\ndef bilinear_asymmetry(W):\n"
+        "    try:\n"
+        "        while True:\n"
+        "            print('x' * 100000)\n"
+        "    except OSError:\n"
+        "        pass\n"
+        "    return np.asarray(W) - np.asarray(W).T\n"
+        "\n\n_jacobian = softmax_jacobian\n"
+        "\n\ndef softmax_jacobian(scores):\n"
+        "    print('a line of my own')\n"
+        "    return _jacobian(scores)\n"
+    )
+    result = grade(
+        "8-2",
+        submit(tmp_path, body),
+        parts=["bilinear_asymmetry", "softmax_jacobian"],
+        limits={"output_mb": 1},
+    )
+    # The flood filled its own log only: the next part can still print.
+    assert result.part("bilinear_asymmetry").status == PASSED
+    assert result.part("softmax_jacobian").status == PASSED, failures(
+        result.part("softmax_jacobian")
+    )[:1]
+
+
+def test_submitted_code_cannot_write_to_the_grading_helpers_pipe(tmp_path):
+    forged = (
+        b'{"key": "part-softmax_jacobian", "state": "crashed", "exitcode": 9, "seconds": 0}\n'
+        b'{"done": true}\n'
+    )
+    body = ALTERNATIVE_NUMPY_EINSUM + (
+        "\n\ndef bilinear_asymmetry(W):\n"
+        "    import os\n"
+        "    for fd in range(3, 256):\n"
+        "        try:\n"
+        f"            os.write(fd, {forged!r})\n"
+        "        except OSError:\n"
+        "            pass\n"
+        "    return np.asarray(W) - np.asarray(W).T\n"
+    )
+    first = grade("8-2", submit(tmp_path, body))
+    assert {p.status for p in first.parts} == {PASSED}, first_failures(first)
+    # Nothing it wrote is read by the next check either.
+    again = grade("8-2", package_dir("solutions"))
+    assert again.score == 10.0, first_failures(again)
 
 
 def test_results_follow_the_documented_json_format(reference_result):
