@@ -46,7 +46,7 @@ def default_block_size(num_keys):
     at most 16 blocks.
 
     Small blocks stay in the CPU's caches (with XLA on this project's 2-core machine, blocks
-    of 128 keys ran 1.2-1.3x faster than blocks of 512 at T = 1024 and 2048); the cap on the
+    of 128 keys ran 1.1-1.3x faster than blocks of 512 at T = 1024 and 2048); the cap on the
     number of blocks bounds the size of the graph, in which every block is unrolled.
     """
     return max(SMALLEST_DEFAULT_BLOCK, -(-num_keys // MOST_DEFAULT_BLOCKS))

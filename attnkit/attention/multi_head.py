@@ -135,7 +135,7 @@ def choose_implementation(implementation, return_attention_scores, dropout_activ
     "auto" is, when neither the weights nor dropout are asked for: the backend's fused kernel
     where it has one (JAX and PyTorch on a GPU); else, in a compiled computation with at
     least two default blocks of keys, the blockwise path (on this project's CPU it ran
-    1.6-1.7x faster than the plain path with XLA at T = 512-2048, about as fast without
+    1.4-1.8x faster than the plain path with XLA at T = 512-2048, about as fast without
     XLA, and holds no Tq × Tk tensor); else the plain path (op by op, small blocks cost more
     than they save)."""
     if implementation in ("blockwise", "fused") and return_attention_scores:
