@@ -34,5 +34,12 @@ def test_attention_benchmark_quick_prints_both_tables():
     )
     assert done.returncode == 0, done.stderr
     assert "Forward + backward time" in done.stdout and "Peak memory" in done.stdout
-    memory_row = done.stdout.strip().splitlines()[-1].split()
+    lines = done.stdout.strip().splitlines()
+    header = next(line.split() for line in lines if line.split()[:2] == ["T", "xla"])
+    assert {"keras_s", "plain_s", "blockwise_s", "auto_s", "auto/keras"} <= set(header)
+    speed_rows = [line.split() for line in lines if line.split()[:1] == ["64"]]
+    assert len(speed_rows) == 2  # eager and XLA
+    for row in speed_rows:
+        assert all(float(value) > 0 for value in row[2:]), row
+    memory_row = lines[-1].split()
     assert memory_row[0] == "256" and "None" not in memory_row
