@@ -217,6 +217,12 @@ def _grade_students(pending, records, references, options, seed, out, summary, o
             _finish(plan, records, cases, expected, options, seed, out, summary, on_student)
             shutil.rmtree(scratch / plan.student.id, ignore_errors=True)
 
+        def finish_ready():
+            """Write the results of every student whose parts are in, once all references are."""
+            if len(expected) == len(records):
+                while waiting:
+                    finish(waiting.pop(0))
+
         def done(job: Job, outcome: Outcome):
             if job.key in reference_of:  # a failing reference stops the batch (GraderError)
                 record = reference_of[job.key][0]
@@ -229,15 +235,11 @@ def _grade_students(pending, records, references, options, seed, out, summary, o
                 plan.waiting.discard(job.key)
                 if not plan.waiting:
                     waiting.append(plan)
-            if len(expected) == len(records):
-                while waiting:
-                    finish(waiting.pop(0))
+            finish_ready()
 
         if reference_of or jobs:
             run_jobs([job for _, job in reference_of.values()] + jobs, options.jobs, on_done=done)
-        if len(expected) == len(records):
-            while waiting:
-                finish(waiting.pop(0))
+        finish_ready()
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
 

@@ -95,13 +95,10 @@ def _isolate(job: dict, log_path: str) -> None:
         os.setsid()
     except OSError:
         pass
-    log = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     devnull = os.open(os.devnull, os.O_RDONLY)
     os.dup2(devnull, 0)
-    os.dup2(log, 1)
-    os.dup2(log, 2)
-    os.close(log)
     os.close(devnull)
+    _log_to(log_path)
     if job.get("workdir"):
         os.chdir(job["workdir"])
     apply_limits(job.get("limits"), job.get("slot", 0))
