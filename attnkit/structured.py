@@ -4,7 +4,7 @@ import keras
 from keras import ops
 
 from attnkit.attention import masking
-from attnkit.attention.scored import check_same_positions
+from attnkit.attention.scored import attention_output_spec, check_same_positions
 from attnkit.checks import get_initializer
 from attnkit.scoring.base import work_dtype
 from attnkit.scoring.registry import resolve_score
@@ -196,17 +196,9 @@ class StructuredAttention(keras.layers.Layer):
         attention_mask=None,
         return_attention_scores=False,
     ):
-        key = value if key is None else key
-        output = keras.KerasTensor(
-            self.compute_output_shape(query.shape, value.shape, key.shape),
-            dtype=self.compute_dtype,
+        return attention_output_spec(
+            self, query, value, key, return_attention_scores, lambda q, k: (*q[:-1], k[-2])
         )
-        if return_attention_scores:
-            weights = keras.KerasTensor(
-                (*tuple(query.shape)[:-1], tuple(key.shape)[-2]), dtype=self.compute_dtype
-            )
-            return output, weights
-        return output
 
     def get_config(self):
         config = super().get_config()

@@ -4,7 +4,7 @@ import keras
 from keras import ops
 
 from attnkit.attention import masking
-from attnkit.attention.scored import ScoredAttention
+from attnkit.attention.scored import ScoredAttention, attention_output_spec
 from attnkit.checks import check_rate, check_seed
 
 
@@ -108,17 +108,9 @@ class Attention(ScoredAttention):
         return_attention_scores=False,
         training=None,
     ):
-        key = value if key is None else key
-        output = keras.KerasTensor(
-            self.compute_output_shape(query.shape, value.shape, key.shape),
-            dtype=self.compute_dtype,
+        return attention_output_spec(
+            self, query, value, key, return_attention_scores, lambda q, k: (*q[:-1], k[-2])
         )
-        if return_attention_scores:
-            weights = keras.KerasTensor(
-                (*tuple(query.shape)[:-1], tuple(key.shape)[-2]), dtype=self.compute_dtype
-            )
-            return output, weights
-        return output
 
     def get_config(self):
         config = super().get_config()

@@ -7,7 +7,7 @@ from keras import ops
 
 from attnkit.attention import masking
 from attnkit.attention.blockwise import SMALLEST_DEFAULT_BLOCK, blockwise_attention
-from attnkit.attention.scored import check_same_positions
+from attnkit.attention.scored import attention_output_spec, check_same_positions
 from attnkit.checks import (
     check_bool,
     check_optional_positive_int,
@@ -428,18 +428,14 @@ class MultiHeadAttention(keras.layers.Layer):
         return_attention_scores=False,
         training=None,
     ):
-        key = value if key is None else key
-        output = keras.KerasTensor(
-            self.compute_output_shape(query.shape, value.shape, key.shape),
-            dtype=self.compute_dtype,
+        return attention_output_spec(
+            self,
+            query,
+            value,
+            key,
+            return_attention_scores,
+            lambda q, k: (q[0], self.num_heads, q[1], k[-2]),
         )
-        if return_attention_scores:
-            b, t_q = tuple(query.shape)[:2]
-            weights = keras.KerasTensor(
-                (b, self.num_heads, t_q, tuple(key.shape)[-2]), dtype=self.compute_dtype
-            )
-            return output, weights
-        return output
 
     def get_config(self):
         config = super().get_config()

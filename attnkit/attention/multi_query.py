@@ -4,7 +4,7 @@ import keras
 from keras import ops
 
 from attnkit.attention import masking
-from attnkit.attention.scored import ScoredAttention, check_same_positions
+from attnkit.attention.scored import ScoredAttention, attention_output_spec, check_same_positions
 
 __all__ = ["MultiQueryAttention"]
 
@@ -133,14 +133,6 @@ class MultiQueryAttention(ScoredAttention):
         use_causal_mask=False,
         return_attention_scores=False,
     ):
-        key = value if key is None else key
-        output = keras.KerasTensor(
-            self.compute_output_shape(query.shape, value.shape, key.shape),
-            dtype=self.compute_dtype,
+        return attention_output_spec(
+            self, query, value, key, return_attention_scores, lambda q, k: (*q[:3], k[-2])
         )
-        if return_attention_scores:
-            weights = keras.KerasTensor(
-                (*tuple(query.shape)[:3], tuple(key.shape)[-2]), dtype=self.compute_dtype
-            )
-            return output, weights
-        return output

@@ -72,3 +72,18 @@ def check_same_positions(value_shape, key_shape):
             "`key` and `value` must have the same number of positions. "
             f"Received: value_shape={value_shape}, key_shape={key_shape}"
         )
+
+
+def attention_output_spec(layer, query, value, key, return_attention_scores, weights_shape):
+    """The symbolic result of a layer called as `layer(query, value, key=None, ...)`: its output
+    (shaped by `layer.compute_output_shape`) and, with `return_attention_scores`, the weights,
+    shaped `weights_shape(query_shape, key_shape)`."""
+    key = value if key is None else key
+    output = keras.KerasTensor(
+        layer.compute_output_shape(query.shape, value.shape, key.shape),
+        dtype=layer.compute_dtype,
+    )
+    if not return_attention_scores:
+        return output
+    shape = weights_shape(tuple(query.shape), tuple(key.shape))
+    return output, keras.KerasTensor(shape, dtype=layer.compute_dtype)
