@@ -4,6 +4,7 @@ import keras
 import numpy as np
 import pytest
 import reference_numpy as ref
+import reference_numpy_heads as hr
 import tensorflow as tf
 from score_cases import CASE_IDS, CASES, built_score
 
@@ -76,47 +77,12 @@ def test_attention_matches_numpy(case, shape, mode, rng):
     np.testing.assert_allclose(_np(layer(q, v, key=k)), expected_out, rtol=1e-5, atol=1e-5)
 
 
-MASK_KINDS = [
-    "value_mask",
-    "key_lengths",
-    "attention_mask_2d",
-    "attention_mask_3d",
-    "causal",
-    "query_mask",
-    "all",
-]
-
-
-def _masks(kind, rng, b, tq, tk):
-    """Keyword arguments of Attention's call and the (B, Tq, Tk) keep-mask NumPy expects."""
-    kwargs, keep = {}, np.ones((b, tq, tk), bool)
-    if kind in ("value_mask", "all"):
-        kwargs["value_mask"] = rng.random((b, tk)) > 0.3
-        keep &= kwargs["value_mask"][:, None, :]
-    if kind in ("key_lengths", "all"):
-        kwargs["key_lengths"] = np.array([tk - 1, 0, tk][:b], "int32")
-        keep &= ref.length_mask(kwargs["key_lengths"], tk)[:, None, :]
-    if kind == "attention_mask_2d":
-        kwargs["attention_mask"] = rng.random((tq, tk)) > 0.3
-        keep &= kwargs["attention_mask"][None]
-    if kind in ("attention_mask_3d", "all"):
-        kwargs["attention_mask"] = rng.random((b, tq, tk)) > 0.3
-        keep &= kwargs["attention_mask"]
-    if kind in ("causal", "all"):
-        kwargs["use_causal_mask"] = True
-        keep &= ref.causal_mask(tq, tk)[None]
-    if kind in ("query_mask", "all"):
-        kwargs["query_mask"] = rng.random((b, tq)) > 0.3
-        keep &= kwargs["query_mask"][:, :, None]
-    return kwargs, keep
-
-
-@pytest.mark.parametrize("kind", MASK_KINDS)
+@pytest.mark.parametrize("kind", hr.MASK_KINDS)
 @pytest.mark.parametrize("case_id", ["scaled_dot", "additive"])
 def test_masks_match_numpy(case_id, kind, rng):
     case = _case(case_id)
     layer, weights, (q, k, v) = _attention_and_data(case, rng, (3, 4, 6, 3, 3, 2), "key_value")
-    kwargs, keep = _masks(kind, rng, 3, 4, 6)
+    kwargs, keep = hr.random_masks(kind, rng, 3, 4, 6)
     out, alpha = layer(q, v, key=k, return_attention_scores=True, **kwargs)
     alpha = _np(alpha)
     expected_out, expected_alpha = reference_attention(case, weights, q, k, v, keep)
@@ -165,7 +131,7 @@ def test_gradients_match_finite_differences(case_id, rng):
     layer, weights, (q, k, v) = _attention_and_data(
         case, rng, (2, 3, 4, 3, 2, 2), "key_value", dtype="float64"
     )
-    kwargs, keep = _masks("value_mask", rng, 2, 3, 4)
+    kwargs, keep = hr.random_masks("value_mask", rng, 2, 3, 4)
     upstream = rng.normal(size=(2, 3, 2))
 
     def loss(q_, k_, v_, w_):
