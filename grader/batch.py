@@ -14,11 +14,12 @@ import shutil
 import stat
 import sys
 import tempfile
+import traceback
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from grader import KIT, engine, gradebook, seccomp
+from grader import engine, gradebook, sandbox
 from grader.processes import Job, Outcome, run_jobs
 from grader.records import get_exercise
 from grader.results import ERROR, CheckResult, ExerciseResult, PartResult
@@ -55,16 +56,29 @@ class BatchOptions:
     processes: int = 64
     output_mb: int = 4
     seed: int | None = None
+    # Run submitted code even where this machine has no sandbox (grader.sandbox.status()).
+    unsandboxed: bool = False
 
     def limits(self) -> dict:
         return {
-            "hide": [str(Path(self.out).resolve()), str(KIT / "solutions")],
             "memory_mb": self.memory_mb,
             "processes": self.processes,
-            "no_new_processes": True,
             "output_mb": self.output_mb,
             "uid_base": SLOT_UID_BASE if slot_users_possible() else None,
         }
+
+
+def require_sandbox(allowed_without: bool, flag: str = "--unsandboxed") -> dict:
+    """This machine's protections; refuses (BatchError) where there is no sandbox, unless the
+    instructor said to go on without one."""
+    state = sandbox.status()
+    if not state["complete"] and not allowed_without:
+        raise BatchError(
+            sandbox.describe(state)
+            + f". Grade on a Linux machine with Landlock, or pass {flag} to run submitted code "
+            "without a sandbox (only for submissions you trust)."
+        )
+    return state
 
 
 def slot_users_possible() -> bool:
@@ -92,11 +106,9 @@ def slot_users_possible() -> bool:
 def isolation_note(options: BatchOptions) -> str:
     limits = options.limits()
     words = [
+        sandbox.describe(),
         f"memory {options.memory_mb} MB",
         f"output {options.output_mb} MB",
-        "no new processes" if seccomp.supported() else f"{options.processes} processes",
-        "the results folder and the solutions look empty (a mount namespace of its own) where "
-        "the grader runs as root",
     ]
     if limits["uid_base"] is not None:
         words.append("each concurrent submission ran as a user id of its own")
@@ -129,6 +141,7 @@ def run_batch(
     except FileNotFoundError as error:
         raise BatchError(str(error)) from None
     out = Path(options.out)
+    protections = require_sandbox(options.unsandboxed)
     seed = _resolve_seed(out, options)
     for folder in (out, out / "results", out / "feedback"):
         folder.mkdir(parents=True, exist_ok=True)
@@ -141,6 +154,7 @@ def run_batch(
             "exercises": options.exercises,
             "format": RESULTS_FORMAT,
             "isolation": isolation_note(options),
+            "sandbox": protections,
         },
     )
 
@@ -149,7 +163,7 @@ def run_batch(
     for student in students:
         stamp = _stamp(student, options, seed)
         previous = _read_json(out / "results" / f"{student.id}.json")
-        if previous and previous.get("stamp") == stamp:
+        if previous and previous.get("stamp") == stamp and previous.get("final", True):
             summary.skipped.append(student.id)
         else:
             pending.append((student, stamp))
@@ -161,7 +175,12 @@ def run_batch(
         for record in records:
             if not isinstance(references[record.id], engine.LiveReference):
                 raise BatchError("batch grading draws hidden checks, which needs solutions/")
-        _grade_students(pending, records, references, options, seed, out, summary, on_student)
+        policy = None
+        if protections["complete"]:
+            policy = {"protected": [str(out.resolve()), str(Path(submissions).resolve())]}
+        _grade_students(
+            pending, records, references, options, seed, out, summary, on_student, policy
+        )
 
     gradebook.write_all(out, [s.id for s in students], records, isolation_note(options))
     return summary
@@ -184,12 +203,14 @@ def _stamp(student: Student, options: BatchOptions, seed: int) -> str:
     return f"{RESULTS_FORMAT}:{seed}:{','.join(options.exercises)}:{fingerprint(student)}"
 
 
-def _grade_students(pending, records, references, options, seed, out, summary, on_student):
+def _grade_students(pending, records, references, options, seed, out, summary, on_student, policy):
     """Plan every student (while the zygote starts), then run the references and the students'
     exercises in one go: a student's result is written once its parts and every reference are
     in."""
     scratch = Path(tempfile.mkdtemp(prefix="attnkit-batch-"))
     scratch.chmod(0o711)
+    if policy is not None:  # a child reads its own inputs only, by name
+        policy = {**policy, "protected": [*policy["protected"], str(scratch.resolve())]}
     seeds = (PUBLIC_SEED, seed)
     try:
         cases = {r.id: references[r.id].cases(r, seeds) for r in records}
@@ -197,7 +218,7 @@ def _grade_students(pending, records, references, options, seed, out, summary, o
         plans, jobs = {}, []
         for student, stamp in pending:
             plans[student.id] = _plan_student(
-                student, stamp, records, case_files, options, scratch, jobs
+                student, stamp, records, case_files, options, scratch, jobs, policy
             )
         owner = {job.key: plan for plan in plans.values() for job in plan.jobs.values()}
 
@@ -268,7 +289,7 @@ def _save_cases(scratch: Path, record, cases) -> dict[str, Path]:
     return files
 
 
-def _plan_student(student, stamp, records, case_files, options, scratch, jobs) -> _Plan:
+def _plan_student(student, stamp, records, case_files, options, scratch, jobs, policy) -> _Plan:
     plan = _Plan(student, stamp)
     home = scratch / student.id
     home.mkdir(mode=0o711)
@@ -304,6 +325,7 @@ def _plan_student(student, stamp, records, case_files, options, scratch, jobs) -
                 module_name=path.stem,
                 limits=options.limits(),
                 blocked_imports=FORBIDDEN_PACKAGES,
+                sandbox=policy,
                 group=group,
             )
             jobs.append(job)
@@ -314,9 +336,11 @@ def _plan_student(student, stamp, records, case_files, options, scratch, jobs) -
 
 
 def _finish(plan, records, cases, expected, options, seed, out, summary, on_student):
-    exercises = []
+    exercises, flags, refused, grader_errors = [], list(plan.flags), {}, {}
     for record in records:
         result = ExerciseResult(record.id, [], submission=plan.student.id, seed=seed)
+        seen: dict[str, int] = {}
+        examples: dict[str, list[str]] = {}
         for part in record.parts:
             if record.id in plan.problems:
                 message = plan.problems[record.id]
@@ -324,19 +348,39 @@ def _finish(plan, records, cases, expected, options, seed, out, summary, on_stud
                     PartResult(part.name, part.points, ERROR, [CheckResult("load", False, message)])
                 )
                 continue
-            key = plan.parts[(record.id, part.name)]
-            judged = engine.judge_part(
-                part,
-                cases[record.id][part.name],
-                expected[record.id][part.name],
-                plan.outcomes[key],
-                options.timeout or record.timeout,
-            )
+            outcome = plan.outcomes[plan.parts[(record.id, part.name)]]
+            for kind, count in outcome.refused.items():
+                seen[kind] = max(seen.get(kind, 0), int(count))
+            for kind, paths in outcome.refused_examples.items():
+                examples.setdefault(kind, [])
+                examples[kind] += [p for p in paths if p not in examples[kind]][:5]
+            try:
+                judged = engine.judge_part(
+                    part,
+                    cases[record.id][part.name],
+                    expected[record.id][part.name],
+                    outcome,
+                    options.timeout or record.timeout,
+                )
+            except Exception:  # noqa: BLE001 - a bug of ours must not become a student's zero
+                judged = engine.grader_failure(part, traceback.format_exc(limit=5))
             result.parts.append(_explain_limits(judged, options))
+            if judged.grader_error:
+                grader_errors[f"{record.id} {part.name}"] = judged.grader_error
+        if seen:
+            refused[record.id] = {"counts": seen, "examples": examples}
+            flags.extend(f"refused-{kind}:{record.id}" for kind in seen)
+        if any(f.startswith(f"{record.id} ") for f in grader_errors):
+            flags.append(f"grader-error:{record.id}")
         exercises.append(result)
     document = gradebook.student_document(
-        plan.student.id, exercises, plan.flags, seed, PUBLIC_SEED, plan.stamp
+        plan.student.id, exercises, flags, seed, PUBLIC_SEED, plan.stamp
     )
+    document["final"] = not grader_errors
+    if grader_errors:
+        document["grader_errors"] = grader_errors
+    if refused:
+        document["refused"] = refused
     _write_json(out / "results" / f"{plan.student.id}.json", document)
     gradebook.write_feedback(out / "feedback" / f"{plan.student.id}.md", document, records)
     summary.graded.append(plan.student.id)

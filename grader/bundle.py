@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 from pathlib import Path
 
 import numpy as np
@@ -33,28 +34,44 @@ def save_bundle(path: str | os.PathLike, meta: dict, arrays: dict[str, np.ndarra
     os.replace(temporary, path)
 
 
+def open_plain_file(path: str | os.PathLike):
+    """Open a file a child may have written, for reading: never through a link it left (a
+    symbolic link, or a hard link to a file elsewhere), never a FIFO that would hang the reader.
+    Raises OSError otherwise."""
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0))
+    info = os.fstat(fd)
+    if not stat.S_ISREG(info.st_mode) or info.st_nlink != 1:
+        os.close(fd)
+        raise OSError(f"{Path(path).name} is not a plain file")
+    return os.fdopen(fd, "rb")
+
+
 def load_bundle(path: str | os.PathLike) -> tuple[dict, dict[str, np.ndarray]]:
     path = Path(path)
-    if not path.is_file():
-        raise BundleError(f"{path} does not exist")
-    if path.stat().st_size > MAX_BUNDLE_BYTES:
-        raise BundleError(f"{path} is larger than {MAX_BUNDLE_BYTES // 2**20} MiB")
+    name = path.name  # messages may reach a student: no folders of the grader's in them
     try:
-        with np.load(path, allow_pickle=False) as archive:
-            arrays = {key: archive[key] for key in archive.files}
-    except Exception as error:  # a corrupt or hostile file: report, never trust
-        raise BundleError(f"{path} is not a readable array bundle: {error}") from error
+        handle = open_plain_file(path)
+    except OSError as error:
+        raise BundleError(f"{name} could not be read: {error.strerror or error}") from None
+    with handle:
+        if os.fstat(handle.fileno()).st_size > MAX_BUNDLE_BYTES:
+            raise BundleError(f"{name} is larger than {MAX_BUNDLE_BYTES // 2**20} MiB")
+        try:
+            with np.load(handle, allow_pickle=False) as archive:
+                arrays = {key: archive[key] for key in archive.files}
+        except Exception as error:  # a corrupt or hostile file: report, never trust
+            raise BundleError(f"{name} is not a readable array bundle: {error}") from None
     if META_KEY not in arrays:
-        raise BundleError(f"{path} has no metadata")
+        raise BundleError(f"{name} has no metadata")
     try:
         meta = json.loads(arrays.pop(META_KEY).tobytes().decode("utf-8"))
     except ValueError as error:
-        raise BundleError(f"{path} has unreadable metadata: {error}") from error
+        raise BundleError(f"{name} has unreadable metadata: {error}") from None
     if not isinstance(meta, dict):
-        raise BundleError(f"{path} metadata is not a JSON object")
+        raise BundleError(f"{name} metadata is not a JSON object")
     for key, value in arrays.items():
         if value.dtype.kind not in "biuf":
-            raise BundleError(f"{path}: array {key!r} has non-numeric dtype {value.dtype}")
+            raise BundleError(f"{name}: array {key!r} has non-numeric dtype {value.dtype}")
     return meta, arrays
 
 

@@ -110,14 +110,24 @@ def check(exercise_ids, everything, submission, output_format, verbose, seed, ti
             raise click.BadParameter(f"no part {name!r}; parts: {known}", param_hint="--part")
     warm_up()
 
+    from grader import sandbox
     from grader.engine import GraderError, grade
     from grader.report import render
 
     color = None if sys.stdout.isatty() and not os.environ.get("NO_COLOR") else False
+    protections = sandbox.status()
+    policy = {} if protections["complete"] else None
+    if policy is None:
+        click.echo(
+            f"note: {sandbox.describe(protections)}; your code runs with your own rights.",
+            err=True,
+        )
     all_passed = True
     for record in records:
         try:
-            result = grade(record.id, folder, seed=seed, timeout=timeout, parts=parts or None)
+            result = grade(
+                record.id, folder, seed=seed, timeout=timeout, parts=parts or None, sandbox=policy
+            )
         except GraderError as error:
             raise click.ClickException(str(error)) from None
         all_passed &= result.passed
@@ -175,13 +185,29 @@ def check(exercise_ids, everything, submission, output_format, verbose, seed, ti
     show_default=True,
     help="junit: print the JUnit XML instead of the summary.",
 )
-def batch(submissions, exercise_ids, out_dir, jobs, timeout, memory_mb, seed, output_format):
+@click.option(
+    "--unsandboxed",
+    is_flag=True,
+    help="Run submitted code even where this machine has no sandbox (Landlock and seccomp): "
+    "only for submissions you trust.",
+)
+def batch(
+    submissions, exercise_ids, out_dir, jobs, timeout, memory_mb, seed, output_format, unsandboxed
+):
     """(Instructors) Grade a whole class: one folder or .zip per student in SUBMISSIONS."""
     from grader.batch import BatchError, BatchOptions, run_batch
     from grader.processes import warm_up
 
     records = _records(exercise_ids, False)
-    options = BatchOptions([r.id for r in records], out_dir, jobs, timeout, memory_mb, seed=seed)
+    options = BatchOptions(
+        [r.id for r in records],
+        out_dir,
+        jobs,
+        timeout,
+        memory_mb,
+        seed=seed,
+        unsandboxed=unsandboxed,
+    )
     warm_up()
     progress = _BatchProgress(enabled=output_format == "text")
     try:
@@ -258,13 +284,19 @@ def release_student_command(destination):
     multiple=True,
     help="Exercise to grade (repeat for several) [default: all].",
 )
-def release_gradescope_command(target, exercise_ids):
+@click.option(
+    "--unsandboxed",
+    is_flag=True,
+    help="Run submitted code even where this machine has no sandbox (Landlock and seccomp): "
+    "only for submissions you trust.",
+)
+def release_gradescope_command(target, exercise_ids, unsandboxed):
     """A Gradescope autograder zip (setup.sh, run_autograder) in TARGET."""
     from grader.release import ReleaseError, release_gradescope
 
     records = _records(exercise_ids, not exercise_ids)
     try:
-        release_gradescope(target, [r.id for r in records])
+        release_gradescope(target, [r.id for r in records], unsandboxed)
     except ReleaseError as error:
         raise click.ClickException(str(error)) from None
     click.echo(f"{target}: upload it as the autograder of a Gradescope programming assignment")

@@ -18,7 +18,7 @@ import numpy as np
 
 from grader import KIT, compare
 from grader.bundle import cases_from_bundle, cases_to_bundle, load_bundle, save_bundle
-from grader.processes import CRASHED, TIMED_OUT, Job, Outcome, run_jobs
+from grader.processes import CRASHED, GRADER_FAILED, TIMED_OUT, Job, Outcome, run_jobs
 from grader.records import get_exercise
 from grader.results import (
     ERROR,
@@ -108,9 +108,33 @@ _ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]")
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
 
 
+# An absolute path (POSIX or Windows) of two or more folders, not inside a word or a formula.
+_PATH = re.compile(r"(?<![\w.])(?:[A-Za-z]:)?(?:[/\\][^\s/\\:'\"<>|,;()\[\]]+){2,}")
+_FRAME = re.compile(r'^\s*File "[^"]*", line \d+')
+
+
 def printable(text, limit: int = 2000) -> str:
-    """Text from a child, safe to print: no terminal escapes or control characters."""
-    return _CONTROL.sub("", _ANSI.sub("", str(text)))[:limit]
+    """Text from a child, safe to print and to show a student: no terminal escapes or control
+    characters, no traceback frames and no file paths (of the grader's, or anyone's: a file is
+    named by its name alone)."""
+    return scrub(_CONTROL.sub("", _ANSI.sub("", str(text))))[:limit]
+
+
+def scrub(text: str) -> str:
+    """`text` without traceback frames, and with every absolute path cut to its last name."""
+    kept, skip_code = [], False
+    for line in text.split("\n"):
+        if line.startswith("Traceback (most recent call last)"):
+            continue
+        if _FRAME.match(line):
+            skip_code = True
+            continue
+        if skip_code and line.startswith("    "):
+            skip_code = False
+            continue
+        skip_code = False
+        kept.append(line)
+    return _PATH.sub(lambda m: re.split(r"[/\\]", m.group(0))[-1], "\n".join(kept))
 
 
 class LiveReference:
@@ -276,10 +300,12 @@ def grade(
     hidden_seed: int | None = None,
     limits: dict | None = None,
     blocked_imports: tuple[str, ...] = (),
+    sandbox: dict | None = None,
 ) -> ExerciseResult:
     """Grade one exercise of one submission folder (or file).
 
-    With `hidden_seed`, hidden cases with fresh values and shapes are graded too.
+    With `hidden_seed`, hidden cases with fresh values and shapes are graded too. `sandbox` is
+    the policy of grader.sandbox the submission runs under (None: not sandboxed).
     """
     record = get_exercise(exercise_id)
     chosen = [record.part(name) for name in parts] if parts else list(record.parts)
@@ -301,10 +327,14 @@ def grade(
     seed = seed if hidden_seed is None else (seed, hidden_seed)
     cases = reference.cases(record, seed)
     with tempfile.TemporaryDirectory(prefix="attnkit-grade-") as scratch:
-        workdir = Path(scratch)
+        # Three folders, so that the sandboxed child may write only its own: the cases it
+        # reads, the reference's outputs it must never see, and its own outputs.
+        inputs, expected_dir, workdir = (Path(scratch) / n for n in ("cases", "ref", "work"))
+        for folder in (inputs, expected_dir, workdir):
+            folder.mkdir()
         jobs = []
         for part in chosen:
-            case_path = workdir / f"cases-{part.name}.npz"
+            case_path = inputs / f"cases-{part.name}.npz"
             save_cases(case_path, cases[part.name])
             jobs.append(
                 Job(
@@ -316,10 +346,11 @@ def grade(
                     module_name=path.stem,
                     limits=limits,
                     blocked_imports=blocked_imports,
+                    sandbox=sandbox,
                     group="submission",
                 )
             )
-        reference_job = reference.job(record, seed, workdir, cases)
+        reference_job = reference.job(record, seed, expected_dir, cases)
         outcomes = run_jobs(([reference_job] if reference_job else []) + jobs, parallel)
         expected = reference.expected(record, seed, cases, outcomes.get("reference"))
     result.for_instructor = written_answers(record, path.parent)
@@ -371,7 +402,14 @@ def unloadable(path: Path) -> str:
     return ""
 
 
+GRADER_FAILED_WORDS = (
+    "not graded: the grader itself failed here, not your code; it will be graded again"
+)
+
+
 def judge_part(part, cases, expected, outcome: Outcome, timeout: float) -> PartResult:
+    if outcome.state == GRADER_FAILED:
+        return grader_failure(part, outcome.problem + _instructor_tail(outcome))
     if outcome.state == TIMED_OUT:
         message = (
             f"stopped after {timeout:g} s without finishing: an endless loop, or far too "
@@ -429,6 +467,24 @@ def judge_part(part, cases, expected, outcome: Outcome, timeout: float) -> PartR
     else:
         status = FAILED
     return PartResult(part.name, part.points, status, checks)
+
+
+def grader_failure(part, detail: str) -> PartResult:
+    """A part the grader could not grade: no score, the student told so, the detail kept for
+    the instructor."""
+    return PartResult(
+        part.name,
+        part.points,
+        ERROR,
+        [CheckResult(part.name, False, GRADER_FAILED_WORDS)],
+        summary=GRADER_FAILED_WORDS,
+        grader_error=detail or "unknown",
+    )
+
+
+def _instructor_tail(outcome: Outcome) -> str:
+    tail = outcome.log_tail.strip()
+    return f"; its log ends:\n{tail[-1500:]}" if tail else ""
 
 
 def judge_case(part, case: Case, want: CaseOutput, got: CaseOutput) -> list[CheckResult]:

@@ -14,15 +14,21 @@ import secrets
 import traceback
 from pathlib import Path
 
-from grader.batch import BatchOptions
+from grader.batch import BatchError, BatchOptions, require_sandbox
 from grader.engine import grade
 from grader.gradebook import atomic_write
 from grader.records import get_exercise
 from grader.submissions import FORBIDDEN_PACKAGES, find_exercise_file, scan
 
 
-def results_for(submission: Path, exercises: list[str], seed: int) -> dict:
+def results_for(
+    submission: Path, exercises: list[str], seed: int, root: Path, unsandboxed: bool = False
+) -> dict:
+    """Grade `submission`; everything under `root` (Gradescope's /autograder: the kit with its
+    solutions, the results folder) is out of the submitted code's reach."""
     limits = BatchOptions(exercises).limits()
+    state = require_sandbox(unsandboxed, "--unsandboxed to `grader release gradescope`")
+    policy = {"protected": [str(root.resolve())]} if state["complete"] else None
     tests, lines = [], [f"Hidden-check seed: {seed}"]
     for exercise_id in exercises:
         record = get_exercise(exercise_id)
@@ -43,7 +49,12 @@ def results_for(submission: Path, exercises: list[str], seed: int) -> dict:
                 )
             continue
         result = grade(
-            record.id, path, hidden_seed=seed, limits=limits, blocked_imports=FORBIDDEN_PACKAGES
+            record.id,
+            path,
+            hidden_seed=seed,
+            limits=limits,
+            blocked_imports=FORBIDDEN_PACKAGES,
+            sandbox=policy,
         )
         for part in result.parts:
             public = [c for c in part.checks if "hidden" not in c.name and not c.passed]
@@ -91,14 +102,21 @@ def main(argv=None) -> int:
     try:
         config = json.loads((args.root / "source" / "gradescope.json").read_text())
         results = results_for(
-            args.root / "submission", config["exercises"], secrets.randbelow(2**31)
+            args.root / "submission",
+            config["exercises"],
+            secrets.randbelow(2**31),
+            args.root,
+            unsandboxed=bool(config.get("unsandboxed")),
         )
+    except BatchError as error:  # no sandbox here: nothing of the submission ran
+        results = {"score": 0.0, "tests": [], "output": f"Not graded: {error}"}
     except Exception:  # noqa: BLE001 - the student must get a result, whatever broke
+        # The traceback is the instructor's (Gradescope's log), never the student's page.
+        traceback.print_exc()
         results = {
             "score": 0.0,
             "tests": [],
-            "output": "The autograder failed; please tell your instructor.\n"
-            + traceback.format_exc(limit=3),
+            "output": "The autograder failed (not your code); please tell your instructor.",
         }
     write_results(results_path, results)
     return 0

@@ -26,6 +26,7 @@ import atexit
 import contextlib
 import json
 import os
+import select
 import shutil
 import signal
 import subprocess
@@ -33,18 +34,24 @@ import sys
 import tempfile
 import threading
 import time
-import traceback
 from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
-from grader.bundle import BundleError, load_bundle
+from grader import sandbox
+from grader.bundle import BundleError, load_bundle, open_plain_file
+from grader.sandbox import supervisor
 
 FINISHED = "finished"
 TIMED_OUT = "timeout"
 CRASHED = "crashed"
+# The grader's own machinery failed (the child died or hung before any submitted code ran, or
+# the helper process died): never the student's fault, never a grade.
+GRADER_FAILED = "grader_failed"
+SETUP_ATTEMPTS = 3
+HELPER_ATTEMPTS = 3
 LOG_TAIL_CHARS = 1500
 TICK_SECONDS = 0.005
 
@@ -66,6 +73,9 @@ class Job:
     # Batch grading only: see grader.runner.apply_limits.
     limits: dict | None = None
     blocked_imports: tuple[str, ...] = ()
+    # None: trusted code (a reference solution). Else the sandbox's policy (grader.sandbox):
+    # {"protected": [paths never to grant], "read": [extra paths to read]}.
+    sandbox: dict | None = None
     # Jobs with the same group run in one child, in the order given; they must share the module,
     # module name, directory, limits and blocked imports. None: a child of its own.
     group: str | None = None
@@ -100,6 +110,7 @@ def describe_units(jobs: list[Job]) -> list[dict]:
             "workdir": str(job.directory),
             "limits": job.limits,
             "blocked_imports": list(job.blocked_imports),
+            "sandbox": job.sandbox,
         }
         unit = units.setdefault(name, {**shared, "parts": []})
         if {k: unit[k] for k in shared} != shared:
@@ -117,6 +128,9 @@ class Outcome:
     arrays: dict[str, np.ndarray] = field(default_factory=dict)
     log_tail: str = ""
     problem: str = ""
+    # Calls the sandbox refused, by kind (process, signal, ptrace, open, import), and examples.
+    refused: dict = field(default_factory=dict)
+    refused_examples: dict = field(default_factory=dict)
 
 
 class ZygoteError(RuntimeError):
@@ -126,6 +140,7 @@ class ZygoteError(RuntimeError):
 class Zygote:
     def __init__(self):
         configure_backend()
+        sandbox.protect_this_process()
         self._log = tempfile.NamedTemporaryFile(
             prefix="attnkit-zygote-", suffix=".log", delete=False
         )
@@ -136,6 +151,7 @@ class Zygote:
             stderr=self._log,
             text=True,
             bufsize=1,
+            env=sandbox.clean_environment(),
         )
         self._lock = threading.Lock()
 
@@ -218,15 +234,31 @@ def run_jobs(jobs: list[Job], parallel: int | None = None, on_done=None) -> dict
         if on_done:
             on_done(job, outcomes[job.key])
 
-    units = describe_units(jobs)
     if hasattr(os, "fork"):
-        zygote().run(units, parallel, collect)
+        for _ in range(HELPER_ATTEMPTS):
+            remaining = [job for job in jobs if job.key not in outcomes]
+            if not remaining:
+                break
+            for job in remaining:  # what a dead helper's children left is not a result
+                _discard(str(job.out))
+            try:
+                zygote().run(describe_units(remaining), parallel, collect)
+                break
+            except ZygoteError as error:  # the helper died: ours to retry, never a grade
+                _log_grader_failure(str(error))
+        for job in jobs:
+            if job.key not in outcomes:
+                collect({"key": job.key, "state": GRADER_FAILED, "exitcode": None})
     else:
-        schedule(units, parallel, start_interpreter, collect)
+        schedule(describe_units(jobs), parallel, start_interpreter, collect)
     for job in jobs:  # a job the scheduler never reported on counts as crashed
         if job.key not in outcomes:
             collect({"key": job.key, "state": CRASHED, "exitcode": None, "seconds": 0.0})
     return outcomes
+
+
+def _log_grader_failure(text: str) -> None:
+    print(f"attnkit grader: {text}; trying again", file=sys.stderr)
 
 
 # --- the scheduler, used inside the zygote (forked children) or here (fresh interpreters) -------
@@ -238,25 +270,40 @@ class ForkedChild:
 
         self.uid = _slot_uid(job)
         self.exitcode: int | None = None
+        mine, theirs = supervisor.channel()
         self.pid = os.fork()
         if self.pid == 0:  # the child: never return into the zygote's loop
             code = 1
             try:
                 signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM})
-                _close_inherited_files()
-                run_job(job)
+                mine.close()
+                _close_inherited_files(keep=theirs.fileno())
+                run_job(job, theirs)
                 code = 0
-            except BaseException:  # noqa: BLE001 - the missing result file is the report
-                traceback.print_exc()
+            except BaseException as error:  # noqa: BLE001 - the missing result is the report
+                # One line, no traceback: this log may be shown to the student.
+                print(f"{type(error).__name__}: {error}", file=sys.stderr)
             finally:
                 os._exit(code)
+        theirs.close()
+        self.watch = supervisor.Watch(mine)
+
+    @property
+    def started(self) -> bool:
+        """Whether submitted code may have run (the child said so, its sandbox in place)."""
+        return self.watch.started
 
     def poll(self) -> int | None:
+        self.watch.poll()
         if self.exitcode is None:
             pid, status = os.waitpid(self.pid, os.WNOHANG)
             if pid != 0:
                 self.exitcode = os.waitstatus_to_exitcode(status)
+                self.watch.close()
         return self.exitcode
+
+    def fds(self) -> list[int]:
+        return self.watch.fds()
 
     def sweep(self) -> None:
         """Kill whatever the job left behind: its process group, and its user id's processes."""
@@ -265,6 +312,7 @@ class ForkedChild:
             _kill_user(self.uid)
 
     def kill(self) -> int | None:
+        self.watch.poll()
         self.sweep()
         if self.exitcode is None:
             # Not reaped yet, so the id is still this child's: killing it by id as well covers a
@@ -272,16 +320,19 @@ class ForkedChild:
             os.kill(self.pid, signal.SIGKILL)
             _, status = os.waitpid(self.pid, 0)
             self.exitcode = os.waitstatus_to_exitcode(status)
+        self.watch.close()
         return self.exitcode
 
 
-def _close_inherited_files() -> None:
-    """Close every descriptor a forked child inherits beyond stdin, stdout and stderr.
+def _close_inherited_files(keep: int) -> None:
+    """Close every descriptor a forked child inherits beyond stdin, stdout, stderr and `keep`.
 
-    The zygote's own pipe to the grader is one of them: submitted code must not be able to
-    write reports in the zygote's name.
+    The zygote's own pipe to the grader is one of them, and so are the channels of the other
+    children: submitted code must not be able to write reports in anyone else's name.
     """
-    os.closerange(3, os.sysconf("SC_OPEN_MAX") if hasattr(os, "sysconf") else 4096)
+    highest = os.sysconf("SC_OPEN_MAX") if hasattr(os, "sysconf") else 4096
+    os.closerange(3, keep)
+    os.closerange(keep + 1, highest)
 
 
 class InterpreterChild:
@@ -293,8 +344,13 @@ class InterpreterChild:
             stderr=subprocess.DEVNULL,
         )
 
+    started = True  # no channel to tell otherwise
+
     def poll(self) -> int | None:
         return self.process.poll()
+
+    def fds(self) -> list[int]:
+        return []
 
     def sweep(self) -> None:
         pass
@@ -348,6 +404,7 @@ class _Running:
         self.current = 0
         self.seconds: list[float] = []
         self.phase_started = time.monotonic()
+        _discard(self.job["ready"])
         self.child = start(self.job)
 
     def limit(self) -> float:
@@ -374,17 +431,27 @@ class _Running:
         """Report every part this child got to; return the unit of parts it never started."""
         if state != TIMED_OUT:  # the child is gone: its last bundles are all there now
             self.advance()
+        seen = getattr(self.child, "watch", None)
+        extra = seen.report() if seen is not None else {}
+        if not self.child.started:  # it failed before any submitted code ran: ours, not theirs
+            failures = self.job.get("setup_failures", 0) + 1
+            if failures < SETUP_ATTEMPTS:
+                return dict(self.job, setup_failures=failures)
+            first = self.parts[0]["key"]
+            for part in self.parts:
+                report(part["key"], GRADER_FAILED, exitcode, 0.0, log_of=first, **extra)
+            return None
         for index, part in enumerate(self.parts[: self.current]):
-            report(part["key"], FINISHED, exitcode, self.seconds[index])
+            report(part["key"], FINISHED, exitcode, self.seconds[index], **extra)
         if self.current == len(self.parts):
             return None
         elapsed = round(time.monotonic() - self.phase_started, 3)
         if not self.ready:  # it never finished importing the submission: every part would fail
             first = self.parts[0]["key"]
             for part in self.parts:
-                report(part["key"], state, exitcode, elapsed, log_of=first)
+                report(part["key"], state, exitcode, elapsed, log_of=first, **extra)
             return None
-        report(self.parts[self.current]["key"], state, exitcode, elapsed)
+        report(self.parts[self.current]["key"], state, exitcode, elapsed, **extra)
         rest = self.parts[self.current + 1 :]
         for part in rest:  # nothing but this unit's next child may write them
             _discard(part["out"])
@@ -435,8 +502,9 @@ def schedule(
     free_slots = list(range(parallel))
     reports = {}
 
-    def done(key, state, exitcode, seconds, log_of=None):
+    def done(key, state, exitcode, seconds, log_of=None, **extra):
         reports[key] = {"key": key, "state": state, "exitcode": exitcode, "seconds": seconds}
+        reports[key].update(extra)
         if log_of is not None:
             reports[key]["log_of"] = log_of
         if report:
@@ -444,9 +512,9 @@ def schedule(
 
     try:
         while pending or running:
-            # SIGTERM (the zygote told to stop) lands only in the sleep, never half-way through
+            # SIGTERM (the zygote told to stop) lands only in the wait, never half-way through
             # starting, reaping or reporting a child: every child alive is then in `running`.
-            time.sleep(TICK_SECONDS)
+            _wait_for_news(running)
             with _signals_held():
                 if parent is not None and os.getppid() != parent:
                     raise SystemExit("the grader is gone")
@@ -461,6 +529,18 @@ def schedule(
                 except OSError:  # gone already; kill the others all the same
                     pass
     return reports
+
+
+def _wait_for_news(running: list) -> None:
+    """Sleep a tick, or less when a child has something to tell (a refused call waits on it)."""
+    fds = [fd for run in running for fd in run.child.fds()]
+    if not fds:
+        time.sleep(TICK_SECONDS)
+        return
+    try:
+        select.select(fds, [], [], TICK_SECONDS)
+    except (OSError, ValueError):
+        time.sleep(TICK_SECONDS)
 
 
 def _tick(pending: deque, running: list, free_slots: list, start, done) -> None:
@@ -496,15 +576,23 @@ def _kill_group(pid: int) -> None:
 def _collect(job: Job, report: dict, log: Path | None = None) -> Outcome:
     state, exitcode, seconds = report["state"], report.get("exitcode"), report.get("seconds", 0.0)
     tail = _tail(log or job.log)
+    seen = {
+        "refused": dict(report.get("refused") or {}),
+        "refused_examples": dict(report.get("refused_examples") or {}),
+    }
+    if state == GRADER_FAILED:
+        problem = "the grader's helper failed before the submission ran: " + _exit_words(exitcode)
+        return Outcome(GRADER_FAILED, seconds, exitcode, log_tail=tail, problem=problem, **seen)
     if state == TIMED_OUT:
-        return Outcome(TIMED_OUT, seconds, exitcode, log_tail=tail)
+        return Outcome(TIMED_OUT, seconds, exitcode, log_tail=tail, **seen)
     if state != FINISHED or not job.out.exists():
-        return Outcome(CRASHED, seconds, exitcode, log_tail=tail, problem=_exit_words(exitcode))
+        problem = _exit_words(exitcode)
+        return Outcome(CRASHED, seconds, exitcode, log_tail=tail, problem=problem, **seen)
     try:
         meta, arrays = load_bundle(job.out)
     except BundleError as error:
-        return Outcome(CRASHED, seconds, exitcode, log_tail=tail, problem=str(error))
-    return Outcome(FINISHED, seconds, exitcode, meta, arrays, tail)
+        return Outcome(CRASHED, seconds, exitcode, log_tail=tail, problem=str(error), **seen)
+    return Outcome(FINISHED, seconds, exitcode, meta, arrays, tail, **seen)
 
 
 def _exit_words(exitcode: int | None) -> str:
@@ -519,7 +607,7 @@ def _exit_words(exitcode: int | None) -> str:
 
 def _tail(path: Path) -> str:
     try:
-        with open(path, "rb") as handle:
+        with open_plain_file(path) as handle:
             handle.seek(0, os.SEEK_END)
             handle.seek(max(0, handle.tell() - LOG_TAIL_CHARS))
             return handle.read().decode("utf-8", "replace")

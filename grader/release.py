@@ -118,8 +118,11 @@ python3 -m pip install -e .
 """
 
 
-def release_gradescope(target: Path, exercises: list[str]) -> Path:
-    """An autograder zip for Gradescope: the kit with its solutions, setup.sh, run_autograder."""
+def release_gradescope(target: Path, exercises: list[str], unsandboxed: bool = False) -> Path:
+    """An autograder zip for Gradescope: the kit with its solutions, setup.sh, run_autograder.
+
+    The autograder refuses to run submitted code where it finds no sandbox (grader.sandbox),
+    unless `unsandboxed`."""
     records = [get_exercise(e) for e in exercises] or list(EXERCISES.values())
     target = Path(target)
     if target.suffix != ".zip":
@@ -132,7 +135,8 @@ def release_gradescope(target: Path, exercises: list[str]) -> Path:
                 shutil.copytree(source, root / name, ignore=IGNORED)
             else:
                 shutil.copy2(source, root / name)
-        (root / "gradescope.json").write_text(json.dumps({"exercises": [r.id for r in records]}))
+        config = {"exercises": [r.id for r in records], "unsandboxed": unsandboxed}
+        (root / "gradescope.json").write_text(json.dumps(config))
         for name, text in (("run_autograder", RUN_AUTOGRADER), ("setup.sh", SETUP)):
             (root / name).write_text(text)
             (root / name).chmod(0o755)

@@ -32,6 +32,9 @@ class PartResult:
     checks: list[CheckResult] = field(default_factory=list)
     # A line for the whole part: why it did not run, or what it printed when it crashed.
     summary: str = ""
+    # Set when the grader's own machinery failed on this part (for the instructor's eyes): the
+    # part is then not graded at all, and a later run grades it again.
+    grader_error: str = ""
 
     def __post_init__(self):
         self.max_score = float(self.max_score)

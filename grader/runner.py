@@ -20,7 +20,9 @@ from pathlib import Path
 
 import numpy as np
 
+from grader import sandbox
 from grader.bundle import cases_from_bundle, load_bundle, save_bundle
+from grader.sandbox import supervisor
 from grader.spec import LAYER
 
 OK = "ok"
@@ -32,18 +34,22 @@ ERROR = "error"
 _asarray = np.asarray
 _save_bundle = save_bundle
 _open, _dup2 = os.open, os.dup2
+_send_event = supervisor.send_event
 
 
 class SubmissionError(Exception):
     """A problem with the submission that the grader explains in plain words."""
 
 
-def run_job(job: dict) -> None:
-    """Entry point of a child process. `job` holds paths only (written by the grader).
+def run_job(job: dict, end=None) -> None:
+    """Entry point of a child process. `job` holds paths only (written by the grader); `end` is
+    this child's end of its channel to the supervisor (grader.sandbox.supervisor).
 
     Every part's cases are read before the submission is imported, so that nothing it patches
-    can change them. What the import and each part print goes to that part's own log (the import
-    to the first part's), each log under its own output cap.
+    can change them. Then the child enters the sandbox the job asks for and tells the supervisor
+    it has started: whatever fails before that is the grader's failure, not the submission's.
+    What the import and each part print goes to that part's own log (the import to the first
+    part's), each log under its own output cap.
     """
     parts = job["parts"]
     _isolate(job, parts[0]["log"])
@@ -51,7 +57,17 @@ def run_job(job: dict) -> None:
     for part in parts:
         meta, arrays = load_bundle(part["cases"])
         cases.append(cases_from_bundle(meta["cases"], arrays))
-    block_imports(job.get("blocked_imports") or ())
+    if job.get("sandbox") is not None:
+        policy = dict(job["sandbox"], workdir=job["workdir"])
+        policy["read"] = [
+            *policy.get("read", ()),
+            os.path.dirname(job["module"]),
+            *(part["cases"] for part in parts),
+        ]
+        sandbox.enter(policy, end)
+    else:
+        supervisor.tell_started(end, None)
+    block_imports(job.get("blocked_imports") or (), end)
     try:
         module = load_submission(job["module"], job.get("module_name", "submission"))
     except BaseException as error:  # noqa: BLE001 - a submission may raise anything, SystemExit too
@@ -112,7 +128,7 @@ def _isolate(job: dict, log_path: str) -> None:
 def apply_limits(limits: dict | None, slot: int) -> None:
     """Batch grading's limits: memory, processes, output size; a user id of its own as root.
 
-    New processes are refused outright where seccomp is available (grader.seccomp).
+    Files, processes and signals are the sandbox's (grader.sandbox), entered after these.
     Memory is capped as address space on top of what the forked process already maps (Keras
     and TensorFlow are large). Threads count as processes for RLIMIT_NPROC, so the process cap
     is an allowance above what the user already runs. As root, the child drops to the slot's
@@ -142,13 +158,6 @@ def apply_limits(limits: dict | None, slot: int) -> None:
             resource.RLIMIT_NPROC,
             _tasks_of(uid if uid is not None else os.getuid()) + int(limits["processes"]),
         )
-    if limits.get("hide"):
-        hide_paths(limits["hide"], os.getcwd())
-    if limits.get("no_new_processes"):
-        from grader import seccomp
-
-        if seccomp.supported():
-            seccomp.forbid_new_processes()
     if uid is not None:
         workdir = os.getcwd()
         for folder, _, files in os.walk(workdir):
@@ -159,39 +168,6 @@ def apply_limits(limits: dict | None, slot: int) -> None:
         os.setgroups([])
         os.setgid(uid)
         os.setuid(uid)
-
-
-CLONE_NEWNS = 0x00020000
-MS_RDONLY, MS_REC, MS_PRIVATE = 1, 0x4000, 1 << 18
-
-
-def hide_paths(paths, workdir: str) -> list[str]:
-    """Cover `paths` with empty read-only folders in this process's own mount namespace.
-
-    The results folder and the kit's solutions then look empty to the submitted code, even
-    where it runs as root. Needs the right to make a mount namespace (root, usually); where that
-    is refused, nothing is hidden and the caller's other limits still apply. A path that holds
-    the job's own folder or the grader itself is never covered. Returns the paths hidden.
-    """
-    import ctypes
-
-    libc = ctypes.CDLL(None, use_errno=True)
-    if libc.unshare(CLONE_NEWNS) != 0:
-        return []
-    if libc.mount(b"none", b"/", None, MS_REC | MS_PRIVATE, None) != 0:
-        return []
-    grader_home = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    hidden = []
-    for path in paths:
-        path = os.path.realpath(path)
-        needed = [os.path.realpath(workdir), grader_home]
-        if not os.path.isdir(path) or any(
-            os.path.commonpath([path, keep]) == path for keep in needed
-        ):
-            continue
-        if libc.mount(b"tmpfs", path.encode(), b"tmpfs", MS_RDONLY, b"size=4k") == 0:
-            hidden.append(path)
-    return hidden
 
 
 def _mapped_bytes() -> int:
@@ -216,11 +192,13 @@ def _tasks_of(uid: int) -> int:
 
 
 class _BlockedImport(importlib.abc.MetaPathFinder):
-    def __init__(self, names):
+    def __init__(self, names, end=None):
         self.names = tuple(names)
+        self.end = end
 
     def find_spec(self, fullname, path=None, target=None):
         if fullname.split(".")[0] in self.names:
+            _send_event(self.end, "import", fullname)
             raise ImportError(
                 f"importing {fullname!r} is not allowed in a graded submission: write the code "
                 "yourself"
@@ -228,14 +206,15 @@ class _BlockedImport(importlib.abc.MetaPathFinder):
         return None
 
 
-def block_imports(names) -> None:
-    """Make `names` (and their submodules) unimportable for the submitted code."""
+def block_imports(names, end=None) -> None:
+    """Make `names` (and their submodules) unimportable for the submitted code; each attempt
+    is told to the supervisor through `end`."""
     if not names:
         return
     for module in list(sys.modules):
         if module.split(".")[0] in names:
             del sys.modules[module]
-    sys.meta_path.insert(0, _BlockedImport(names))
+    sys.meta_path.insert(0, _BlockedImport(names, end))
 
 
 def load_submission(path: str, module_name: str = "submission"):
@@ -395,7 +374,12 @@ def unwrap_keras_message(message: str) -> str:
 def describe(error: BaseException, module_path: str) -> dict:
     """What went wrong and where in the submitted file, for the student to read."""
     where = ""
-    for frame in reversed(traceback.extract_tb(error.__traceback__)):
+    # Lines are looked up for the submission's frame alone: reading the grader's own sources
+    # would be refused inside the sandbox (and flagged).
+    frames = traceback.StackSummary.extract(
+        traceback.walk_tb(error.__traceback__), lookup_lines=False
+    )
+    for frame in reversed(frames):
         if os.path.abspath(frame.filename) == os.path.abspath(module_path):
             where = f"{Path(module_path).name}, line {frame.lineno}, in {frame.name}"
             if frame.line:

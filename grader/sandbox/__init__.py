@@ -1,0 +1,246 @@
+"""The one sandbox every child that runs submitted code enters (`grader batch`, `grader check`
+and the Gradescope autograder): what such a child may do, said in one place.
+
+A child may
+- read what importing and running Python, NumPy, Keras and TensorFlow needs (the interpreter's
+  installation and `sys.path`, the system's libraries, a few files of `/etc`, its own
+  `/proc/<pid>`, the CPU description in `/proc` and `/sys`), minus the kit's own packages
+  (`grader`, `solutions`, `attnkit`, `exercises`, or the whole checkout) and the folders the
+  caller protects (the class's submissions, the results, the scratch tree);
+- read its own inputs (the case files of its parts; they are never written by a child) and
+  the folder of the submission it grades;
+- read and write its own scratch folder, and nothing else (`/dev/null` aside);
+- start threads, but no process; signal itself only; never ptrace or read another process's
+  memory; open no TCP connection.
+The environment it sees is an allowlist too (`ENVIRONMENT`), with HOME and TMPDIR in its folder.
+
+Why Landlock (grader.sandbox.landlock) and not bubblewrap: Landlock is in the kernel (5.13+,
+ABI 6 for signal scoping), needs no privilege, no setuid helper and no user namespaces (which
+some distributions and containers disable), and a process can enter it after a fork. That
+last point matters: children are forked from a helper that imported TensorFlow once (see
+grader.processes); bubblewrap sandboxes a new program, so every child would pay the 4-second
+import again. It holds for root as for an ordinary user. A seccomp filter
+(grader.sandbox.seccomp) covers what Landlock does not: processes, signals where the ABI is
+older than 6, ptrace-like calls. The grader and its helper also make themselves non-dumpable,
+so that `/proc/<pid>/mem` of either is closed to any process of the same user that is not
+root, sandboxed or not.
+
+What the grader can see is flagged: every call the seccomp filter refuses (through its
+user-notification listener, so a submission cannot hide it), and, through a Python audit hook
+in the child, every open, listing or removal outside the allowlist and every import of a blocked
+package. The audit hook lives in the submission's own process, so a determined submission can
+silence it; the kernel refuses those accesses all the same.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import platform
+import sys
+import tempfile
+from pathlib import Path
+
+from grader.sandbox import landlock, seccomp, supervisor
+
+# Kept from the grader's environment; anything else (tokens, paths of the instructor's) is not.
+ENVIRONMENT = ("PATH", "LANG", "LANGUAGE", "TZ", "PYTHONPATH", "VIRTUAL_ENV", "LD_LIBRARY_PATH")
+ENVIRONMENT_PREFIXES = ("LC_", "KERAS_", "TF_", "XLA_", "CUDA_", "JAX_", "OMP_", "MKL_")
+SYSTEM_FOLDERS = ("/usr", "/lib", "/lib32", "/lib64", "/opt/conda")
+SYSTEM_FILES = (
+    "/etc/ld.so.cache",
+    "/etc/ld.so.conf",
+    "/etc/ld.so.conf.d",
+    "/etc/localtime",
+    "/etc/nsswitch.conf",
+    "/etc/passwd",
+    "/etc/group",
+    "/etc/os-release",
+    "/etc/mime.types",
+    "/proc/cpuinfo",
+    "/proc/meminfo",
+    "/proc/stat",
+    "/sys/devices/system/cpu",
+    "/sys/devices/system/node",
+    "/sys/fs/cgroup",
+    "/dev/urandom",
+    "/dev/random",
+    "/dev/zero",
+)
+KIT_PACKAGES = ("grader", "solutions", "attnkit", "exercises")
+PR_SET_DUMPABLE = 4
+
+
+def kit_root() -> Path:
+    return Path(__file__).resolve().parent.parent.parent
+
+
+def status() -> dict:
+    """Which protections this machine gives a child, for batch.json, the report and the CLI."""
+    abi = landlock.abi()
+    return {
+        "landlock_abi": abi,
+        "files": abi >= 1,
+        "signals": abi >= 6 or seccomp.supported(),
+        "processes": seccomp.supported(),
+        "network": abi >= 4,
+        "complete": abi >= 1 and seccomp.supported(),
+    }
+
+
+def describe(state: dict | None = None) -> str:
+    state = state or status()
+    if not state["complete"]:
+        missing = [] if state["files"] else ["Landlock (Linux 5.13 or newer, enabled)"]
+        if not state["processes"]:
+            missing.append("seccomp (Linux on x86-64 or arm64)")
+        return (
+            f"NOT sandboxed: this machine ({platform.system()} {platform.release()}) lacks "
+            + " and ".join(missing)
+            + "; submitted code could read and write whatever the grader's user can"
+        )
+    words = [
+        f"sandboxed (Landlock ABI {state['landlock_abi']} and seccomp): files allowlisted",
+        "no new processes",
+        "signals to itself only",
+        "no ptrace",
+    ]
+    if state["network"]:
+        words.append("no TCP")
+    return ", ".join(words)
+
+
+def protect_this_process() -> None:
+    """Close this process's memory to same-user processes (PR_SET_DUMPABLE 0), on Linux."""
+    if platform.system() != "Linux":
+        return
+    try:
+        ctypes.CDLL(None).prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)
+    except (OSError, AttributeError):
+        pass
+
+
+def protected_paths(extra=()) -> list[str]:
+    kit = kit_root()
+    if (kit / "pyproject.toml").is_file():
+        own = [kit]
+    else:  # installed into site-packages: only the kit's own packages
+        own = [kit / name for name in KIT_PACKAGES]
+    return [os.path.realpath(p) for p in [*own, *extra]]
+
+
+def _beneath(root: str, protected: list[str]) -> list[str]:
+    """`root`, or as much of it as holds no protected path."""
+    root = os.path.realpath(root)
+    if not os.path.exists(root):
+        return []
+    inside = [p for p in protected if p == root or p.startswith(root.rstrip("/") + "/")]
+    if not inside:
+        return [root]
+    if root in inside or not os.path.isdir(root):
+        return []
+    try:
+        names = os.listdir(root)
+    except OSError:
+        return []
+    granted = []
+    for name in names:
+        granted.extend(_beneath(os.path.join(root, name), protected))
+    return granted
+
+
+def grants(policy: dict, pid: int) -> list[tuple[str, int]]:
+    """The allowlist: (real path, Landlock rights) pairs."""
+    protected = protected_paths(policy.get("protected", ()))
+    roots = {sys.prefix, sys.base_prefix, sys.exec_prefix, *SYSTEM_FOLDERS}
+    roots.update(p for p in sys.path if p and os.path.isabs(p))
+    read = set()
+    for root in roots:
+        read.update(_beneath(root, protected))
+    read.update(os.path.realpath(p) for p in SYSTEM_FILES if os.path.exists(p))
+    read.add(f"/proc/{pid}")
+    read.update(os.path.realpath(p) for p in policy.get("read", ()))
+    pairs = [(path, landlock.READ) for path in sorted(read)]
+    pairs.append(("/dev/null", landlock.READ_FILE | landlock.WRITE_FILE))
+    pairs.append((os.path.realpath(policy["workdir"]), landlock.WRITE))
+    return pairs
+
+
+def clean_environment(keep: dict | None = None) -> dict:
+    """The grader's environment, cut down to the allowlist."""
+    return {
+        name: value
+        for name, value in (keep if keep is not None else os.environ).items()
+        if name in ENVIRONMENT or name.startswith(ENVIRONMENT_PREFIXES)
+    }
+
+
+def enter(policy: dict, end) -> None:
+    """In a freshly forked child, before any submitted code: enter the sandbox for good, then
+    tell the supervisor (through `end`) that submitted code may run now."""
+    workdir = os.path.realpath(policy["workdir"])
+    for name in [n for n in os.environ if n not in clean_environment()]:
+        del os.environ[name]
+    os.environ["HOME"] = os.environ["TMPDIR"] = workdir
+    tempfile.tempdir = workdir
+    sys.dont_write_bytecode = True  # no .pyc next to the libraries: that write would be refused
+    pid = os.getpid()
+    allowed = grants(policy, pid)
+    landlock.restrict(allowed, landlock.abi())
+    listener = seccomp.confine(pid)
+    supervisor.tell_started(end, listener)
+    sys.addaudithook(_audit_hook(allowed, end))
+
+
+WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_APPEND
+WATCHED = {
+    "open": "open",
+    "os.listdir": "open",
+    "os.scandir": "open",
+    "os.remove": "open",
+    "os.rmdir": "open",
+    "os.mkdir": "open",
+    "os.rename": "open",
+    "os.link": "open",
+    "os.symlink": "open",
+}
+
+
+def _audit_hook(allowed: list[tuple[str, int]], end):
+    readable = tuple(path for path, _ in allowed)
+    writable = tuple(path for path, rights in allowed if rights & landlock.WRITE_FILE)
+    realpath, fspath, getcwd = os.path.realpath, os.fspath, os.getcwd
+    sent = [0]
+
+    def within(path: str, roots) -> bool:
+        return any(path == root or path.startswith(root.rstrip("/") + "/") for root in roots)
+
+    def hook(event, args):
+        if event not in WATCHED or sent[0] >= 100 or not args:
+            return
+        try:
+            target = args[0]
+            if isinstance(target, int):
+                return
+            target = fspath(target)
+            if isinstance(target, bytes):
+                target = target.decode("utf-8", "replace")
+            path = realpath(target if target.startswith("/") else f"{getcwd()}/{target}")
+            writing = event not in ("open", "os.listdir", "os.scandir")
+            if event == "open":
+                mode, flags = (list(args) + [None, None])[1:3]
+                writing = bool(
+                    (isinstance(mode, str) and set(mode) & set("wax+"))
+                    or (isinstance(flags, int) and flags & WRITE_FLAGS)
+                )
+            if not within(path, writable if writing else readable):
+                sent[0] += 1
+                supervisor.send_event(end, "open", ("write " if writing else "read ") + path)
+        except Exception:  # noqa: BLE001 - an audit hook must never break the code it watches
+            return
+
+    return hook
+
+
+def report_blocked_import(end, name: str) -> None:
+    supervisor.send_event(end, "import", name)

@@ -1,0 +1,153 @@
+"""The supervisor's side of a sandboxed child: what it tells, and the calls it was refused.
+
+Each forked child gets one end of a socket pair (SOCK_SEQPACKET, one message a datagram). It
+sends `start` once its sandbox is in place, just before any submitted code runs, with the
+seccomp listener attached (see grader.sandbox.seccomp); later messages are what its audit hook
+saw (`open <path>`, `import <name>`). A child that dies before `start` failed in the grader's
+own machinery, not in the submission. Messages after `start` come from a process that runs
+submitted code, so they are only ever counted, never obeyed.
+
+The listener is the reliable witness: the kernel hands the supervisor every refused fork,
+signal or ptrace and the supervisor answers EPERM, so a submission cannot hide the attempt.
+"""
+
+from __future__ import annotations
+
+import errno
+import fcntl
+import os
+import select
+import socket
+import struct
+
+from grader.sandbox import seccomp
+
+START = b"start"
+MAX_MESSAGE = 4096
+MAX_EXAMPLES = 5
+NOTIF_SIZE, RESPONSE_SIZE = 80, 24
+IOCTL_RECV = 0xC0000000 | (NOTIF_SIZE << 16) | (ord("!") << 8) | 0
+IOCTL_SEND = 0xC0000000 | (RESPONSE_SIZE << 16) | (ord("!") << 8) | 1
+
+
+def channel() -> tuple[socket.socket, socket.socket]:
+    """(the supervisor's end, the child's end)."""
+    return socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+
+
+def tell_started(end: socket.socket | None, listener: int | None) -> None:
+    """In the child: the sandbox is in place; hand over the listener (and close it here)."""
+    if end is None:
+        return
+    fds = [listener] if listener is not None else []
+    socket.send_fds(end, [START], fds)
+    if listener is not None:
+        os.close(listener)  # the child must never answer its own refused calls
+    end.setblocking(False)
+
+
+class Watch:
+    """What one child told and tried. `poll()` reads without blocking; call it often."""
+
+    def __init__(self, end: socket.socket):
+        self.end = end
+        self.end.setblocking(False)
+        self.listener: int | None = None
+        self.started = False
+        self.refused: dict[str, int] = {}
+        self.examples: dict[str, list[str]] = {}
+
+    def fds(self) -> list[int]:
+        fds = [] if self.end is None else [self.end.fileno()]
+        return fds + ([self.listener] if self.listener is not None else [])
+
+    def poll(self) -> None:
+        self._read_messages()
+        self._answer_refused_calls()
+
+    def _count(self, kind: str, example: str = "") -> None:
+        self.refused[kind] = self.refused.get(kind, 0) + 1
+        seen = self.examples.setdefault(kind, [])
+        if example and len(seen) < MAX_EXAMPLES and example not in seen:
+            seen.append(example)
+
+    def _read_messages(self) -> None:
+        while self.end is not None:
+            try:
+                message, fds, _, _ = socket.recv_fds(self.end, MAX_MESSAGE, 1, socket.MSG_DONTWAIT)
+            except (BlockingIOError, InterruptedError):
+                return
+            except OSError:
+                self._close_end()
+                return
+            if not message and not fds:  # the child's end is closed
+                self._close_end()
+                return
+            if not self.started:
+                if message == START:
+                    self.started = True
+                    if fds:
+                        self.listener = fds.pop()
+                for fd in fds:
+                    os.close(fd)
+                continue
+            for fd in fds:  # a submission has nothing to hand over
+                os.close(fd)
+            kind, _, detail = message.decode("utf-8", "replace").partition(" ")
+            if kind in ("open", "import"):
+                self._count(kind, detail[:300])
+
+    def _answer_refused_calls(self) -> None:
+        while self.listener is not None:
+            waiting = select.poll()
+            waiting.register(self.listener, select.POLLIN)
+            events = waiting.poll(0)
+            if not events:
+                return
+            if not events[0][1] & select.POLLIN:  # every task of the child is gone
+                self._close_listener()
+                return
+            notice = bytearray(NOTIF_SIZE)
+            try:
+                fcntl.ioctl(self.listener, IOCTL_RECV, notice)
+            except OSError as error:
+                if error.errno == errno.EINTR:
+                    continue
+                if error.errno != errno.ENOENT:  # ENOENT: the caller died meanwhile
+                    self._close_listener()
+                return
+            ident, _pid, _flags, number = struct.unpack_from("QIIi", notice)
+            self._count(seccomp.kind_of(number))
+            answer = struct.pack("QqiI", ident, 0, -errno.EPERM, 0)
+            try:
+                fcntl.ioctl(self.listener, IOCTL_SEND, bytearray(answer))
+            except OSError:
+                pass
+
+    def _close_end(self) -> None:
+        if self.end is not None:
+            self.end.close()
+            self.end = None
+
+    def _close_listener(self) -> None:
+        if self.listener is not None:
+            os.close(self.listener)
+            self.listener = None
+
+    def close(self) -> None:
+        self.poll()
+        self._close_end()
+        self._close_listener()
+
+    def report(self) -> dict:
+        return {"refused": dict(self.refused), "refused_examples": dict(self.examples)}
+
+
+def send_event(end: socket.socket | None, kind: str, detail: str) -> None:
+    """In the child: tell the supervisor what was tried (dropped if it is not reading)."""
+    if end is None:
+        return
+    try:
+        end.send(f"{kind} {detail}".encode("utf-8", "replace")[:MAX_MESSAGE])
+    except OSError:
+        pass
