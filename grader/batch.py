@@ -126,6 +126,8 @@ class BatchSummary:
     students: list[str]
     graded: list[str] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)
+    # Graded only in part: the grader's own machinery failed on some part (a rerun retries).
+    not_final: list[str] = field(default_factory=list)
     out: Path = Path()
 
 
@@ -384,6 +386,8 @@ def _finish(plan, records, cases, expected, options, seed, out, summary, on_stud
     _write_json(out / "results" / f"{plan.student.id}.json", document)
     gradebook.write_feedback(out / "feedback" / f"{plan.student.id}.md", document, records)
     summary.graded.append(plan.student.id)
+    if grader_errors:
+        summary.not_final.append(plan.student.id)
     if on_student:
         on_student(plan.student.id, document)
 

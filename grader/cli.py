@@ -222,6 +222,13 @@ def batch(
         f"{len(summary.students)} students: {len(summary.graded)} graded, "
         f"{len(summary.skipped)} already graded (unchanged). Hidden-check seed {summary.seed}."
     )
+    if summary.not_final:
+        click.echo(
+            f"The grader itself failed on some part of {len(summary.not_final)} students "
+            f"({', '.join(summary.not_final[:5])}{', …' if len(summary.not_final) > 5 else ''}): "
+            "not graded, not their fault; run the same command again to grade them.",
+            err=True,
+        )
     for name in ("grades.csv", "report.html", "results/", "feedback/", "junit.xml"):
         click.echo(f"  {summary.out / name}")
 

@@ -44,6 +44,12 @@ def write_feedback(path: Path, document: dict, records: list[Exercise]) -> None:
         f"Total: {document['total']:g} / {document['max_total']:g}",
         "",
     ]
+    if not document.get("final", True):
+        lines += [
+            "Some parts were not graded: the grader itself failed there, not your code. They "
+            "will be graded again; the total above is not final.",
+            "",
+        ]
     if document["flags"]:
         lines += [f"Flags: {', '.join(document['flags'])}", ""]
     for exercise in document["exercises"]:
@@ -85,12 +91,15 @@ def grades_csv(documents: list[dict], records: list[Exercise]) -> str:
     writer = csv.writer(buffer, lineterminator="\n")
     writer.writerow(["student", *[r.id for r in records], "total", "max_total", "flags"])
     for document in documents:
-        scores = {e["exercise"]: e["score"] for e in document["exercises"]}
+        scores = {e["exercise"]: f"{e['score']:g}" for e in document["exercises"]}
+        for failed in {p.split(" ")[0] for p in document.get("grader_errors", {})}:
+            scores[failed] = ""  # not graded (the grader failed): never a zero
+        final = document.get("final", True)
         writer.writerow(
             [
                 document["student"],
-                *[f"{scores.get(r.id, 0.0):g}" for r in records],
-                f"{document['total']:g}",
+                *[scores.get(r.id, "0") for r in records],
+                f"{document['total']:g}" if final else "",
                 f"{document['max_total']:g}",
                 ";".join(document["flags"]),
             ]

@@ -140,7 +140,6 @@ class ZygoteError(RuntimeError):
 class Zygote:
     def __init__(self):
         configure_backend()
-        sandbox.protect_this_process()
         self._log = tempfile.NamedTemporaryFile(
             prefix="attnkit-zygote-", suffix=".log", delete=False
         )
@@ -221,6 +220,7 @@ def run_jobs(jobs: list[Job], parallel: int | None = None, on_done=None) -> dict
 
     `on_done(job, outcome)` is called for each job as its child finishes with it.
     """
+    sandbox.protect_this_process()  # the grader's memory holds the expected results
     parallel = max(1, parallel or os.cpu_count() or 1)
     by_key = {job.key: job for job in jobs}
     outcomes = {}
@@ -276,6 +276,7 @@ class ForkedChild:
             code = 1
             try:
                 signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM})
+                sandbox.protect_this_process(protect=False)
                 mine.close()
                 _close_inherited_files(keep=theirs.fileno())
                 run_job(job, theirs)

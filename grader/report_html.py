@@ -52,8 +52,46 @@ def _histogram(totals: list[float], maximum: float) -> str:
     return "".join(parts)
 
 
+def _grader_failures(documents: list[dict]) -> str:
+    rows = "".join(
+        f"<tr><td>{escape(d['student'])}</td><td>{escape(part)}</td>"
+        f"<td><pre>{escape(detail[-400:])}</pre></td></tr>"
+        for d in documents
+        for part, detail in sorted(d.get("grader_errors", {}).items())
+    )
+    if not rows:
+        return "<p class=muted>none</p>"
+    return (
+        "<p>Not graded, and not the students' failures: run the same command again to grade "
+        "them.</p><table><tr><th>student</th><th>part</th><th>what failed</th></tr>"
+        + rows
+        + "</table>"
+    )
+
+
+def _refusals(documents: list[dict]) -> str:
+    rows = "".join(
+        f"<tr><td>{escape(d['student'])}</td><td>{escape(exercise)}</td><td>"
+        + escape(", ".join(f"{kind} ×{count}" for kind, count in sorted(seen["counts"].items())))
+        + "</td><td>"
+        + escape("; ".join(p for paths in seen.get("examples", {}).values() for p in paths[:3]))
+        + "</td></tr>"
+        for d in documents
+        for exercise, seen in sorted(d.get("refused", {}).items())
+    )
+    if not rows:
+        return "<p class=muted>none</p>"
+    return (
+        "<table><tr><th>student</th><th>exercise</th><th>refused</th><th>for example</th></tr>"
+        + rows
+        + "</table>"
+    )
+
+
 def report_html(documents: list[dict], records: list[Exercise], note: str = "") -> str:
     maximum = sum(r.max_score for r in records)
+    failures = _grader_failures(documents)
+    documents = [d for d in documents if d.get("final", True)]  # graded ones only
     totals = [d["total"] for d in documents]
     mean = sum(totals) / len(totals) if totals else 0.0
     part_fail, part_seen = Counter(), Counter()
@@ -103,7 +141,7 @@ def report_html(documents: list[dict], records: list[Exercise], note: str = "") 
 <style>{STYLE}</style></head><body>
 <h1>Grading report: {escape(", ".join(r.id for r in records))}</h1>
 <p>{len(documents)} students · mean {mean:.2f} / {maximum:g} · hidden-check seed {seed}</p>
-<p class=muted>Limits: {escape(note)}</p>
+<p class=muted>Isolation: {escape(note)}</p>
 <h2>Scores</h2>
 {_histogram(totals, maximum)}
 <h2>Parts failed</h2>
@@ -115,6 +153,10 @@ def report_html(documents: list[dict], records: list[Exercise], note: str = "") 
 {rate_rows(check_fail, check_seen, 20)}</table>
 <h2>Most common named mistakes</h2>
 <table><tr><th>mistake</th><th class=num>students</th></tr>{mistake_rows}</table>
+<h2>The grader's own failures</h2>
+{failures}
+<h2>Attempts the sandbox refused</h2>
+{_refusals(documents)}
 <h2>Students</h2>
 <table><tr><th>student</th>{exercise_heads}<th class=num>total</th><th>flags</th></tr>
 {student_rows}</table>

@@ -21,6 +21,9 @@ def main() -> None:
 
     import grader._preload  # noqa: F401 - Keras and the backend, imported before any fork
     from grader.processes import ForkedChild, schedule
+    from grader.sandbox import protect_this_process
+
+    protect_this_process()  # its memory holds every job's paths: no same-user process reads it
 
     def report(message):
         protocol.write(json.dumps(message) + "\n")

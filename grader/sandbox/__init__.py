@@ -110,12 +110,17 @@ def describe(state: dict | None = None) -> str:
     return ", ".join(words)
 
 
-def protect_this_process() -> None:
-    """Close this process's memory to same-user processes (PR_SET_DUMPABLE 0), on Linux."""
+def protect_this_process(protect: bool = True) -> None:
+    """Close this process's memory to same-user processes (PR_SET_DUMPABLE 0), on Linux.
+
+    A forked child inherits the setting; it calls this with `protect=False`, so that its own
+    `/proc/<pid>` stays its own (a non-dumpable process's belongs to root). Other children
+    cannot reach it all the same: Landlock refuses ptrace across sandboxes.
+    """
     if platform.system() != "Linux":
         return
     try:
-        ctypes.CDLL(None).prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)
+        ctypes.CDLL(None).prctl(PR_SET_DUMPABLE, 0 if protect else 1, 0, 0, 0)
     except (OSError, AttributeError):
         pass
 
@@ -129,15 +134,19 @@ def protected_paths(extra=()) -> list[str]:
     return [os.path.realpath(p) for p in [*own, *extra]]
 
 
+def _within(path: str, folder: str) -> bool:
+    return path == folder or path.startswith(folder.rstrip("/") + "/")
+
+
 def _beneath(root: str, protected: list[str]) -> list[str]:
     """`root`, or as much of it as holds no protected path."""
     root = os.path.realpath(root)
-    if not os.path.exists(root):
+    if not os.path.exists(root) or any(_within(root, p) for p in protected):
         return []
-    inside = [p for p in protected if p == root or p.startswith(root.rstrip("/") + "/")]
+    inside = [p for p in protected if _within(p, root)]
     if not inside:
         return [root]
-    if root in inside or not os.path.isdir(root):
+    if not os.path.isdir(root):
         return []
     try:
         names = os.listdir(root)
