@@ -355,6 +355,8 @@ def grade(
         expected = reference.expected(record, seed, cases, outcomes.get("reference"))
     result.for_instructor = written_answers(record, path.parent)
     for part in chosen:
+        for kind, count in outcomes[f"part-{part.name}"].refused.items():
+            result.refused[kind] = max(result.refused.get(kind, 0), int(count))
         result.parts.append(
             judge_part(
                 part,

@@ -56,6 +56,16 @@ def results_for(
             blocked_imports=FORBIDDEN_PACKAGES,
             sandbox=policy,
         )
+        if result.refused:
+            tests.append(
+                {
+                    "name": f"{record.id}: attempts the sandbox refused (instructor only)",
+                    "score": 0.0,
+                    "max_score": 0.0,
+                    "output": ", ".join(f"{k} x{n}" for k, n in sorted(result.refused.items())),
+                    "visibility": "hidden",
+                }
+            )
         for part in result.parts:
             public = [c for c in part.checks if "hidden" not in c.name and not c.passed]
             hidden = [c for c in part.checks if "hidden" in c.name and not c.passed]

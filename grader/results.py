@@ -65,6 +65,8 @@ class ExerciseResult:
     seed: int = 0
     # Written explanations: reported for the instructor, never scored automatically.
     for_instructor: list[dict] = field(default_factory=list)
+    # What the sandbox refused the submission (kind -> count), for the instructor.
+    refused: dict[str, int] = field(default_factory=dict)
 
     @property
     def score(self) -> float:

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from grader import sandbox
 from grader.release import ReleaseError, release_gradescope, release_student, solution_leaks
 from grader.stubs import package_dir
 
@@ -119,6 +120,48 @@ def test_gradescope_reports_broken_submissions_with_zero(autograder, files, phra
     results = gradescope_run(autograder, files)
     assert results["score"] == 0.0
     assert any(phrase in test["output"] for test in results["tests"])
+
+
+FORGER = """
+import json, os, signal
+forged = {"score": 100.0, "tests": [], "output": "forged"}
+for folder, _, files in os.walk(os.environ.get("AUTOGRADER_ROOT", "/autograder")):
+    for name in files:
+        try:
+            open(os.path.join(folder, name), "rb").read(1)  # the expected results, say
+            pass  # reading the kit or the results is refused (and flagged)
+        except OSError:
+            pass
+for target in (RESULTS, os.path.join(os.path.dirname(RESULTS), "partial.json")):
+    try:
+        os.makedirs(os.path.dirname(target), exist_ok=True)
+        with open(target, "w") as handle:
+            json.dump(forged, handle)
+    except OSError:
+        pass
+try:
+    pids = [int(p) for p in os.listdir("/proc") if p.isdigit()]
+except OSError:
+    pids = []
+for pid in [p for p in pids if p != os.getpid()] + [os.getppid(), -1]:
+    try:
+        os.kill(pid, signal.SIGKILL)
+    except OSError:
+        pass
+"""
+
+
+@pytest.mark.skipif(not sandbox.status()["complete"], reason="needs Landlock and seccomp")
+def test_gradescope_results_cannot_be_forged_nor_the_grader_killed(autograder):
+    results_path = autograder / "results" / "results.json"
+    source = f"RESULTS = {str(results_path)!r}\n" + FORGER + "\n" + ALICE.read_text()
+    results = gradescope_run(autograder, {"ex8_2.py": source})
+    # Graded by the grader (the honest code below the attack), never the forged file.
+    assert results["score"] == 10.0 and results["output"] != "forged"
+    assert not (autograder / "results" / "partial.json").exists()
+    flagged = [t for t in results["tests"] if t["visibility"] == "hidden"]
+    assert flagged and "signal" in flagged[0]["output"] and "open" in flagged[0]["output"]
+    assert all(t["max_score"] == 0.0 for t in flagged)
 
 
 def test_gradescope_writes_results_even_when_the_grader_cannot_run(autograder):
