@@ -398,3 +398,29 @@ def test_report_renders_in_a_headless_browser(graded, tmp_path):
     assert (image.std(axis=(0, 1)) > 10).all()  # a page with content, not a blank one
     os.makedirs(out / "screens", exist_ok=True)
     shutil.copy(screenshot, out / "screens" / "report.png")
+
+
+def test_a_helper_that_dies_mid_batch_is_replaced_and_nobody_pays_for_it(tmp_path):
+    from grader import processes
+
+    root = tmp_path / "class"
+    slow = replace_function(
+        GOOD,
+        "dot_product_variance",
+        "    import time\n    time.sleep(0.3)\n    return float(d) * var_q * var_k",
+    )
+    for index in range(6):
+        write(root / f"s{index}", "ex8_2.py", slow)
+    out = tmp_path / "out"
+    killed = []
+
+    def kill_the_helper_once(student, document):
+        if not killed:  # one student is in: the others are under way in the helper's children
+            killed.append(processes._zygote.process.pid)
+            os.kill(killed[0], signal.SIGKILL)
+
+    summary = run_batch(root, BatchOptions(["8-2"], out, jobs=2, seed=2), kill_the_helper_once)
+    assert killed and sorted(summary.graded) == [f"s{i}" for i in range(6)]
+    rows = list(csv.DictReader(io.StringIO((out / "grades.csv").read_text())))
+    assert [row["total"] for row in rows] == ["10"] * 6, rows
+    assert processes._zygote.process.pid != killed[0]
