@@ -77,12 +77,25 @@ def write_feedback(path: Path, document: dict, records: list[Exercise]) -> None:
 
 
 def load_documents(out: Path, students: list[str]) -> list[dict]:
+    """Every student's result; one that is missing or unreadable is a row with no grade (never
+    dropped from the gradebook, never a zero), flagged `no-result`."""
     documents = []
     for student in sorted(students):
         try:
-            documents.append(json.loads((out / "results" / f"{student}.json").read_text("utf-8")))
+            document = json.loads((out / "results" / f"{student}.json").read_text("utf-8"))
+            if not isinstance(document, dict) or "exercises" not in document:
+                raise ValueError("not a result")
         except (OSError, ValueError):
-            continue
+            document = {
+                "student": student,
+                "flags": ["no-result"],
+                "total": 0.0,
+                "max_total": 0.0,
+                "exercises": [],
+                "final": False,
+                "grader_errors": {"all": "no readable result file: run the batch again"},
+            }
+        documents.append(document)
     return documents
 
 
@@ -94,13 +107,15 @@ def grades_csv(documents: list[dict], records: list[Exercise]) -> str:
         scores = {e["exercise"]: f"{e['score']:g}" for e in document["exercises"]}
         for failed in {p.split(" ")[0] for p in document.get("grader_errors", {})}:
             scores[failed] = ""  # not graded (the grader failed): never a zero
+        if not document["exercises"]:
+            scores = {r.id: "" for r in records}
         final = document.get("final", True)
         writer.writerow(
             [
                 document["student"],
                 *[scores.get(r.id, "0") for r in records],
                 f"{document['total']:g}" if final else "",
-                f"{document['max_total']:g}",
+                f"{document['max_total']:g}" if document["exercises"] else "",
                 ";".join(document["flags"]),
             ]
         )

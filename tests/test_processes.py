@@ -131,3 +131,33 @@ def test_fresh_interpreters_where_fork_is_missing_grade_the_same_way(folder):
     assert outcomes["dies"].state == CRASHED
     assert "exited with status 7" in outcomes["dies"].problem
     assert pid_of(outcomes["first"]) != pid_of(outcomes["last"])
+
+
+class _Idle:
+    """A child that is never done: only the clock and its waiting time decide."""
+
+    pid = 12345
+    started = True
+
+    def __init__(self, job):
+        pass
+
+    def fds(self):
+        return []
+
+
+def test_time_kept_from_a_cpu_by_others_does_not_count_against_a_part(tmp_path, monkeypatch):
+    unit = {"key": "u", "workdir": str(tmp_path), "parts": [{"key": "p", "timeout": 1.0}]}
+    clock = [100.0]
+    waited = {12345: 0.0}
+    monkeypatch.setattr(processes.time, "monotonic", lambda: clock[0])
+    monkeypatch.setattr(processes, "_waiting_seconds", lambda pid: waited[pid])
+    run = processes._Running(unit, 0, 0, _Idle)
+    clock[0] += 3.0  # three seconds of wall time, of which it waited 2.5 s for a CPU
+    waited[12345] = 2.5
+    assert not run.overran()
+    waited[12345] = 1.5  # only 1.5 s: 1.5 s of its own, past its 1 s
+    assert run.overran()
+    waited[12345] = 1e6  # starved for ever: still stopped at STARVED_LIMIT times its limit
+    clock[0] = 100.0 + processes.STARVED_LIMIT * 1.0 + 0.1
+    assert run.overran()
