@@ -31,8 +31,12 @@ IOCTL_SEND = 0xC0000000 | (RESPONSE_SIZE << 16) | (ord("!") << 8) | 1
 
 
 def channel() -> tuple[socket.socket, socket.socket]:
-    """(the supervisor's end, the child's end)."""
-    return socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    """(the supervisor's end, the child's end). A stream where there is no SOCK_SEQPACKET
+    (macOS): there no sandbox sends events, and only the `start` at its head is read."""
+    try:
+        return socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    except (OSError, AttributeError):
+        return socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
 
 
 def tell_started(end: socket.socket | None, listener: int | None) -> None:
@@ -84,7 +88,7 @@ class Watch:
                 self._close_end()
                 return
             if not self.started:
-                if message == START:
+                if message.startswith(START):
                     self.started = True
                     if fds:
                         self.listener = fds.pop()
