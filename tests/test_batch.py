@@ -15,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from grading_helpers import descendants
+from grading_helpers import descendants, replace_function
 
 from grader.batch import BatchError, BatchOptions, run_batch
 from grader.engine import make_cases
@@ -26,15 +26,6 @@ pytestmark = pytest.mark.ex8_2
 
 SOLUTION = (package_dir("solutions") / "ex8_2.py").read_text()
 GOOD = "\n".join(line for line in SOLUTION.splitlines() if "SOLUTION" not in line) + "\n"
-
-
-def replace_function(source: str, name: str, body: str) -> str:
-    """`source` with function `name` replaced by one whose body is `body` (indented lines)."""
-    start = source.index(f"def {name}(")
-    end = source.find("\ndef ", start + 1)
-    end = len(source) if end == -1 else end
-    signature = source[start : source.index("\n", start)]
-    return source[:start] + signature + "\n" + body + "\n" + source[end:]
 
 
 def hard_coded_asymmetry() -> str:
@@ -316,15 +307,21 @@ def test_a_broken_reference_stops_the_batch_and_grades_no_one(tmp_path, monkeypa
     assert totals == [10.0, 10.0, 10.0]
 
 
-def test_kill_9_loses_nothing_graded_and_leaves_nothing_running(tmp_path):
+def slow_class(tmp_path: Path, seconds: float, size: int = 6) -> Path:
+    """`size` correct students, each a little slow (one part sleeps `seconds`)."""
     root = tmp_path / "class"
     slow = replace_function(
         GOOD,
         "dot_product_variance",
-        "    import time\n    time.sleep(0.25)\n    return float(d) * var_q * var_k",
+        f"    import time\n    time.sleep({seconds})\n    return float(d) * var_q * var_k",
     )
-    for index in range(6):
+    for index in range(size):
         write(root / f"s{index}", "ex8_2.py", slow)
+    return root
+
+
+def test_kill_9_loses_nothing_graded_and_leaves_nothing_running(tmp_path):
+    root = slow_class(tmp_path, 0.25)
     out = tmp_path / "out"
     command = [
         sys.executable,
@@ -403,14 +400,7 @@ def test_report_renders_in_a_headless_browser(graded, tmp_path):
 def test_a_helper_that_dies_mid_batch_is_replaced_and_nobody_pays_for_it(tmp_path):
     from grader import processes
 
-    root = tmp_path / "class"
-    slow = replace_function(
-        GOOD,
-        "dot_product_variance",
-        "    import time\n    time.sleep(0.3)\n    return float(d) * var_q * var_k",
-    )
-    for index in range(6):
-        write(root / f"s{index}", "ex8_2.py", slow)
+    root = slow_class(tmp_path, 0.3)
     out = tmp_path / "out"
     killed = []
 
