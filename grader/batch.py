@@ -55,6 +55,8 @@ class BatchOptions:
     memory_mb: int = 2048
     processes: int = 64
     output_mb: int = 4
+    threads: int = 256
+    disk_mb: int = 256
     seed: int | None = None
     # Run submitted code even where this machine has no sandbox (grader.sandbox.status()).
     unsandboxed: bool = False
@@ -64,6 +66,8 @@ class BatchOptions:
             "memory_mb": self.memory_mb,
             "processes": self.processes,
             "output_mb": self.output_mb,
+            "threads": self.threads,
+            "disk_mb": self.disk_mb,
             "uid_base": SLOT_UID_BASE if slot_users_possible() else None,
         }
 
@@ -401,6 +405,12 @@ LIMIT_WORDS = (
         "it tried to start too many processes (at most {} more)",
     ),
     ("File too large", "output_mb", "it printed or wrote more than the {} MB output cap"),
+    (
+        "Operation not permitted",
+        None,
+        "the sandbox does not allow that (a new process, a signal to another process, a "
+        "network socket, ...)",
+    ),
 )
 
 
@@ -408,7 +418,8 @@ def _explain_limits(part: PartResult, options: BatchOptions) -> PartResult:
     for check in part.checks:
         for phrase, limit, words in LIMIT_WORDS:
             if phrase in check.message:
-                check.message = f"{words.format(getattr(options, limit))} ({check.message})"
+                value = getattr(options, limit) if limit else None
+                check.message = f"{words.format(value)} ({check.message})"
                 break
     return part
 

@@ -53,6 +53,8 @@ GRADER_FAILED = "grader_failed"
 SETUP_ATTEMPTS = 3
 HELPER_ATTEMPTS = 3
 STARVED_LIMIT = 10
+WATCH_SECONDS = 0.2
+MAX_FILES = 10000
 LOG_TAIL_CHARS = 1500
 TICK_SECONDS = 0.005
 
@@ -411,9 +413,13 @@ class _Running:
         self.seconds: list[float] = []
         self.phase_started = time.monotonic()
         _discard(self.job["ready"])
+        # What earlier children of this unit left in the folder is not this child's doing.
+        limits = unit.get("limits") or {}
+        self.disk_at_start = _folder_usage(unit["workdir"], 2 * MAX_FILES) if limits else (0, 0)
         self.child = start(self.job)
         # Time the child's main thread had spent runnable but waiting for a CPU (see overran).
         self.waited_at_phase_start = 0.0
+        self.next_watch, self.reason = 0.0, ""
 
     def limit(self) -> float:
         return float(self.parts[min(self.current, len(self.parts) - 1)]["timeout"])
@@ -435,6 +441,29 @@ class _Running:
         if self.phase_started != started:
             self.waited_at_phase_start = self._waited()
 
+    def runaway(self) -> bool:
+        """Whether the child has outgrown what its job allows (threads, disk); `reason` says
+        how. Looked at a few times a second."""
+        now = time.monotonic()
+        limits = self.job.get("limits") or {}
+        if now < self.next_watch or not limits or not self.child.started:
+            return False
+        self.next_watch = now + WATCH_SECONDS
+        pid = getattr(self.child, "pid", None)
+        threads = _thread_count(pid)
+        if limits.get("threads") and threads > limits["threads"]:
+            self.reason = f"it started {threads} threads (at most {limits['threads']} allowed)"
+            return True
+        if limits.get("disk_mb"):
+            size, files = _folder_usage(self.job["workdir"], 2 * MAX_FILES)
+            size, files = size - self.disk_at_start[0], files - self.disk_at_start[1]
+            if size > limits["disk_mb"] * 2**20 or files > MAX_FILES:
+                self.reason = (
+                    f"it wrote more than {limits['disk_mb']} MB or {MAX_FILES} files in its folder"
+                )
+                return True
+        return False
+
     def overran(self) -> bool:
         """Past the part's limit, not counting the time it was kept from a CPU by others (a
         classmate's child that floods the machine with busy threads must not time this one
@@ -454,6 +483,8 @@ class _Running:
             self.advance()
         seen = getattr(self.child, "watch", None)
         extra = seen.report() if seen is not None else {}
+        if self.reason:
+            extra["reason"] = self.reason
         if not self.child.started:  # it failed before any submitted code ran: ours, not theirs
             failures = self.job.get("setup_failures", 0) + 1
             if failures < SETUP_ATTEMPTS:
@@ -578,6 +609,9 @@ def _tick(pending: deque, running: list, free_slots: list, start, done) -> None:
         elif run.overran():
             exitcode = run.child.kill()
             state = TIMED_OUT
+        elif run.runaway():
+            exitcode = run.child.kill()
+            state = CRASHED
         else:
             continue
         running.remove(run)
@@ -585,6 +619,37 @@ def _tick(pending: deque, running: list, free_slots: list, start, done) -> None:
         rest = run.settle(state, exitcode, done)
         if rest:
             pending.appendleft((rest, run.attempt + 1))
+
+
+def _thread_count(pid: int | None) -> int:
+    try:
+        with open(f"/proc/{pid}/status", "rb") as handle:
+            for line in handle:
+                if line.startswith(b"Threads:"):
+                    return int(line.split()[1])
+    except (OSError, ValueError, IndexError):
+        pass
+    return 0
+
+
+def _folder_usage(folder: str, most: int) -> tuple[int, int]:
+    """Bytes on disk and entries under `folder` (links not followed; stops past `most`)."""
+    size, count, pending = 0, 0, [folder]
+    while pending and count <= most:
+        try:
+            with os.scandir(pending.pop()) as entries:
+                for entry in entries:
+                    count += 1
+                    try:
+                        info = entry.stat(follow_symlinks=False)
+                    except OSError:
+                        continue
+                    size += getattr(info, "st_blocks", 0) * 512 or info.st_size
+                    if entry.is_dir(follow_symlinks=False):
+                        pending.append(entry.path)
+        except OSError:
+            continue
+    return size, count
 
 
 def _waiting_seconds(pid: int | None) -> float:
@@ -618,7 +683,7 @@ def _collect(job: Job, report: dict, log: Path | None = None) -> Outcome:
     if state == TIMED_OUT:
         return Outcome(TIMED_OUT, seconds, exitcode, log_tail=tail, **seen)
     if state != FINISHED or not job.out.exists():
-        problem = _exit_words(exitcode)
+        problem = report.get("reason") or _exit_words(exitcode)
         return Outcome(CRASHED, seconds, exitcode, log_tail=tail, problem=problem, **seen)
     try:
         meta, arrays = load_bundle(job.out)

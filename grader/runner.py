@@ -117,7 +117,7 @@ def _isolate(job: dict, log_path: str) -> None:
     _log_to(log_path)
     if job.get("workdir"):
         os.chdir(job["workdir"])
-    apply_limits(job.get("limits"), job.get("slot", 0))
+    apply_limits(job.get("limits"), job.get("slot", 0), sandboxed=job.get("sandbox") is not None)
     if os.environ.get("KERAS_BACKEND", "tensorflow") == "tensorflow":
         import tensorflow as tf
 
@@ -125,7 +125,7 @@ def _isolate(job: dict, log_path: str) -> None:
         tf.config.threading.set_inter_op_parallelism_threads(1)
 
 
-def apply_limits(limits: dict | None, slot: int) -> None:
+def apply_limits(limits: dict | None, slot: int, sandboxed: bool = False) -> None:
     """Batch grading's limits: memory, processes, output size; a user id of its own as root.
 
     Files, processes and signals are the sandbox's (grader.sandbox), entered after these.
@@ -153,7 +153,13 @@ def apply_limits(limits: dict | None, slot: int) -> None:
     uid = None
     if limits.get("uid_base") is not None and os.geteuid() == 0:
         uid = int(limits["uid_base"]) + slot
-    if limits.get("processes"):
+    # RLIMIT_NPROC counts every thread of the user id: under a user id shared with classmates'
+    # children, one child's threads would starve theirs. Where the sandbox refuses new processes
+    # that cap is only kept for a slot's own user id; the scheduler watches threads itself.
+    from grader.sandbox import seccomp
+
+    shared_uid = uid is None
+    if limits.get("processes") and not (sandboxed and seccomp.supported() and shared_uid):
         cap(
             resource.RLIMIT_NPROC,
             _tasks_of(uid if uid is not None else os.getuid()) + int(limits["processes"]),

@@ -69,6 +69,24 @@ CLASS = {
     "sysexit": replace_function(GOOD, "dot_product_variance", "    import sys\n    sys.exit(3)"),
     "forkbomb": replace_function(GOOD, ASYM, "    import os\n    while True:\n        os.fork()"),
     "flood": replace_function(GOOD, ASYM, "    while True:\n        print('x' * 100000)"),
+    "threadbomb": replace_function(
+        GOOD,
+        ASYM,
+        "    import threading, time\n"
+        "    threading.stack_size(65536)\n"
+        "    for _ in range(400):\n"
+        "        threading.Thread(target=time.sleep, args=(60,), daemon=True).start()\n"
+        "    time.sleep(60)",
+    ),
+    "diskfiller": replace_function(
+        GOOD,
+        ASYM,
+        "    index = 0\n"
+        "    while True:\n"
+        "        index += 1\n"
+        "        with open(f'filler{index}', 'wb') as handle:\n"
+        "            handle.write(b'x' * 4_000_000)",
+    ),
     "peeker": replace_function(GOOD, ASYM, "    import attnkit\n    return W - W.T"),
     "reader": replace_function(
         GOOD, ASYM, "    open('../../solutions/ex8_2.py').read()\n    return W - W.T"
@@ -141,7 +159,9 @@ def test_every_student_gets_a_row_and_the_batch_never_aborts(graded):
         ("sysexit", "variances", "error", "sys.exit(3)", 8),
         ("hang", ASYM, "timeout", "stopped after 6 s", 9),
         ("memory", ASYM, "error", "ran out of memory: the limit is 2048 MB", 9),
-        ("forkbomb", ASYM, "error", "Operation not permitted", 9),
+        ("forkbomb", ASYM, "error", "the sandbox does not allow", 9),
+        ("threadbomb", ASYM, "error", "threads (at most 256 allowed)", 9),
+        ("diskfiller", ASYM, "error", "wrote more than 256 MB", 9),
         ("flood", ASYM, "error", "more than the 4 MB output cap", 9),
         ("peeker", ASYM, "error", "importing 'attnkit' is not allowed", 9),
         ("hardcoder", ASYM, "failed", "every value is zero", 9),

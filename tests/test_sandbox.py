@@ -68,6 +68,12 @@ def test_the_filter_lets_a_child_act_on_itself_only():
         ("process_vm_readv", (me + 1,), refuse),
         ("execve", (0,), refuse),
         ("clone3", (0,), seccomp.RET_ERRNO | errno.ENOSYS),
+        ("socket", (1, 1), allow),  # AF_UNIX
+        ("socket", (2, 2), refuse),  # AF_INET, UDP
+        ("socket", (10, 1), refuse),  # AF_INET6
+        ("unshare", (0x10000000,), refuse),
+        ("io_uring_setup", (8, 0), refuse),
+        ("mount", (0,), refuse),
     ]
     if "fork" in calls:
         cases.append(("fork", (), refuse))
@@ -106,8 +112,12 @@ def test_the_allowlist_never_holds_the_kit_or_a_protected_folder(tmp_path):
 # --- a sandboxed child, end to end ----------------------------------------------------------------
 
 PROBE = """
-import os, signal, sys
+import ctypes, os, signal, sys
 import numpy as np
+
+def succeeded(result):
+    if result != 0:
+        raise OSError(result)
 
 def attempt(action):
     try:
@@ -128,6 +138,8 @@ def probe():
         attempt(lambda: open("mine.txt", "w").write("ok")),
         attempt(lambda: __import__("solutions")),
         attempt(lambda: os.environ["ATTNKIT_TEST_SECRET"]),
+        attempt(lambda: __import__("socket").socket(2, 2).sendto(b"x", ("127.0.0.1", 9))),
+        attempt(lambda: succeeded(ctypes.CDLL(None).unshare(0x10000000))),  # CLONE_NEWUSER
     ]
     return np.array(results)
 """
@@ -169,13 +181,15 @@ def test_a_sandboxed_child_reaches_nothing_but_its_folder_and_its_attempts_are_c
     assert outcome.meta["cases"][0]["status"] == "ok", outcome.meta
     done = outcome.arrays["case0/output"].tolist()
     # Only writing into its own folder worked.
-    assert done == [0, 0, 0, 0, 0, 0, 1, 0, 0], done
+    assert done == [0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0], done
     assert (work / "mine.txt").read_text() == "ok"
     assert not (probe_folder / "planted").exists()
     assert outcome.refused.get("signal", 0) >= 2, outcome.refused
     assert outcome.refused.get("process", 0) >= 1, outcome.refused
     assert outcome.refused.get("open", 0) >= 3, outcome.refused
     assert outcome.refused.get("import", 0) >= 1, outcome.refused
+    assert outcome.refused.get("network", 0) >= 1, outcome.refused
+    assert outcome.refused.get("system", 0) >= 1, outcome.refused
     examples = " ".join(outcome.refused_examples.get("open", []))
     assert "secret.txt" in examples and "cmdline" in examples
 
