@@ -11,7 +11,7 @@ A child may
   the folder of the submission it grades;
 - read and write its own scratch folder, and nothing else (`/dev/null` aside);
 - start threads, but no process; signal itself only; never ptrace or read another process's
-  memory; open no TCP connection.
+  memory; open no network socket; make no namespace, mount, BPF program or io_uring ring.
 The environment it sees is an allowlist too (`ENVIRONMENT`), with HOME and TMPDIR in its folder.
 
 Why Landlock (grader.sandbox.landlock) and not bubblewrap: Landlock is in the kernel (5.13+,
