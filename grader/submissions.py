@@ -61,17 +61,27 @@ def fingerprint(student: Student) -> str:
     )
     for path in paths:
         digest.update(str(path.relative_to(student.entry.parent)).encode())
-        digest.update(path.read_bytes())
+        try:
+            digest.update(path.read_bytes())
+        except OSError as error:  # unreadable: unpacking will say so; the stamp stays stable
+            digest.update(f"unreadable: {error.errno}".encode())
     return digest.hexdigest()
 
 
 def unpack(student: Student, destination: Path) -> None:
     """Copy or extract the submission into `destination` (an empty folder)."""
     destination.mkdir(parents=True, exist_ok=True)
-    if student.is_zip:
-        _extract_zip(student.entry, destination)
-    else:
-        _copy_folder(student.entry, destination)
+    try:
+        if student.is_zip:
+            _extract_zip(student.entry, destination)
+        else:
+            _copy_folder(student.entry, destination)
+    except OSError as error:  # unreadable files, special files: this student's entry only
+        name = Path(error.filename).name if getattr(error, "filename", None) else student.id
+        raise UnsafeSubmission(
+            f"{student.entry.name}: {name} could not be copied ({error.strerror or error}); "
+            "hand in plain, readable files"
+        ) from None
 
 
 def _extract_zip(archive: Path, destination: Path) -> None:
@@ -133,6 +143,8 @@ def _copy_folder(source: Path, destination: Path) -> None:
         target = destination / relative
         if path.is_dir():
             target.mkdir(parents=True, exist_ok=True)
+            continue
+        if not path.is_file():  # a FIFO, socket or device: never opened
             continue
         count, total = count + 1, total + path.stat().st_size
         if count > MAX_FILES or total > MAX_BYTES:

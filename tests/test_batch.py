@@ -101,6 +101,8 @@ def classroom(tmp_path_factory):
     for student, source in CLASS.items():
         write(root / student, "ex8_2.py", source)
     write(root / "nested" / "week8" / "code", "ex8_2.py", GOOD)
+    write(root / "piped", "ex8_2.py", GOOD)
+    os.mkfifo(root / "piped" / "a-fifo")  # copying it would hang the grader
     write(root / "empty", "notes.txt", "I will hand it in tomorrow\n")
     write(root / "twice" / "a", "ex8_2.py", GOOD)
     write(root / "twice" / "b", "ex8_2.py", GOOD)
@@ -149,7 +151,7 @@ def test_every_student_gets_a_row_and_the_batch_never_aborts(graded):
     assert set(results) == set(summary.students)
     assert rows[0].keys() == {"student", "8-2", "total", "max_total", "flags"}
     score = {r["student"]: float(r["total"]) for r in rows}
-    assert score["good"] == score["nested"] == score["zipped"] == 10.0
+    assert score["good"] == score["nested"] == score["zipped"] == score["piped"] == 10.0
 
 
 @pytest.mark.parametrize(
