@@ -349,7 +349,7 @@ def _finish(plan, records, cases, expected, options, seed, out, summary, on_stud
         examples: dict[str, list[str]] = {}
         for part in record.parts:
             if record.id in plan.problems:
-                message = plan.problems[record.id]
+                message = engine.printable(plan.problems[record.id])
                 result.parts.append(
                     PartResult(part.name, part.points, ERROR, [CheckResult("load", False, message)])
                 )

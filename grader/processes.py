@@ -73,7 +73,7 @@ class Job:
     directory: Path
     timeout: float
     module_name: str = "submission"
-    # Batch grading only: see grader.runner.apply_limits.
+    # Batch grading only: see grader.sandbox.limits.apply.
     limits: dict | None = None
     blocked_imports: tuple[str, ...] = ()
     # None: trusted code (a reference solution). Else the sandbox's policy (grader.sandbox):

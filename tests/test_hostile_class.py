@@ -88,8 +88,10 @@ def lost_points(out: Path, student: str) -> list[str]:
 
 
 def kit_hashes(kit: Path) -> dict[str, str]:
+    """Content, owner and mode of every file of the kit's own packages."""
     return {
         str(path.relative_to(kit)): hashlib.sha256(path.read_bytes()).hexdigest()
+        + f" {path.stat().st_uid} {path.stat().st_mode:o}"
         for part in KIT_PARTS
         for path in sorted((kit / part).rglob("*"))
         if path.is_file() and "__pycache__" not in path.parts
@@ -143,8 +145,9 @@ def as_root(base: Path) -> dict:
     return {"kit": kit, "folders": folders, "run": run, "give": lambda path: None}
 
 
-def as_user(built: UnprivilegedKit) -> dict:
-    """The batch run as the unprivileged user, from the kit copy of `built`."""
+def as_user(built: UnprivilegedKit, as_root: bool = False) -> dict:
+    """The batch run as the unprivileged user, from the kit copy of `built`; or as root from that
+    copy, which every user can read, so that each child drops to a user id of its own."""
     folders = {
         "class": built.base / "class",
         "out": built.writable_folder("out"),
@@ -156,16 +159,19 @@ def as_user(built: UnprivilegedKit) -> dict:
     extra = {**SECRET, "TMPDIR": str(folders["tmp"])}
 
     def run(submissions, out):
-        return built.run(batch_args(submissions, out), built.home, 600, env_extra=extra)
+        return built.run(
+            batch_args(submissions, out), built.home, 600, env_extra=extra, as_root=as_root
+        )
 
-    return {"kit": built.kit, "folders": folders, "run": run, "give": built.give}
+    give = (lambda path: None) if as_root else built.give
+    return {"kit": built.kit, "folders": folders, "run": run, "give": give}
 
 
-@pytest.fixture(scope="module", params=["root", "unprivileged"])
+@pytest.fixture(scope="module", params=["root", "unprivileged", "root-slot-users"])
 def graded(request):
     if request.param == "root" and (not hasattr(os, "geteuid") or os.geteuid() != 0):
         pytest.skip("the root mode runs the batch as root")
-    if request.param == "unprivileged" and SKIP_REASON:
+    if request.param != "root" and SKIP_REASON:
         pytest.skip(SKIP_REASON)
     if request.param == "root":
         base = Path(tempfile.mkdtemp(prefix="attnkit-hostile-", dir="/tmp"))
@@ -173,7 +179,8 @@ def graded(request):
         built, setup = None, as_root(base)
     else:
         built = UnprivilegedKit(prefix="attnkit-hostile-")
-        base, setup = built.base, as_user(built)
+        base = built.base
+        setup = as_user(built, as_root=request.param == "root-slot-users")
     folders = setup["folders"]
     probe = {
         "out": folders["out"],
@@ -196,8 +203,10 @@ def graded(request):
         grades = folders["out"] / "grades.csv"
         rows = list(csv.DictReader(io.StringIO(grades.read_text()))) if grades.exists() else []
         totals = {row["student"]: float(row["total"]) for row in rows}
+        state = folders["out"] / "batch.json"
         result = {
             "mode": request.param,
+            "isolation": json.loads(state.read_text())["isolation"] if state.exists() else "",
             "returncode": returncode,
             "output": output,
             "totals": totals,
@@ -252,6 +261,12 @@ def test_nothing_is_left_behind(graded):
 
 def test_the_kit_is_unchanged(graded):
     assert graded["changed"] == []
+
+
+def test_the_isolation_note_says_what_held(graded):
+    assert graded["isolation"].startswith("sandboxed (Landlock"), graded["isolation"]
+    slots = "each concurrent submission ran as a user id of its own"
+    assert (slots in graded["isolation"]) == (graded["mode"] == "root-slot-users")
 
 
 def test_attempts_are_flagged_and_honest_students_are_not(graded):

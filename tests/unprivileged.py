@@ -308,15 +308,17 @@ class UnprivilegedKit:
         cwd: Path,
         timeout: float,
         env_extra: dict[str, str] | None = None,
+        as_root: bool = False,
     ) -> subprocess.CompletedProcess:
-        """`<venv python> *args` as the user, with a minimal environment; output as text."""
+        """`<venv python> *args` as the user (or as root, with this installation that every user
+        can read), with a minimal environment; output as text."""
         return run_command(
             [str(self.python), *args],
             cwd,
             self.env(env_extra),
             timeout,
-            user=self.uid,
-            group=self.gid,
+            user=None if as_root else self.uid,
+            group=None if as_root else self.gid,
         )
 
     def cleanup(self) -> None:
