@@ -84,3 +84,18 @@ def test_show_lists_written_parts_apart():
     assert result.exit_code == 0
     assert "exercises/answers/8-3.md" in result.output
     assert "for the instructor, not in the automatic score" in result.output
+
+
+def test_check_without_a_sandbox_still_grades_and_says_so_once(monkeypatch):
+    from grader import sandbox
+
+    missing = {**sandbox.status(), "files": False, "landlock_abi": 0, "complete": False}
+    monkeypatch.setattr(sandbox, "status", lambda: missing)
+    result = CliRunner().invoke(
+        main, ["check", "8-1", "8-2", "--submission", "solutions", "--format", "json"]
+    )
+    assert result.exit_code == 0, result.output
+    assert result.stderr.count("NOT sandboxed") == 1, result.stderr
+    assert [json.loads(line)["score"] for line in result.stdout.splitlines()] == [
+        json.loads(line)["max_score"] for line in result.stdout.splitlines()
+    ]

@@ -167,3 +167,19 @@ def test_gradescope_results_cannot_be_forged_nor_the_grader_killed(autograder):
 def test_gradescope_writes_results_even_when_the_grader_cannot_run(autograder):
     results = gradescope_run(autograder, {"ex8_2.py": ALICE.read_text()}, python="/bin/false")
     assert results["score"] == 0.0 and "autograder failed" in results["output"]
+
+
+def test_gradescope_refuses_to_run_code_without_a_sandbox_unless_released_so(tmp_path, monkeypatch):
+    from grader import gradescope
+
+    missing = {**sandbox.status(), "files": False, "landlock_abi": 0, "complete": False}
+    monkeypatch.setattr(sandbox, "status", lambda: missing)
+    (tmp_path / "source").mkdir()
+    (tmp_path / "submission").mkdir()
+    planted = tmp_path / "ran"
+    (tmp_path / "submission" / "ex8_2.py").write_text(f"open({str(planted)!r}, 'w')\n")
+    (tmp_path / "source" / "gradescope.json").write_text(json.dumps({"exercises": ["8-2"]}))
+    assert gradescope.main(["--root", str(tmp_path)]) == 0
+    results = json.loads((tmp_path / "results" / "results.json").read_text())
+    assert results["score"] == 0.0 and "--unsandboxed" in results["output"]
+    assert "NOT sandboxed" in results["output"] and not planted.exists()
