@@ -65,8 +65,8 @@ def load_bundle(path: str | os.PathLike) -> tuple[dict, dict[str, np.ndarray]]:
         raise BundleError(f"{name} has no metadata")
     try:
         meta = json.loads(arrays.pop(META_KEY).tobytes().decode("utf-8"))
-    except ValueError as error:
-        raise BundleError(f"{name} has unreadable metadata: {error}") from None
+    except (ValueError, RecursionError) as error:  # nested a million deep, say
+        raise BundleError(f"{name} has unreadable metadata: {type(error).__name__}") from None
     if not isinstance(meta, dict):
         raise BundleError(f"{name} metadata is not a JSON object")
     for key, value in arrays.items():

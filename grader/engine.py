@@ -444,7 +444,9 @@ def judge_part(part, cases, expected, outcome: Outcome, timeout: float) -> PartR
                 summary=message,
             )
         received = read_case_outputs(outcome, len(cases))
-    except ValueError as error:
+    except Exception as error:  # noqa: BLE001 - whatever a child reported is its own doing
+        if not isinstance(error, ValueError):
+            error = ValueError("the process reported a malformed result")
         message = f"crashed: {error}"
         if outcome.log_tail.strip():
             message += "; its last output:\n" + printable(outcome.log_tail.strip()[-600:])

@@ -249,3 +249,29 @@ def test_without_a_sandbox_batch_refuses_unless_told(tmp_path, monkeypatch):
     assert state["sandbox"]["complete"] is False
     assert state["isolation"].startswith("NOT sandboxed")
     assert "NOT sandboxed" in (tmp_path / "out" / "report.html").read_text()
+
+
+def test_a_malformed_report_is_the_childs_crash_never_the_graders(tmp_path):
+    from grader.engine import judge_part
+    from grader.processes import Outcome
+    from grader.records import get_exercise
+
+    deep = tmp_path / "deep.npz"
+    save_bundle(deep, {"cases": []}, {})
+    import numpy as np
+
+    nested = np.frombuffer(b"[" * 200_000 + b"]" * 200_000, dtype=np.uint8)
+    np.savez(deep, __meta__=nested)
+    with pytest.raises(BundleError, match="unreadable metadata"):
+        load_bundle(deep)
+    part = get_exercise("8-2").parts[0]
+    for meta in (
+        {"import_error": "a string, not a mapping", "cases": []},
+        {"cases": [["not", "a", "mapping"]], "import_error": None},
+        {"cases": [{"status": {"unhashable": []}}]},
+        {"cases": "nope"},
+    ):
+        judged = judge_part(part, [None], [None], Outcome(FINISHED, 0.1, 0, meta=meta), 5.0)
+        assert judged.status == "error" and judged.score == 0.0, meta
+        assert judged.grader_error == "", meta
+        assert "malformed" in judged.checks[0].message or "import" in judged.checks[0].message

@@ -83,7 +83,7 @@ def status() -> dict:
         "files": abi >= 1,
         "signals": abi >= 6 or seccomp.supported(),
         "processes": seccomp.supported(),
-        "network": abi >= 4,
+        "network": seccomp.supported() or abi >= 4,
         "complete": abi >= 1 and seccomp.supported(),
     }
 
@@ -106,7 +106,7 @@ def describe(state: dict | None = None) -> str:
         "no ptrace",
     ]
     if state["network"]:
-        words.append("no TCP")
+        words.append("no network")
     return ", ".join(words)
 
 
