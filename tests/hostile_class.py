@@ -41,7 +41,7 @@ from grading_helpers import replace_function
 ASYMMETRY = "bilinear_asymmetry"
 # The grader takes students in name order: zz_honest is graded after every attack has run.
 HONEST = ("honest1", "honest2", "honest3", "zz_honest")
-HARMING = ("lingerer", "swapper")
+HARMING = ("lingerer", "swapper", "flooder")
 
 # Shared by every attack: what the probe knows, and a few helpers on /proc and the fence.
 PRELUDE = '''\
@@ -554,6 +554,33 @@ threading.Thread(
 
 # Harming: a thread that keeps zeroing every .npz around its folder (the cases, the others'
 # outputs) and tries to leave a file behind, for as long as the child lives (60 s at most).
+# Floods every socket it inherited (its channel to the grading helper) from a thread that never
+# stops: the helper must keep scheduling everyone else.
+ATTACKS["flooder"] = """
+import os
+import socket
+import stat
+import threading
+
+
+def _flood(fd):
+    try:
+        channel = socket.socket(fileno=os.dup(fd))
+        channel.setblocking(True)
+        while True:
+            channel.send(b"open " + b"x" * 3000)
+    except OSError:
+        pass
+
+
+for fd in range(3, 64):
+    try:
+        if stat.S_ISSOCK(os.fstat(fd).st_mode):
+            threading.Thread(target=_flood, args=(fd,), daemon=True).start()
+    except OSError:
+        pass
+"""
+
 ATTACKS["lingerer"] = """
 import os
 import threading
