@@ -14,7 +14,6 @@ signal or ptrace and the supervisor answers EPERM, so a submission cannot hide t
 from __future__ import annotations
 
 import errno
-import fcntl
 import os
 import select
 import socket
@@ -106,6 +105,10 @@ class Watch:
                 self._count(kind, detail[:300])
 
     def _answer_refused_calls(self) -> None:
+        if self.listener is None:
+            return
+        import fcntl  # POSIX only; a listener exists only on Linux
+
         for _ in range(PER_POLL):
             if self.listener is None:
                 return
