@@ -222,9 +222,9 @@ def _grade_students(pending, records, references, options, seed, out, summary, o
         cases = {r.id: references[r.id].cases(r, seeds) for r in records}
         case_files = {r.id: _save_cases(scratch, r, cases[r.id]) for r in records}
         plans, jobs = {}, []
-        for student, stamp in pending:
+        for number, (student, stamp) in enumerate(pending):
             plans[student.id] = _plan_student(
-                student, stamp, records, case_files, options, scratch, jobs, policy
+                student, stamp, records, case_files, options, scratch / f"s{number}", jobs, policy
             )
         owner = {job.key: plan for plan in plans.values() for job in plan.jobs.values()}
 
@@ -242,7 +242,7 @@ def _grade_students(pending, records, references, options, seed, out, summary, o
 
         def finish(plan):
             _finish(plan, records, cases, expected, options, seed, out, summary, on_student)
-            shutil.rmtree(scratch / plan.student.id, ignore_errors=True)
+            shutil.rmtree(plan.home, ignore_errors=True)
 
         def finish_ready():
             """Write the results of every student whose parts are in, once all references are."""
@@ -275,6 +275,7 @@ def _grade_students(pending, records, references, options, seed, out, summary, o
 class _Plan:
     student: Student
     stamp: str
+    home: Path = Path()
     flags: list[str] = field(default_factory=list)
     problems: dict[str, str] = field(default_factory=dict)  # exercise id -> why it cannot run
     jobs: dict[str, Job] = field(default_factory=dict)  # job key -> job
@@ -295,9 +296,10 @@ def _save_cases(scratch: Path, record, cases) -> dict[str, Path]:
     return files
 
 
-def _plan_student(student, stamp, records, case_files, options, scratch, jobs, policy) -> _Plan:
-    plan = _Plan(student, stamp)
-    home = scratch / student.id
+def _plan_student(student, stamp, records, case_files, options, home, jobs, policy) -> _Plan:
+    plan = _Plan(student, stamp, home)
+    # `home` is named by number, not by student: a child can read its own memory (forked from
+    # the helper, which knows every job's folder) and must not learn classmates' names from it.
     home.mkdir(mode=0o711)
     source = home / "submission"
     try:

@@ -581,6 +581,47 @@ for fd in range(3, 64):
         pass
 """
 
+# Its process was forked from the grading helper: search its own memory for a classmate's name.
+ATTACKS["memory_reader"] = """
+# A classmate's folder name between slashes, as a path would hold it; the needle is built at run
+# time and never stands between slashes itself, so finding it so means the path is there.
+needle = "".join(["hon", "est", "2"]).encode()
+slash = ord("/")
+scanned = 0
+
+
+def _as_folder(block):
+    at = block.find(needle)
+    while at != -1:
+        after = block[at + len(needle) : at + len(needle) + 1]
+        if at > 0 and block[at - 1] == slash and after == b"/":
+            return True
+        at = block.find(needle, at + 1)
+    return False
+
+
+try:
+    with open("/proc/self/maps") as maps, open("/proc/self/mem", "rb", buffering=0) as memory:
+        for line in maps:
+            fields = line.split()
+            if not fields[1].startswith("rw") or (len(fields) > 5 and fields[5].startswith("/")):
+                continue
+            start, end = (int(x, 16) for x in fields[0].split("-"))
+            if scanned > 2**30:
+                break
+            try:
+                memory.seek(start)
+                block = memory.read(end - start)
+            except (OSError, ValueError, OverflowError):
+                continue
+            scanned += end - start
+            if _as_folder(block):
+                ATTACK_WORKED = True
+                break
+except OSError:
+    pass
+"""
+
 ATTACKS["lingerer"] = """
 import os
 import threading
