@@ -1,5 +1,5 @@
 """Grade a whole class: each student's exercise in a forked process of its own (its parts one
-after another, see grader.processes), results written as they come, so an interrupted run
+after another, see grader.sandbox.processes), results written as they come, so an interrupted run
 resumes where it stopped.
 
 Plain functions; `grader batch` is a thin layer over `run_batch`.
@@ -20,9 +20,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from grader import engine, gradebook, sandbox
-from grader.processes import Job, Outcome, run_jobs
 from grader.records import get_exercise
 from grader.results import ERROR, CheckResult, ExerciseResult, PartResult
+from grader.sandbox.processes import Job, Outcome, run_jobs
 from grader.submissions import (
     FORBIDDEN_PACKAGES,
     Student,

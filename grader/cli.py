@@ -100,7 +100,7 @@ def show(exercise_id):
 @click.option("--part", "parts", multiple=True, help="Grade only this part (repeatable).")
 def check(exercise_ids, everything, submission, output_format, verbose, seed, timeout, parts):
     """Grade your exercise files against the reference: outputs and gradients."""
-    from grader.processes import warm_up
+    from grader.sandbox.processes import warm_up
 
     records = _records(exercise_ids, everything)
     folder = _submission(submission)
@@ -196,7 +196,7 @@ def batch(
 ):
     """(Instructors) Grade a whole class: one folder or .zip per student in SUBMISSIONS."""
     from grader.batch import BatchError, BatchOptions, run_batch
-    from grader.processes import warm_up
+    from grader.sandbox.processes import warm_up
 
     records = _records(exercise_ids, False)
     options = BatchOptions(

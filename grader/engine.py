@@ -2,7 +2,7 @@
 
 The grader's process makes the cases (NumPy, from a seed), asks a reference for the expected
 outputs (the solution run in a child, or a fixture file), runs the submission's parts one after
-another in a child process, each part with its own time limit (see grader.processes), and
+another in a child process, each part with its own time limit (see grader.sandbox.processes), and
 compares everything itself.
 """
 
@@ -18,7 +18,6 @@ import numpy as np
 
 from grader import KIT, compare
 from grader.bundle import cases_from_bundle, cases_to_bundle, load_bundle, save_bundle
-from grader.processes import CRASHED, GRADER_FAILED, TIMED_OUT, Job, Outcome, run_jobs
 from grader.records import get_exercise
 from grader.results import (
     ERROR,
@@ -30,8 +29,9 @@ from grader.results import (
     ExerciseResult,
     PartResult,
 )
-from grader.runner import NOT_IMPLEMENTED as CASE_NOT_IMPLEMENTED
-from grader.runner import OK
+from grader.sandbox.child import NOT_IMPLEMENTED as CASE_NOT_IMPLEMENTED
+from grader.sandbox.child import OK
+from grader.sandbox.processes import CRASHED, GRADER_FAILED, TIMED_OUT, Job, Outcome, run_jobs
 from grader.spec import LAYER, Case, Exercise
 
 

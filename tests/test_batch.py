@@ -420,7 +420,7 @@ def test_report_renders_in_a_headless_browser(graded, tmp_path):
 
 
 def test_a_helper_that_dies_mid_batch_is_replaced_and_nobody_pays_for_it(tmp_path):
-    from grader import processes
+    from grader.sandbox import processes
 
     root = slow_class(tmp_path, 0.2, size=4)
     out = tmp_path / "out"

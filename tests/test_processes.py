@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 from grading_helpers import descendants
 
-from grader import processes
 from grader.engine import save_cases
-from grader.processes import CRASHED, FINISHED, TIMED_OUT, Job, run_jobs
+from grader.sandbox import processes
+from grader.sandbox.processes import CRASHED, FINISHED, TIMED_OUT, Job, run_jobs
 from grader.spec import FUNCTION, Case
 
 SOURCE = """

@@ -13,8 +13,8 @@ import pytest
 from grader import sandbox
 from grader.bundle import BundleError, load_bundle, open_plain_file, save_bundle
 from grader.engine import printable, save_cases
-from grader.processes import FINISHED, GRADER_FAILED, Job, run_jobs
 from grader.sandbox import landlock, seccomp
+from grader.sandbox.processes import FINISHED, GRADER_FAILED, Job, run_jobs
 from grader.spec import FUNCTION, Case
 
 needs_sandbox = pytest.mark.skipif(
@@ -160,7 +160,7 @@ def test_a_sandboxed_child_reaches_nothing_but_its_folder_and_its_attempts_are_c
     probe_folder, monkeypatch
 ):
     monkeypatch.setenv("ATTNKIT_TEST_SECRET", "hunter2")
-    from grader import processes
+    from grader.sandbox import processes
 
     if processes._zygote is not None:  # started before the variable was set
         processes._zygote.close()
@@ -223,7 +223,7 @@ def test_files_a_child_leaves_are_never_read_through_links(tmp_path):
 def test_text_a_student_reads_has_no_paths_or_traceback_frames():
     log = (
         "Traceback (most recent call last):\n"
-        '  File "/opt/course/grader/runner.py", line 12, in run_job\n'
+        '  File "/opt/course/grader/sandbox/child.py", line 12, in run_job\n'
         "    module = load_submission(job)\n"
         "OSError: [Errno 27] File too large: '/tmp/attnkit-batch-x1/alice/ex0/job3.log'\n"
         "my result: W/2 = 0.5"
@@ -253,8 +253,8 @@ def test_without_a_sandbox_batch_refuses_unless_told(tmp_path, monkeypatch):
 
 def test_a_malformed_report_is_the_childs_crash_never_the_graders(tmp_path):
     from grader.engine import judge_part
-    from grader.processes import Outcome
     from grader.records import get_exercise
+    from grader.sandbox.processes import Outcome
 
     deep = tmp_path / "deep.npz"
     save_bundle(deep, {"cases": []}, {})

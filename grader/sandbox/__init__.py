@@ -18,12 +18,18 @@ Why Landlock (grader.sandbox.landlock) and not bubblewrap: Landlock is in the ke
 ABI 6 for signal scoping), needs no privilege, no setuid helper and no user namespaces (which
 some distributions and containers disable), and a process can enter it after a fork. That
 last point matters: children are forked from a helper that imported TensorFlow once (see
-grader.processes); bubblewrap sandboxes a new program, so every child would pay the 4-second
+grader.sandbox.processes); bubblewrap sandboxes a new program, so every child would pay the 4-second
 import again. It holds for root as for an ordinary user. A seccomp filter
 (grader.sandbox.seccomp) covers what Landlock does not: processes, signals where the ABI is
 older than 6, ptrace-like calls. The grader and its helper also make themselves non-dumpable,
 so that `/proc/<pid>/mem` of either is closed to any process of the same user that is not
 root, sandboxed or not.
+
+The package: `processes` schedules the children and talks to `zygote`, the helper that imports
+TensorFlow once and forks them; `child` is what runs in a child (read the cases, enter the
+sandbox, import the submission, run each part, write plain arrays); `limits` sets its resource
+limits; `landlock` and `seccomp` are the two kernel mechanisms; `supervisor` is the helper's side
+of each child's channel.
 
 What the grader can see is flagged: every call the seccomp filter refuses (through its
 user-notification listener, so a submission cannot hide it), and, through a Python audit hook

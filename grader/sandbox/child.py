@@ -1,11 +1,11 @@
 """The child side: load one submitted file, run check cases through it, write plain arrays.
 
 This module runs inside a process forked for one unit: the parts of one submitted exercise, run
-one after another (see grader.processes). It never decides whether anything is right: it only
-records what the submitted code returned (outputs, vector–Jacobian products, dtypes) or how it
-failed, one bundle per part as soon as that part is done, and the grader compares in its own
-process. It imports Keras lazily so that the grader's own process can import this module
-without TensorFlow.
+one after another (see grader.sandbox.processes). It never decides whether anything is right: it
+only records what the submitted code returned (outputs, vector–Jacobian products, dtypes) or how
+it failed, one bundle per part as soon as that part is done, and the grader compares in its own
+process. It imports Keras lazily so that the grader's own process can import this module without
+TensorFlow.
 """
 
 from __future__ import annotations

@@ -1,19 +1,19 @@
 """Run jobs in child processes forked from a zygote that has already imported Keras.
 
-The zygote is one long-lived helper process (`python -m grader.zygote`) that imports Keras and
-TensorFlow once, runs no TensorFlow op itself (thread pools do not survive a fork), and forks the
-children. A job is one part of one exercise; jobs of the same `group` (the parts of one
-submitted exercise) run one after another in a single child, which copies nothing, imports the
-submission once and starts TensorFlow's runtime once. The child writes each part's bundle as
-soon as that part is done.
+The zygote is one long-lived helper process (`python -m grader.sandbox.zygote`) that imports
+Keras and TensorFlow once, runs no TensorFlow op itself (thread pools do not survive a fork),
+and forks the children. A job is one part of one exercise; jobs of the same `group` (the parts
+of one submitted exercise) run one after another in a single child, which copies nothing,
+imports the submission once and starts TensorFlow's runtime once. The child writes each part's
+bundle as soon as that part is done.
 
 Every part has its own wall-clock limit, enforced here, from outside the child: importing the
 submission gets the first part's limit, then each part gets its own from the moment the bundle
 of the one before it appeared. A child that overruns is killed with its whole process group and
 its running part reported as a timeout; a child that dies reports its exit status and the tail
-of what its running part printed. Either way the parts that had written a bundle keep it, and the
-parts not started yet run again in a fresh child, so one part that hangs or crashes costs only
-that part. A child that hangs or dies while importing the submission costs every part (each
+of what its running part printed. Either way the parts that had written a bundle keep it, and
+the parts not started yet run again in a fresh child, so one part that hangs or crashes costs
+only that part. A child that hangs or dies while importing the submission costs every part (each
 would import it again). Results come back only as bundle files, which the grader reads itself.
 
 Where `os.fork` does not exist (Windows), each group runs in a fresh interpreter instead:
@@ -147,7 +147,7 @@ class Zygote:
             prefix="attnkit-zygote-", suffix=".log", delete=False
         )
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "grader.zygote"],
+            [sys.executable, "-m", "grader.sandbox.zygote"],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=self._log,
@@ -269,7 +269,7 @@ def _log_grader_failure(text: str) -> None:
 
 class ForkedChild:
     def __init__(self, job: dict):
-        from grader.runner import run_job
+        from grader.sandbox.child import run_job
 
         self.uid = _slot_uid(job)
         self.exitcode: int | None = None
@@ -342,7 +342,7 @@ def _close_inherited_files(keep: int) -> None:
 class InterpreterChild:
     def __init__(self, job: dict):
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "grader.runner", json.dumps(job)],
+            [sys.executable, "-m", "grader.sandbox.child", json.dumps(job)],
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,

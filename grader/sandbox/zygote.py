@@ -1,4 +1,4 @@
-"""The zygote: import Keras once, then fork one child per unit (see grader.processes).
+"""The zygote: import Keras once, then fork one child per unit (see grader.sandbox.processes).
 
 Protocol on stdin/stdout, one JSON document per line: the grader sends
 `{"jobs": [units...], "parallel": N}`, a unit being the parts of one submitted exercise; the
@@ -19,9 +19,9 @@ def main() -> None:
     os.dup2(2, 1)
     sys.stdout = sys.stderr
 
-    import grader._preload  # noqa: F401 - Keras and the backend, imported before any fork
-    from grader.processes import ForkedChild, schedule
+    import grader.sandbox.preload  # noqa: F401 - Keras and the backend, imported before any fork
     from grader.sandbox import protect_this_process
+    from grader.sandbox.processes import ForkedChild, schedule
 
     protect_this_process()  # its memory holds every job's paths: no same-user process reads it
 
