@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from grader import sandbox
+from grader import KIT, sandbox
 from grader.bundle import BundleError, load_bundle, open_plain_file, save_bundle
 from grader.engine import printable, save_cases
 from grader.sandbox import landlock, seccomp
@@ -94,7 +94,7 @@ def test_the_allowlist_never_holds_the_kit_or_a_protected_folder(tmp_path):
     work.mkdir()
     secret = tmp_path / "results"
     secret.mkdir()
-    kit = str(sandbox.kit_root())
+    kit = str(KIT.resolve())
     # As if the kit's checkout and the results were on the module search path.
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(sys, "path", [*sys.path, kit, str(tmp_path)])

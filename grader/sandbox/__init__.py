@@ -45,8 +45,8 @@ import os
 import platform
 import sys
 import tempfile
-from pathlib import Path
 
+from grader import KIT
 from grader.sandbox import landlock, seccomp, supervisor
 
 # Kept from the grader's environment; anything else (tokens, paths of the instructor's) is not.
@@ -75,10 +75,6 @@ SYSTEM_FILES = (
 )
 KIT_PACKAGES = ("grader", "solutions", "attnkit", "exercises")
 PR_SET_DUMPABLE = 4
-
-
-def kit_root() -> Path:
-    return Path(__file__).resolve().parent.parent.parent
 
 
 def status() -> dict:
@@ -132,7 +128,7 @@ def protect_this_process(protect: bool = True) -> None:
 
 
 def protected_paths(extra=()) -> list[str]:
-    kit = kit_root()
+    kit = KIT
     if (kit / "pyproject.toml").is_file():
         own = [kit]
     else:  # installed into site-packages: only the kit's own packages
@@ -227,9 +223,6 @@ def _audit_hook(allowed: list[tuple[str, int]], end):
     realpath, fspath, getcwd = os.path.realpath, os.fspath, os.getcwd
     sent = [0]
 
-    def within(path: str, roots) -> bool:
-        return any(path == root or path.startswith(root.rstrip("/") + "/") for root in roots)
-
     def hook(event, args):
         if event not in WATCHED or sent[0] >= 100 or not args:
             return
@@ -248,7 +241,7 @@ def _audit_hook(allowed: list[tuple[str, int]], end):
                     (isinstance(mode, str) and set(mode) & set("wax+"))
                     or (isinstance(flags, int) and flags & WRITE_FLAGS)
                 )
-            if not within(path, writable if writing else readable):
+            if not any(_within(path, root) for root in (writable if writing else readable)):
                 sent[0] += 1
                 supervisor.send_event(end, "open", ("write " if writing else "read ") + path)
         except Exception:  # noqa: BLE001 - an audit hook must never break the code it watches
