@@ -1,4 +1,5 @@
-"""`grader`: a thin Click layer over grader.engine, grader.report and grader.stubs.
+"""`grader`: a thin Click layer over grader.engine (grading) and grader.instructor (batch,
+reports, releases, stubs).
 
 Exit codes: 0 every part passed, 1 some part did not, 2 a usage error.
 """
@@ -28,7 +29,7 @@ def _records(ids: tuple[str, ...], everything: bool):
 
 def _submission(value: str) -> Path:
     """A folder (or file) as given; the kit's own `exercises` / `solutions` from anywhere."""
-    from grader.stubs import package_dir
+    from grader.instructor.stubs import package_dir
 
     path = Path(value)
     if path.exists():
@@ -69,7 +70,7 @@ def list_exercises():
 @click.argument("exercise_id")
 def show(exercise_id):
     """Explain one exercise: the task, the file to edit, the parts and points."""
-    from grader.report import render_show
+    from grader.instructor.report import render_show
 
     click.echo(render_show(_records((exercise_id,), False)[0]))
 
@@ -111,8 +112,9 @@ def check(exercise_ids, everything, submission, output_format, verbose, seed, ti
     warm_up()
 
     from grader import sandbox
-    from grader.engine import GraderError, grade
-    from grader.report import render
+    from grader.engine.grading import grade
+    from grader.engine.references import GraderError
+    from grader.instructor.report import render
 
     color = None if sys.stdout.isatty() and not os.environ.get("NO_COLOR") else False
     protections = sandbox.status()
@@ -195,7 +197,7 @@ def batch(
     submissions, exercise_ids, out_dir, jobs, timeout, memory_mb, seed, output_format, unsandboxed
 ):
     """(Instructors) Grade a whole class: one folder or .zip per student in SUBMISSIONS."""
-    from grader.batch import BatchError, BatchOptions, run_batch
+    from grader.instructor.batch import BatchError, BatchOptions, run_batch
     from grader.sandbox.processes import warm_up
 
     records = _records(exercise_ids, False)
@@ -273,7 +275,7 @@ def release():
 @click.argument("destination", type=click.Path(file_okay=False, path_type=Path))
 def release_student_command(destination):
     """A kit without solutions (public fixtures instead) in DESTINATION."""
-    from grader.release import ReleaseError, release_student
+    from grader.instructor.release import ReleaseError, release_student
 
     try:
         release_student(destination)
@@ -299,7 +301,7 @@ def release_student_command(destination):
 )
 def release_gradescope_command(target, exercise_ids, unsandboxed):
     """A Gradescope autograder zip (setup.sh, run_autograder) in TARGET."""
-    from grader.release import ReleaseError, release_gradescope
+    from grader.instructor.release import ReleaseError, release_gradescope
 
     records = _records(exercise_ids, not exercise_ids)
     try:
@@ -319,7 +321,7 @@ def release_gradescope_command(target, exercise_ids, unsandboxed):
 @click.argument("exercise_ids", nargs=-1)
 def stubs(check_only, exercise_ids):
     """(Maintainers) Make exercises/ from solutions/ (all, or the exercises named)."""
-    from grader.stubs import MarkerError, sync_stubs
+    from grader.instructor.stubs import MarkerError, sync_stubs
 
     try:
         _records(exercise_ids, not exercise_ids)
@@ -346,8 +348,8 @@ def stubs(check_only, exercise_ids):
 @click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True)
 def fixtures(exercise_ids, out_dir, seed):
     """(Maintainers) Save check cases and expected results, for a kit without solutions/."""
-    from grader.engine import GraderError, LiveReference, write_fixture
-    from grader.stubs import package_dir
+    from grader.engine.references import GraderError, LiveReference, write_fixture
+    from grader.instructor.stubs import package_dir
 
     out_dir.mkdir(parents=True, exist_ok=True)
     for record in _records(exercise_ids, not exercise_ids):

@@ -10,7 +10,7 @@ import difflib
 import importlib
 import pkgutil
 
-from grader.spec import Exercise
+from grader.engine.spec import Exercise
 
 
 def _order(record: Exercise):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from grader.spec import FUNCTION, Case, Exercise, Mistake, Part, Property
+from grader.engine.spec import FUNCTION, Case, Exercise, Mistake, Part, Property
 
 # (input_dim, units): 1 and 1, units much smaller and much larger than input_dim, equal sizes,
 # and Keras-sized layers, so that a swapped argument or a missing term cannot pass.

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from grader.spec import FUNCTION, LAYER, Case, Exercise, Mistake, Part
+from grader.engine.spec import FUNCTION, LAYER, Case, Exercise, Mistake, Part
 
 # (B, Tq, Tk, d): batch 1 and several, Tq != Tk, d = 1, a square case.
 SCALED_DOT_SHAPES = [(2, 3, 5, 4), (1, 1, 1, 1), (3, 4, 2, 7), (1, 6, 6, 16)]

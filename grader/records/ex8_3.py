@@ -6,8 +6,8 @@ import math
 
 import numpy as np
 
-from grader import compare
-from grader.spec import FUNCTION, LAYER, Case, Exercise, Mistake, Part, Property, WrittenPart
+from grader.engine import compare
+from grader.engine.spec import FUNCTION, LAYER, Case, Exercise, Mistake, Part, Property, WrittenPart
 
 # (B, N, d_x, d_k, d_v): batch 1 and several, n = 1, all sizes different, square kernels
 # (d_x = d_k = d_v, where swapped kernels run and must be told apart by their values), and

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from grader import compare
-from grader.spec import FUNCTION, LAYER, Case, Exercise, Mistake, Part, Property
+from grader.engine import compare
+from grader.engine.spec import FUNCTION, LAYER, Case, Exercise, Mistake, Part, Property
 
 # (B, N, d): batch 1 and several, one slot, width 1, more slots than width and the reverse.
 MEMORY_SHAPES = [(2, 5, 3), (1, 1, 1), (3, 4, 6), (1, 8, 2)]

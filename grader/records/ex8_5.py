@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from grader.spec import FUNCTION, LAYER, Case, Exercise, Mistake, Part, WrittenPart
+from grader.engine.spec import FUNCTION, LAYER, Case, Exercise, Mistake, Part, WrittenPart
 
 # (B, n, d): batch 1 and several, one slot, width 1.
 HOP_SHAPES = [(2, 5, 4), (1, 1, 1), (3, 2, 6), (1, 7, 3), (4, 3, 1)]

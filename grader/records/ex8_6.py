@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from grader.spec import FUNCTION, Case, Exercise, Mistake, Part, Property
+from grader.engine.spec import FUNCTION, Case, Exercise, Mistake, Part, Property
 
 # Networks whose fields are exact in float64 whatever the order of the sums: Hebbian weights of
 # 1, 2, 4 or 8 patterns (multiples of 1/N, N a power of two) and integer weights. Fields of

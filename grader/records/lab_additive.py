@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from grader.spec import FUNCTION, LAYER, Case, Exercise, Mistake, Part
+from grader.engine.spec import FUNCTION, LAYER, Case, Exercise, Mistake, Part
 
 # (B, Tq, Tk, d_q, d_k, units): Tq != Tk, d_q != d_k, units = 1, a d_q = d_k case (where
 # swapped kernels run and must be told apart by their values), and everything 1.

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from grader.spec import FUNCTION, LAYER, Case, Exercise, Mistake, Part, Property
+from grader.engine.spec import FUNCTION, LAYER, Case, Exercise, Mistake, Part, Property
 
 # (B, T, d_s, d_h, units): batch 1 and several, d_s != d_h, T = 1, and d_s == d_h (where
 # swapped projection matrices run without error and must be told apart by their values).

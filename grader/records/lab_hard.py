@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from grader.spec import FUNCTION, LAYER, Case, Exercise, Mistake, Part, Property
+from grader.engine.spec import FUNCTION, LAYER, Case, Exercise, Mistake, Part, Property
 
 # (B, Tq, Tk, d_v): Tq != Tk, everything 1, a square one (where the wrong axis runs).
 ARGMAX_SHAPES = [(2, 3, 5, 4), (1, 1, 1, 1), (2, 4, 4, 3)]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from grader.spec import FUNCTION, LAYER, Case, Exercise, Mistake, Part, Property
+from grader.engine.spec import FUNCTION, LAYER, Case, Exercise, Mistake, Part, Property
 
 # (B, Tq, S, d_h, d_s, units): batch 1 and several, Tq != S, a single query and source
 # position, d_h != d_s where the score allows it, and square W_a (where a transposed or

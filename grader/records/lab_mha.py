@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from grader.spec import FUNCTION, LAYER, Case, Exercise, Mistake, Part
+from grader.engine.spec import FUNCTION, LAYER, Case, Exercise, Mistake, Part
 
 # (B, T, h, d): one head, one step, several of each.
 HEAD_SHAPES = [(2, 3, 4, 2), (1, 1, 1, 1), (2, 5, 3, 4), (1, 4, 2, 3), (3, 2, 1, 5)]

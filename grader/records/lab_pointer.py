@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from grader.spec import FUNCTION, LAYER, Case, Exercise, Mistake, Part, Property
+from grader.engine.spec import FUNCTION, LAYER, Case, Exercise, Mistake, Part, Property
 
 # (B, N, M, d_e, d_d, units): batch 1 and several, M != N, d_e != d_d, and M == N with
 # d_e == d_d (where swapped axes or swapped matrices run without error).

@@ -20,9 +20,9 @@ from pathlib import Path
 import numpy as np
 
 from grader import sandbox
-from grader.bundle import cases_from_bundle, load_bundle, save_bundle
+from grader.engine.bundle import cases_from_bundle, load_bundle, save_bundle
+from grader.engine.spec import LAYER
 from grader.sandbox import limits, supervisor
-from grader.spec import LAYER
 
 OK = "ok"
 NOT_IMPLEMENTED = "not_implemented"

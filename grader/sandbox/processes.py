@@ -41,7 +41,7 @@ from pathlib import Path
 import numpy as np
 
 from grader import sandbox
-from grader.bundle import BundleError, load_bundle, open_plain_file
+from grader.engine.bundle import BundleError, load_bundle, open_plain_file
 from grader.sandbox import supervisor
 
 FINISHED = "finished"

@@ -1,0 +1,149 @@
+"""Compare what a submission returned with the reference, in float64, and explain differences.
+
+Tolerances are loose enough that a correct implementation written another way (einsum instead
+of matmul, TensorFlow ops instead of keras.ops, NumPy in a plain function) always passes, and
+tight enough that every known mistake fails: relative 1e-6 in float64 and 2e-3 in float32 (which
+also absorbs TF32 matrix products on GPUs), each with an absolute floor scaled by
+max(1, max |expected|).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from grader.engine.spec import LAYER, Case, Mistake
+
+TOLERANCES = {"float64": (1e-6, 1e-7), "float32": (2e-3, 2e-3), "float16": (2e-2, 2e-2)}
+
+
+@dataclass
+class Difference:
+    """Why `received` is not `expected`.
+
+    `message` explains without revealing expected values (hidden cases show only this);
+    `detail` says where and what: the worst element, expected against received.
+    """
+
+    message: str
+    mistake: str | None = None
+    detail: str = ""
+
+    def text(self, reveal: bool = True) -> str:
+        return f"{self.message} ({self.detail})" if reveal and self.detail else self.message
+
+
+def tolerances(case: Case) -> tuple[float, float]:
+    rtol, atol = TOLERANCES.get(case.dtype, TOLERANCES["float32"])
+    return (
+        case.rtol if case.rtol is not None else rtol,
+        case.atol if case.atol is not None else atol,
+    )
+
+
+def close(expected: np.ndarray, received: np.ndarray, case: Case) -> np.ndarray:
+    rtol, atol = tolerances(case)
+    scale = max(1.0, float(np.max(np.abs(expected), initial=0.0)))
+    return np.abs(received - expected) <= atol * scale + rtol * np.abs(expected)
+
+
+def matches(expected: np.ndarray, received: np.ndarray, case: Case) -> bool:
+    return expected.shape == received.shape and bool(np.all(close(expected, received, case)))
+
+
+def difference(
+    expected: np.ndarray, received: np.ndarray, case: Case, mistakes: tuple[Mistake, ...] = ()
+) -> Difference | None:
+    """None when they agree; otherwise where they differ and, if recognised, the mistake."""
+    expected = np.asarray(expected, dtype=np.float64)
+    received = np.asarray(received)
+    if received.shape != expected.shape:
+        return _shape_difference(expected, received)
+    received = received.astype(np.float64)
+    finite = np.isfinite(received)
+    if not finite.all():
+        bad = [int(i) for i in np.argwhere(~finite)[0]]
+        return Difference(
+            f"{int((~finite).sum())} of {received.size} values are NaN or infinite; an exp() "
+            "that overflows or a division by zero does this"
+            + ("; use a numerically stable form" if "stability" in case.label else ""),
+            detail=f"first at index {bad}",
+        )
+    ok = close(expected, received, case)
+    if ok.all():
+        return None
+    worst = np.unravel_index(
+        int(np.argmax(np.where(ok, -1.0, np.abs(received - expected)))), expected.shape
+    )
+    where = f"at index {[int(i) for i in worst]}" if expected.ndim else "value"
+    located = f"{where}: expected {_fmt(expected[worst])}, received {_fmt(received[worst])}"
+    differ = f"{int((~ok).sum())} of {ok.size} values differ from the reference"
+    for mistake in mistakes:
+        candidate = mistake.output(case)
+        if candidate is not None and matches(np.asarray(candidate, np.float64), received, case):
+            return Difference(mistake.explanation, mistake.name, f"{located}; {differ}")
+    if not np.any(received):
+        return Difference(
+            "every value is zero: is something not computed yet, or overwritten?",
+            "all zeros",
+            located,
+        )
+    factor = _constant_factor(expected, received, case)
+    if factor is not None:
+        return Difference(
+            f"every value is {_fmt(factor)} times the expected one: a scale factor is off",
+            "constant factor",
+            located,
+        )
+    return Difference(differ, detail=located)
+
+
+def gradient_difference(
+    expected: np.ndarray, received: np.ndarray, case: Case, wrt: str
+) -> Difference | None:
+    found = difference(expected, received, case)
+    if found is None:
+        return None
+    if np.asarray(received).shape == expected.shape and not np.any(received) and np.any(expected):
+        return Difference(
+            f"the gradient with respect to {wrt} is zero, but the output depends on it: "
+            "something cuts the gradient (ops.stop_gradient, a round trip through NumPy, or a "
+            "Python float())",
+            "gradient cut",
+        )
+    return found
+
+
+def dtype_difference(case: Case, received_dtype: str) -> Difference | None:
+    if case.kind != LAYER or received_dtype == case.dtype:
+        return None
+    return Difference(
+        f"for {case.dtype} inputs the output is {received_dtype}: keep the dtype of the inputs "
+        "(no casts to a fixed dtype, no NumPy inside call)",
+        "dtype changed",
+    )
+
+
+def _shape_difference(expected: np.ndarray, received: np.ndarray) -> Difference:
+    message = f"expected shape {expected.shape}, received {received.shape}"
+    if expected.ndim >= 2 and received.shape == expected.shape[:-2] + expected.shape[:-3:-1]:
+        return Difference(
+            message + ": the last two axes are swapped (a transpose too many or too few)",
+            "transposed",
+        )
+    return Difference(message)
+
+
+def _constant_factor(expected, received, case) -> float | None:
+    energy = float(np.sum(expected * expected))
+    if energy == 0.0:
+        return None
+    factor = float(np.sum(expected * received)) / energy
+    if abs(factor - 1.0) < 1e-3 or not matches(expected * factor, received, case):
+        return None
+    return factor
+
+
+def _fmt(value) -> str:
+    return f"{float(value):.6g}"

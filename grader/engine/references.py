@@ -1,0 +1,169 @@
+"""Where expected outputs come from: the solutions run live, or a fixture file shipped with a
+student copy of the kit (which has no solutions)."""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+
+from grader import KIT
+from grader.engine.bundle import cases_from_bundle, cases_to_bundle, load_bundle, save_bundle
+from grader.engine.cases import make_cases, save_cases
+from grader.engine.protocol import OK, CaseOutput, read_case_outputs
+from grader.engine.spec import Case, Exercise
+from grader.sandbox.processes import Job, Outcome, run_jobs
+
+
+class GraderError(RuntimeError):
+    """The grader itself cannot grade (no reference, a broken fixture): not the student's fault."""
+
+
+class LiveReference:
+    """Expected outputs from running the solution file, memoised per exercise, seed and file."""
+
+    _memo: dict[tuple, tuple[dict[str, list[Case]], dict[str, list[CaseOutput]]]] = {}
+
+    def __init__(self, directory: str | Path):
+        self.directory = Path(directory)
+
+    def _key(self, record, seed):
+        path = self.directory / record.file
+        if not path.is_file():
+            raise GraderError(f"the reference solution {path} is missing")
+        return (record.id, seed, str(path.resolve()), path.stat().st_mtime_ns)
+
+    def cases(self, record, seed):
+        """`seed` is the public seed, or a pair (public seed, hidden seed)."""
+        key = self._key(record, seed)
+        return self._memo[key][0] if key in self._memo else make_cases(record, *_seeds(seed))
+
+    def job(self, record, seed, workdir: Path, cases, key: str = "reference") -> Job | None:
+        if self._key(record, seed) in self._memo:
+            return None
+        path = workdir / f"cases-{key}.npz"
+        save_cases(path, [case for part in record.parts for case in cases[part.name]])
+        return Job(
+            key,
+            self.directory / record.file,
+            path,
+            workdir,
+            timeout=300.0,
+            module_name="reference_solution",
+        )
+
+    def expected(self, record, seed, cases, outcome: Outcome | None):
+        key = self._key(record, seed)
+        if key in self._memo:
+            return self._memo[key][1]
+        everything = [case for part in record.parts for case in cases[part.name]]
+        try:
+            if outcome is None or outcome.state != "finished":
+                raise ValueError(outcome.problem if outcome else "it did not run")
+            if outcome.meta.get("import_error"):
+                raise ValueError(str(outcome.meta["import_error"]))
+            outputs = read_case_outputs(outcome, len(everything))
+        except ValueError as error:
+            raise GraderError(f"the reference solution could not run: {error}") from error
+        failed = [(c, o) for c, o in zip(everything, outputs, strict=True) if o.status != OK]
+        if failed:
+            case, output = failed[0]
+            raise GraderError(
+                f"the reference solution failed on {case.target}, {case.label}: "
+                f"{output.exception}: {output.message} ({output.where})"
+            )
+        expected, start = {}, 0
+        for part in record.parts:
+            expected[part.name] = outputs[start : start + len(cases[part.name])]
+            start += len(cases[part.name])
+        self._memo[key] = (cases, expected)
+        return expected
+
+
+class FixtureReference:
+    """Cases and expected outputs read from a fixture file written by `write_fixture`."""
+
+    def __init__(self, path: str | Path):
+        self.path = Path(path)
+
+    def _load(self, record, seed):
+        if _seeds(seed)[1] is not None:
+            raise GraderError("hidden checks need the reference solutions, not a fixture file")
+        if not self.path.is_file():
+            raise GraderError(f"the fixture file {self.path} is missing")
+        meta, arrays = load_bundle(self.path)
+        if meta.get("exercise") != record.id or meta.get("seed") != seed:
+            raise GraderError(
+                f"{self.path} holds exercise {meta.get('exercise')} with seed {meta.get('seed')}"
+                f", not exercise {record.id} with seed {seed}"
+            )
+        cases, expected = {}, {}
+        for part in record.parts:
+            entry = meta["parts"][part.name]
+            prefix = f"{part.name}/"
+            own = {k[len(prefix) :]: v for k, v in arrays.items() if k.startswith(prefix)}
+            cases[part.name] = cases_from_bundle(entry["cases"], own)
+            outcome = Outcome(
+                "finished",
+                0.0,
+                meta={"cases": entry["expected"]},
+                arrays={
+                    k[len("expected/") :]: v for k, v in own.items() if k.startswith("expected/")
+                },
+            )
+            expected[part.name] = read_case_outputs(outcome, len(cases[part.name]))
+        return cases, expected
+
+    def cases(self, record, seed):
+        return self._load(record, seed)[0]
+
+    def job(self, record, seed, workdir, cases, key: str = "reference"):
+        return None
+
+    def expected(self, record, seed, cases, outcome):
+        return self._load(record, seed)[1]
+
+
+def _seeds(seed) -> tuple[int, int | None]:
+    return tuple(seed) if isinstance(seed, tuple | list) else (seed, None)
+
+
+def write_fixture(record: Exercise, seed: int, path: str | Path, reference: LiveReference) -> None:
+    """Save the cases and the reference's outputs, for copies of the kit without solutions/."""
+    cases = reference.cases(record, seed)
+    with tempfile.TemporaryDirectory(prefix="attnkit-fixture-") as workdir:
+        job = reference.job(record, seed, Path(workdir), cases)
+        outcome = run_jobs([job])["reference"] if job else None
+        expected = reference.expected(record, seed, cases, outcome)
+    meta, arrays = {"exercise": record.id, "seed": seed, "parts": {}}, {}
+    for part in record.parts:
+        described, case_arrays = cases_to_bundle(cases[part.name])
+        reports = []
+        for index, output in enumerate(expected[part.name]):
+            reports.append(
+                {"status": OK, "output_dtype": output.dtype, "grads": list(output.grads)}
+            )
+            case_arrays[f"expected/case{index}/output"] = output.output
+            for name, grad in output.grads.items():
+                case_arrays[f"expected/case{index}/grad/{name}"] = grad
+        meta["parts"][part.name] = {"cases": described, "expected": reports}
+        arrays.update({f"{part.name}/{key}": value for key, value in case_arrays.items()})
+    save_bundle(path, meta, arrays)
+
+
+FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
+
+
+def default_reference(record: Exercise):
+    """This kit's own solutions when it has them, else the fixture shipped with its grader.
+
+    A student copy of the kit (`grader release student`) has no solutions/, only fixtures.
+    """
+    solutions = KIT / "solutions"
+    if (solutions / record.file).is_file():
+        return LiveReference(solutions)
+    fixture = FIXTURES / f"{record.id}.npz"
+    if fixture.is_file():
+        return FixtureReference(fixture)
+    raise GraderError(
+        f"no reference for exercise {record.id}: neither {solutions / record.file} nor {fixture}"
+    )

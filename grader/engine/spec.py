@@ -1,0 +1,188 @@
+"""The declarative vocabulary of an exercise record.
+
+An exercise is data: which file the student edits, its parts and points, how check cases are
+made (pure NumPy, from a seeded generator) and which known mistakes to recognise. One generic
+engine (`grader.engine`) grades every record; nothing here imports TensorFlow, so listing and
+showing exercises stays fast.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+
+import numpy as np
+
+LAYER = "layer"
+FUNCTION = "function"
+
+
+@dataclass
+class Case:
+    """One check case: what to call, with what, and what to pass back through it.
+
+    `target` names a class (kind "layer") or a function (kind "function") of the submission.
+    A layer is built with `dtype`, given `weights` by weight name, called with `inputs` in
+    order, and its vector–Jacobian products with `upstream` are taken w.r.t. every input and
+    weight. A function is called with `inputs` in order and `params` as keyword arguments.
+    """
+
+    target: str
+    kind: str
+    label: str
+    inputs: dict[str, np.ndarray] = field(default_factory=dict)
+    params: dict[str, float | int | str | bool] = field(default_factory=dict)
+    weights: dict[str, np.ndarray] = field(default_factory=dict)
+    upstream: np.ndarray | None = None
+    dtype: str = "float64"
+    # Tolerances are relative to max(1, max |expected|); see grader.engine.compare.
+    rtol: float | None = None
+    atol: float | None = None
+    hidden: bool = False
+
+
+def call_with_case(function: Callable, case: Case, changed: Mapping | None = None):
+    """`function(**arguments)`, each argument taken by its name from the case: its inputs, its
+    weights, its params, in that order of precedence, unless `changed` gives it (a value, or a
+    function of the case). A reference function of grader.reference whose parameters are named
+    like the case's arrays is called this way, so a record names no array twice."""
+    arguments = {
+        name: value(case) if callable(value) else value for name, value in (changed or {}).items()
+    }
+    for name in inspect.signature(function).parameters:
+        if name in arguments:
+            continue
+        for source in (case.inputs, case.weights, case.params):
+            if name in source:
+                arguments[name] = source[name]
+                break
+    return function(**arguments)
+
+
+@dataclass(frozen=True)
+class Mistake:
+    """A known wrong answer, recognised by recomputing it in NumPy from the case.
+
+    `compute(case)` returns what the mistaken code would output for that case, or None where
+    the mistake cannot be told apart on that case (for example a transposed square kernel on a
+    non-square one, which would crash instead). `targets` limits it to those targets' cases
+    and `when(case)` to the cases where it can be told apart.
+
+    Most mistakes are declared, not written: `Mistake.of` is a reference function of
+    grader.reference with an argument changed, `Mistake.scaled` the right answer times a
+    factor, `Mistake.transposed` the right answer with a square weight transposed.
+    """
+
+    name: str
+    explanation: str
+    compute: Callable[[Case], np.ndarray | None]
+    targets: tuple[str, ...] = ()
+    when: Callable[[Case], bool] | None = None
+
+    def output(self, case: Case) -> np.ndarray | None:
+        """What the mistaken code outputs on `case`, or None where it cannot be told apart."""
+        if self.targets and case.target not in self.targets:
+            return None
+        if self.when is not None and not self.when(case):
+            return None
+        return self.compute(case)
+
+    @classmethod
+    def of(cls, name, explanation, function, *, targets=(), when=None, **changed) -> Mistake:
+        """The output of `function` (arguments by name from the case, see `call_with_case`)
+        with the arguments in `changed` replaced: a value, or a function of the case."""
+        return cls(
+            name, explanation, lambda case: call_with_case(function, case, changed), targets, when
+        )
+
+    @classmethod
+    def scaled(cls, name, explanation, function, factor, *, targets=(), when=None) -> Mistake:
+        """`function`'s right answer times `factor` (a number, or a function of the case)."""
+
+        def compute(case):
+            times = factor(case) if callable(factor) else factor
+            return np.asarray(call_with_case(function, case)) * times
+
+        return cls(name, explanation, compute, targets, when)
+
+    @classmethod
+    def transposed(cls, name, explanation, function, weight, *, targets=()) -> Mistake:
+        """`function` given the square weight (or input) `weight` transposed; told apart only
+        where it is square (a non-square one would crash instead)."""
+
+        def square(case):
+            array = case.weights.get(weight, case.inputs.get(weight))
+            return array is not None and array.shape[-1] == array.shape[-2]
+
+        def swap(case):
+            array = case.weights.get(weight, case.inputs.get(weight))
+            return np.swapaxes(array, -1, -2)
+
+        return cls.of(name, explanation, function, targets=targets, when=square, **{weight: swap})
+
+
+@dataclass(frozen=True)
+class Property:
+    """A property the submission's output must have, checked in the grader's process.
+
+    `check(case, output)` returns None when it holds, else what is wrong, in plain words (for
+    example: the energy rose between steps 3 and 4). Runs on every case of its part whose target
+    is in `targets` (all targets when empty).
+    """
+
+    name: str
+    check: Callable[[Case, np.ndarray], str | None]
+    targets: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Part:
+    """A graded part. `make_cases(rng, hidden=False)` makes its cases; with `hidden=True` it
+    draws fresh shapes as well as values (batch grading's hidden checks)."""
+
+    name: str
+    points: float
+    targets: tuple[str, ...]
+    make_cases: Callable[..., list[Case]]
+    mistakes: tuple[Mistake, ...] = ()
+    description: str = ""
+    properties: tuple[Property, ...] = ()
+
+
+@dataclass(frozen=True)
+class WrittenPart:
+    """An explanation the student writes in `exercises/answers/<exercise id>.md`.
+
+    It is never graded automatically: the grader reports whether it was written, "for the
+    instructor", with its points kept apart from the automatic score.
+    """
+
+    name: str
+    points: float
+    prompt: str
+
+
+@dataclass(frozen=True)
+class Exercise:
+    id: str
+    title: str
+    file: str
+    section: str
+    summary: str
+    parts: tuple[Part, ...]
+    # Per-part wall-clock limit in seconds when grading a submission.
+    timeout: float = 60.0
+    written: tuple[WrittenPart, ...] = ()
+    extra: Mapping[str, str] = field(default_factory=dict)
+
+    @property
+    def max_score(self) -> float:
+        return float(sum(part.points for part in self.parts))
+
+    def part(self, name: str) -> Part:
+        for part in self.parts:
+            if part.name == name:
+                return part
+        known = ", ".join(p.name for p in self.parts)
+        raise KeyError(f"Exercise {self.id} has no part {name!r}. Parts: {known}.")

@@ -1,0 +1,41 @@
+"""Text that came from a child, made safe to print and to show a student."""
+
+from __future__ import annotations
+
+import re
+
+_ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]")
+
+
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
+
+
+# An absolute path (POSIX or Windows) of two or more folders, not inside a word or a formula.
+_PATH = re.compile(r"(?<![\w.])(?:[A-Za-z]:)?(?:[/\\][^\s/\\:'\"<>|,;()\[\]]+){2,}")
+
+
+_FRAME = re.compile(r'^\s*File "[^"]*", line \d+')
+
+
+def printable(text, limit: int = 2000) -> str:
+    """Text from a child, safe to print and to show a student: no terminal escapes or control
+    characters, no traceback frames and no file paths (of the grader's, or anyone's: a file is
+    named by its name alone)."""
+    return scrub(_CONTROL.sub("", _ANSI.sub("", str(text))))[:limit]
+
+
+def scrub(text: str) -> str:
+    """`text` without traceback frames, and with every absolute path cut to its last name."""
+    kept, skip_code = [], False
+    for line in text.split("\n"):
+        if line.startswith("Traceback (most recent call last)"):
+            continue
+        if _FRAME.match(line):
+            skip_code = True
+            continue
+        if skip_code and line.startswith("    "):
+            skip_code = False
+            continue
+        skip_code = False
+        kept.append(line)
+    return _PATH.sub(lambda m: re.split(r"[/\\]", m.group(0))[-1], "\n".join(kept))

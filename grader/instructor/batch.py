@@ -1,0 +1,445 @@
+"""Grade a whole class: each student's exercise in a forked process of its own (its parts one
+after another, see grader.sandbox.processes), results written as they come, so an interrupted run
+resumes where it stopped.
+
+Plain functions; `grader batch` is a thin layer over `run_batch`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import shutil
+import stat
+import sys
+import tempfile
+import traceback
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from grader import sandbox
+from grader.engine import references
+from grader.engine.cases import save_cases
+from grader.engine.grading import unloadable
+from grader.engine.judging import grader_failure, judge_part
+from grader.engine.results import ERROR, CheckResult, ExerciseResult, PartResult
+from grader.engine.text import printable
+from grader.instructor import gradebook
+from grader.instructor.submissions import (
+    FORBIDDEN_PACKAGES,
+    Student,
+    UnsafeSubmission,
+    discover,
+    find_exercise_file,
+    fingerprint,
+    scan,
+    unpack,
+)
+from grader.records import get_exercise
+from grader.sandbox.processes import Job, Outcome, run_jobs
+
+# Bump when a change to grading makes earlier per-student results stale.
+RESULTS_FORMAT = 1
+PUBLIC_SEED = 0
+STATE_FILE = "batch.json"
+# Each concurrent job runs as its own user id, from here up, when the grader runs as root.
+SLOT_UID_BASE = 61000
+
+
+class BatchError(RuntimeError):
+    """The batch cannot start (bad folder, a seed that contradicts the results already there)."""
+
+
+@dataclass
+class BatchOptions:
+    exercises: list[str]
+    out: Path = Path("grading-results")
+    jobs: int | None = None
+    timeout: float | None = None
+    memory_mb: int = 2048
+    processes: int = 64
+    output_mb: int = 4
+    threads: int = 256
+    disk_mb: int = 256
+    seed: int | None = None
+    # Run submitted code even where this machine has no sandbox (grader.sandbox.status()).
+    unsandboxed: bool = False
+
+    def limits(self) -> dict:
+        return {
+            "memory_mb": self.memory_mb,
+            "processes": self.processes,
+            "output_mb": self.output_mb,
+            "threads": self.threads,
+            "disk_mb": self.disk_mb,
+            "uid_base": SLOT_UID_BASE if slot_users_possible() else None,
+        }
+
+
+def require_sandbox(allowed_without: bool, flag: str = "--unsandboxed") -> dict:
+    """This machine's protections; refuses (BatchError) where there is no sandbox, unless the
+    instructor said to go on without one."""
+    state = sandbox.status()
+    if not state["complete"] and not allowed_without:
+        raise BatchError(
+            sandbox.describe(state)
+            + f". Grade on a Linux machine with Landlock, or pass {flag} to run submitted code "
+            "without a sandbox (only for submissions you trust)."
+        )
+    return state
+
+
+def slot_users_possible() -> bool:
+    """Whether children can drop from root to slot user ids and still run Python.
+
+    They can only where every directory of the interpreter and its packages is readable by
+    other users (not, for example, with a Python installed under a 0700 /root).
+    """
+    if not hasattr(os, "geteuid") or os.geteuid() != 0:
+        return False
+    import importlib.util
+
+    keras = importlib.util.find_spec("keras")  # located, not imported: no TensorFlow here
+    roots = {Path(sys.base_prefix), Path(sys.prefix), Path(keras.origin).parent}
+    roots.update(Path(p) for p in sys.path if p and Path(p).is_dir())
+    for root in roots:
+        for folder in [root.resolve(), *root.resolve().parents]:
+            if not folder.stat().st_mode & stat.S_IXOTH:
+                return False
+        if not root.stat().st_mode & stat.S_IROTH:
+            return False
+    return True
+
+
+def isolation_note(options: BatchOptions) -> str:
+    limits = options.limits()
+    words = [
+        sandbox.describe(),
+        f"memory {options.memory_mb} MB",
+        f"output {options.output_mb} MB",
+    ]
+    if limits["uid_base"] is not None:
+        words.append("each concurrent submission ran as a user id of its own")
+    elif hasattr(os, "geteuid") and os.geteuid() == 0:
+        words.append(
+            "submissions ran as root: the Python installation is not readable by "
+            "other users, so they could not drop to a user id of their own"
+        )
+    return "; ".join(words)
+
+
+@dataclass
+class BatchSummary:
+    seed: int
+    students: list[str]
+    graded: list[str] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)
+    # Graded only in part: the grader's own machinery failed on some part (a rerun retries).
+    not_final: list[str] = field(default_factory=list)
+    out: Path = Path()
+
+
+def run_batch(
+    submissions: Path,
+    options: BatchOptions,
+    on_student: Callable[[str, dict], None] | None = None,
+    on_start: Callable[[int, int], None] | None = None,
+) -> BatchSummary:
+    records = [get_exercise(exercise_id) for exercise_id in options.exercises]
+    try:
+        students = discover(Path(submissions))
+    except FileNotFoundError as error:
+        raise BatchError(str(error)) from None
+    out = Path(options.out)
+    protections = require_sandbox(options.unsandboxed)
+    seed = _resolve_seed(out, options)
+    for folder in (out, out / "results", out / "feedback"):
+        folder.mkdir(parents=True, exist_ok=True)
+    if hasattr(os, "geteuid") and os.geteuid() == 0:
+        out.chmod(0o700)  # the slot users that run submissions cannot enter it
+    _write_json(
+        out / STATE_FILE,
+        {
+            "seed": seed,
+            "exercises": options.exercises,
+            "format": RESULTS_FORMAT,
+            "isolation": isolation_note(options),
+            "sandbox": protections,
+        },
+    )
+
+    summary = BatchSummary(seed, [s.id for s in students], out=out)
+    pending = []
+    for student in students:
+        stamp = _stamp(student, options, seed)
+        previous = _read_json(out / "results" / f"{student.id}.json")
+        if previous and previous.get("stamp") == stamp and previous.get("final", True):
+            summary.skipped.append(student.id)
+        else:
+            pending.append((student, stamp))
+    if on_start:
+        on_start(len(students), len(summary.skipped))
+
+    if pending:
+        references = {r.id: references.default_reference(r) for r in records}
+        for record in records:
+            if not isinstance(references[record.id], references.LiveReference):
+                raise BatchError("batch grading draws hidden checks, which needs solutions/")
+        policy = None
+        if protections["complete"]:
+            policy = {"protected": [str(out.resolve()), str(Path(submissions).resolve())]}
+        _grade_students(
+            pending, records, references, options, seed, out, summary, on_student, policy
+        )
+
+    gradebook.write_all(out, [s.id for s in students], records, isolation_note(options))
+    return summary
+
+
+def _resolve_seed(out: Path, options: BatchOptions) -> int:
+    state = _read_json(out / STATE_FILE) or {}
+    if options.seed is not None:
+        if "seed" in state and state["seed"] != options.seed:
+            raise BatchError(
+                f"{out} holds results graded with --seed {state['seed']}; rerun with that seed "
+                "to resume, or choose another --out for a new run"
+            )
+        return options.seed
+    return state.get("seed", secrets.randbelow(2**31))
+
+
+def _stamp(student: Student, options: BatchOptions, seed: int) -> str:
+    """What a stored result was graded from; a different stamp means grade again."""
+    return f"{RESULTS_FORMAT}:{seed}:{','.join(options.exercises)}:{fingerprint(student)}"
+
+
+def _grade_students(pending, records, references, options, seed, out, summary, on_student, policy):
+    """Plan every student (while the zygote starts), then run the references and the students'
+    exercises in one go: a student's result is written once its parts and every reference are
+    in."""
+    scratch = Path(tempfile.mkdtemp(prefix="attnkit-batch-"))
+    scratch.chmod(0o711)
+    if policy is not None:  # a child reads its own inputs only, by name
+        policy = {**policy, "protected": [*policy["protected"], str(scratch.resolve())]}
+    seeds = (PUBLIC_SEED, seed)
+    try:
+        cases = {r.id: references[r.id].cases(r, seeds) for r in records}
+        case_files = {r.id: _save_cases(scratch, r, cases[r.id]) for r in records}
+        plans, jobs = {}, []
+        for number, (student, stamp) in enumerate(pending):
+            plans[student.id] = _plan_student(
+                student, stamp, records, case_files, options, scratch / f"s{number}", jobs, policy
+            )
+        owner = {job.key: plan for plan in plans.values() for job in plan.jobs.values()}
+
+        expected, reference_of = {}, {}
+        for record in records:
+            key = f"reference-{record.id}"
+            job = references[record.id].job(record, seeds, scratch, cases[record.id], key=key)
+            if job:
+                reference_of[key] = (record, job)
+            else:  # remembered from an earlier run in this process
+                expected[record.id] = references[record.id].expected(
+                    record, seeds, cases[record.id], None
+                )
+        waiting = [plan for plan in plans.values() if not plan.waiting]
+
+        def finish(plan):
+            _finish(plan, records, cases, expected, options, seed, out, summary, on_student)
+            shutil.rmtree(plan.home, ignore_errors=True)
+
+        def finish_ready():
+            """Write the results of every student whose parts are in, once all references are."""
+            if len(expected) == len(records):
+                while waiting:
+                    finish(waiting.pop(0))
+
+        def done(job: Job, outcome: Outcome):
+            if job.key in reference_of:  # a failing reference stops the batch (GraderError)
+                record = reference_of[job.key][0]
+                expected[record.id] = references[record.id].expected(
+                    record, seeds, cases[record.id], outcome
+                )
+            else:
+                plan = owner[job.key]
+                plan.outcomes[job.key] = outcome
+                plan.waiting.discard(job.key)
+                if not plan.waiting:
+                    waiting.append(plan)
+            finish_ready()
+
+        if reference_of or jobs:
+            run_jobs([job for _, job in reference_of.values()] + jobs, options.jobs, on_done=done)
+        finish_ready()
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+@dataclass
+class _Plan:
+    student: Student
+    stamp: str
+    home: Path = Path()
+    flags: list[str] = field(default_factory=list)
+    problems: dict[str, str] = field(default_factory=dict)  # exercise id -> why it cannot run
+    jobs: dict[str, Job] = field(default_factory=dict)  # job key -> job
+    parts: dict[tuple[str, str], str] = field(default_factory=dict)  # (exercise, part) -> key
+    waiting: set[str] = field(default_factory=set)
+    outcomes: dict[str, Outcome] = field(default_factory=dict)
+
+
+def _save_cases(scratch: Path, record, cases) -> dict[str, Path]:
+    """Each part's cases, written once for the whole class (every child reads, none writes)."""
+    folder = scratch / "cases" / record.id
+    folder.mkdir(parents=True, mode=0o755)
+    files = {}
+    for part in record.parts:
+        files[part.name] = folder / f"{part.name}.npz"
+        save_cases(files[part.name], cases[part.name])
+        files[part.name].chmod(0o644)
+    return files
+
+
+def _plan_student(student, stamp, records, case_files, options, home, jobs, policy) -> _Plan:
+    plan = _Plan(student, stamp, home)
+    # `home` is named by number, not by student: a child can read its own memory (forked from
+    # the helper, which knows every job's folder) and must not learn classmates' names from it.
+    home.mkdir(mode=0o711)
+    source = home / "submission"
+    try:
+        unpack(student, source)
+    except UnsafeSubmission as error:
+        plan.flags.append("unsafe-submission")
+        plan.problems = {record.id: str(error) for record in records}
+        return plan
+    for record in records:
+        path, problem = find_exercise_file(source, record.file)
+        problem = problem or unloadable(path)
+        if problem:
+            plan.flags.append(("missing-" if "no " in problem[:3] else "unusable-") + record.id)
+            plan.problems[record.id] = problem
+            continue
+        plan.flags.extend(f"{flag}:{record.id}" for flag in scan(path))
+        # One copy of the submission per exercise: that exercise's child works (and may write)
+        # in it, its parts one after another.
+        directory = home / f"ex{len(jobs)}"
+        shutil.copytree(source, directory)
+        module = directory / path.relative_to(source)
+        group = directory.name
+        for part in record.parts:
+            key = f"job{len(jobs)}"
+            job = Job(
+                key,
+                module,
+                case_files[record.id][part.name],
+                directory,
+                timeout=options.timeout or record.timeout,
+                module_name=path.stem,
+                limits=options.limits(),
+                blocked_imports=FORBIDDEN_PACKAGES,
+                sandbox=policy,
+                group=group,
+            )
+            jobs.append(job)
+            plan.jobs[key] = job
+            plan.parts[(record.id, part.name)] = key
+            plan.waiting.add(key)
+    return plan
+
+
+def _finish(plan, records, cases, expected, options, seed, out, summary, on_student):
+    exercises, flags, refused, grader_errors = [], list(plan.flags), {}, {}
+    for record in records:
+        result = ExerciseResult(record.id, [], submission=plan.student.id, seed=seed)
+        seen: dict[str, int] = {}
+        examples: dict[str, list[str]] = {}
+        for part in record.parts:
+            if record.id in plan.problems:
+                message = printable(plan.problems[record.id])
+                result.parts.append(
+                    PartResult(part.name, part.points, ERROR, [CheckResult("load", False, message)])
+                )
+                continue
+            outcome = plan.outcomes[plan.parts[(record.id, part.name)]]
+            for kind, count in outcome.refused.items():
+                seen[kind] = max(seen.get(kind, 0), int(count))
+            for kind, paths in outcome.refused_examples.items():
+                examples.setdefault(kind, [])
+                examples[kind] += [p for p in paths if p not in examples[kind]][:5]
+            try:
+                judged = judge_part(
+                    part,
+                    cases[record.id][part.name],
+                    expected[record.id][part.name],
+                    outcome,
+                    options.timeout or record.timeout,
+                )
+            except Exception:  # noqa: BLE001 - a bug of ours must not become a student's zero
+                judged = grader_failure(part, traceback.format_exc(limit=5))
+            result.parts.append(_explain_limits(judged, options))
+            if judged.grader_error:
+                grader_errors[f"{record.id} {part.name}"] = judged.grader_error
+        if seen:
+            refused[record.id] = {"counts": seen, "examples": examples}
+            flags.extend(f"refused-{kind}:{record.id}" for kind in seen)
+        if any(f.startswith(f"{record.id} ") for f in grader_errors):
+            flags.append(f"grader-error:{record.id}")
+        exercises.append(result)
+    document = gradebook.student_document(
+        plan.student.id, exercises, flags, seed, PUBLIC_SEED, plan.stamp
+    )
+    document["final"] = not grader_errors
+    if grader_errors:
+        document["grader_errors"] = grader_errors
+    if refused:
+        document["refused"] = refused
+    _write_json(out / "results" / f"{plan.student.id}.json", document)
+    gradebook.write_feedback(out / "feedback" / f"{plan.student.id}.md", document, records)
+    summary.graded.append(plan.student.id)
+    if grader_errors:
+        summary.not_final.append(plan.student.id)
+    if on_student:
+        on_student(plan.student.id, document)
+
+
+LIMIT_WORDS = (
+    ("MemoryError", "memory_mb", "it ran out of memory: the limit is {} MB"),
+    ("Cannot allocate memory", "memory_mb", "it ran out of memory: the limit is {} MB"),
+    (
+        "Resource temporarily unavailable",
+        "processes",
+        "it tried to start too many processes (at most {} more)",
+    ),
+    ("File too large", "output_mb", "it printed or wrote more than the {} MB output cap"),
+    (
+        "Operation not permitted",
+        None,
+        "the sandbox does not allow that (a new process, a signal to another process, a "
+        "network socket, ...)",
+    ),
+)
+
+
+def _explain_limits(part: PartResult, options: BatchOptions) -> PartResult:
+    for check in part.checks:
+        for phrase, limit, words in LIMIT_WORDS:
+            if phrase in check.message:
+                value = getattr(options, limit) if limit else None
+                check.message = f"{words.format(value)} ({check.message})"
+                break
+    return part
+
+
+def _read_json(path: Path):
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+
+
+def _write_json(path: Path, data) -> None:
+    gradebook.atomic_write(
+        path, json.dumps(data, indent=1, ensure_ascii=False, sort_keys=True) + "\n"
+    )

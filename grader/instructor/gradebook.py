@@ -1,0 +1,166 @@
+"""What a batch leaves in its output folder: per-student results and feedback, the gradebook,
+a JUnit file and the HTML report. Everything is written from the per-student result files, so
+a resumed run produces the same files as an uninterrupted one."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import os
+from pathlib import Path
+from xml.sax.saxutils import escape, quoteattr
+
+from grader.engine.results import ExerciseResult
+from grader.engine.spec import Exercise
+
+
+def student_document(student, exercises: list[ExerciseResult], flags, seed, public_seed, stamp):
+    """results/<student>.json: the result format of EXERCISES.md per exercise, plus flags and
+    the seeds that reproduce the run."""
+    return {
+        "student": student,
+        "seed": seed,
+        "public_seed": public_seed,
+        "flags": sorted(set(flags)),
+        "total": float(sum(e.score for e in exercises)),
+        "max_total": float(sum(e.max_score for e in exercises)),
+        "exercises": [
+            {**e.to_dict(), "flags": sorted(f for f in set(flags) if f.endswith(e.exercise))}
+            for e in exercises
+        ],
+        "mistakes": {
+            f"{e.exercise} {p.name}": p.mistakes for e in exercises for p in e.parts if p.mistakes
+        },
+        "stamp": stamp,
+    }
+
+
+def write_feedback(path: Path, document: dict, records: list[Exercise]) -> None:
+    titles = {r.id: r.title for r in records}
+    lines = [
+        f"# Feedback for {document['student']}",
+        "",
+        f"Total: {document['total']:g} / {document['max_total']:g}",
+        "",
+    ]
+    if not document.get("final", True):
+        lines += [
+            "Some parts were not graded: the grader itself failed there, not your code. They "
+            "will be graded again; the total above is not final.",
+            "",
+        ]
+    if document["flags"]:
+        lines += [f"Flags: {', '.join(document['flags'])}", ""]
+    for exercise in document["exercises"]:
+        lines += [
+            f"## Exercise {exercise['exercise']}: {titles.get(exercise['exercise'], '')}",
+            "",
+            f"Score: {exercise['score']:g} / {exercise['max_score']:g}",
+            "",
+        ]
+        for part in exercise["parts"]:
+            lines.append(
+                f"- **{part['name']}** {part['score']:g}/{part['max_score']:g} — "
+                f"{part['status'].replace('_', ' ')}"
+            )
+            seen = set()
+            for check in part["checks"]:
+                if check["passed"] or check["message"] in seen:
+                    continue
+                seen.add(check["message"])
+                lines.append(f"  - {check['name']}: {check['message']}".replace("\n", " "))
+                if len(seen) == 3:
+                    break
+        lines.append("")
+    atomic_write(path, "\n".join(lines))
+
+
+def load_documents(out: Path, students: list[str]) -> list[dict]:
+    """Every student's result; one that is missing or unreadable is a row with no grade (never
+    dropped from the gradebook, never a zero), flagged `no-result`."""
+    documents = []
+    for student in sorted(students):
+        try:
+            document = json.loads((out / "results" / f"{student}.json").read_text("utf-8"))
+            if not isinstance(document, dict) or "exercises" not in document:
+                raise ValueError("not a result")
+        except (OSError, ValueError):
+            document = {
+                "student": student,
+                "flags": ["no-result"],
+                "total": 0.0,
+                "max_total": 0.0,
+                "exercises": [],
+                "final": False,
+                "grader_errors": {"all": "no readable result file: run the batch again"},
+            }
+        documents.append(document)
+    return documents
+
+
+def grades_csv(documents: list[dict], records: list[Exercise]) -> str:
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    writer.writerow(["student", *[r.id for r in records], "total", "max_total", "flags"])
+    for document in documents:
+        scores = {e["exercise"]: f"{e['score']:g}" for e in document["exercises"]}
+        for failed in {p.split(" ")[0] for p in document.get("grader_errors", {})}:
+            scores[failed] = ""  # not graded (the grader failed): never a zero
+        if not document["exercises"]:
+            scores = {r.id: "" for r in records}
+        final = document.get("final", True)
+        writer.writerow(
+            [
+                document["student"],
+                *[scores.get(r.id, "0") for r in records],
+                f"{document['total']:g}" if final else "",
+                f"{document['max_total']:g}" if document["exercises"] else "",
+                ";".join(document["flags"]),
+            ]
+        )
+    return buffer.getvalue()
+
+
+def junit_xml(documents: list[dict]) -> str:
+    """One test case per student and part: for CI systems that read JUnit."""
+    cases, failures = [], 0
+    for document in documents:
+        for exercise in document["exercises"]:
+            for part in exercise["parts"]:
+                name = quoteattr(f"{exercise['exercise']} {part['name']}")
+                classname = quoteattr(document["student"])
+                if part["status"] == "passed":
+                    cases.append(f"  <testcase classname={classname} name={name}/>")
+                    continue
+                failures += 1
+                text = "\n".join(
+                    f"{c['name']}: {c['message']}" for c in part["checks"] if not c["passed"]
+                )
+                cases.append(
+                    f"  <testcase classname={classname} name={name}>\n"
+                    f"    <failure message={quoteattr(part['status'])}>{escape(text)}</failure>\n"
+                    "  </testcase>"
+                )
+    return (
+        '<?xml version="1.0" encoding="utf-8"?>\n'
+        f'<testsuite name="attnkit-grader" tests="{len(cases)}" failures="{failures}">\n'
+        + "\n".join(cases)
+        + "\n</testsuite>\n"
+    )
+
+
+def write_all(out: Path, students: list[str], records: list[Exercise], note: str = "") -> None:
+    from grader.instructor.report_html import report_html
+
+    documents = load_documents(out, students)
+    atomic_write(out / "grades.csv", grades_csv(documents, records))
+    atomic_write(out / "junit.xml", junit_xml(documents))
+    atomic_write(out / "report.html", report_html(documents, records, note))
+
+
+def atomic_write(path: Path, text: str) -> None:
+    """Write through a temporary file, so a reader (or a resumed run) never sees half a file."""
+    temporary = path.with_name(path.name + ".partial")
+    temporary.write_text(text, encoding="utf-8")
+    os.replace(temporary, path)

@@ -1,0 +1,150 @@
+"""Copies of the kit for other places: students (no solutions, fixtures instead) and Gradescope
+(an autograder zip that always writes a results file)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import tempfile
+import zipfile
+from pathlib import Path
+
+from grader import KIT
+from grader.engine.references import LiveReference, write_fixture
+from grader.instructor.stubs import BEGIN, END
+from grader.records import EXERCISES, get_exercise
+
+IGNORED = shutil.ignore_patterns(
+    "__pycache__", "*.pyc", "*.egg-info", ".pytest_cache", ".ruff_cache", "fixtures"
+)
+STUDENT_PARTS = ("attnkit", "grader", "exercises", "README.md")
+
+
+class ReleaseError(RuntimeError):
+    pass
+
+
+def release_student(destination: Path, seed: int = 0) -> Path:
+    """A kit a student can install and grade with: stubs, attnkit, grader and public fixtures."""
+    destination = Path(destination)
+    if destination.exists() and any(destination.iterdir()):
+        raise ReleaseError(f"{destination} is not empty: choose a new folder")
+    destination.mkdir(parents=True, exist_ok=True)
+    for name in STUDENT_PARTS:
+        source = KIT / name
+        if source.is_dir():
+            shutil.copytree(source, destination / name, ignore=IGNORED)
+        else:
+            shutil.copy2(source, destination / name)
+    pyproject = (KIT / "pyproject.toml").read_text(encoding="utf-8")
+    pyproject = pyproject.replace(', "solutions*"', "")
+    (destination / "pyproject.toml").write_text(pyproject, encoding="utf-8")
+    fixtures = destination / "grader" / "fixtures"
+    fixtures.mkdir()
+    reference = LiveReference(KIT / "solutions")
+    for record in EXERCISES.values():
+        write_fixture(record, seed, fixtures / f"{record.id}.npz", reference)
+    leaks = solution_leaks(destination)
+    if leaks:
+        shutil.rmtree(destination)
+        raise ReleaseError(f"solution code found in the release, so it was removed: {leaks[:3]}")
+    return destination
+
+
+def answer_blocks() -> list[list[str]]:
+    """The lines of every answer block in solutions/, stripped, blank lines dropped."""
+    blocks = []
+    for record in EXERCISES.values():
+        block = None
+        for line in (KIT / "solutions" / record.file).read_text(encoding="utf-8").splitlines():
+            if BEGIN.match(line):
+                block = []
+            elif END.match(line):
+                blocks.append(block or [])
+                block = None
+            elif block is not None and line.strip():
+                block.append(line.strip())
+    return blocks
+
+
+def solution_leaks(folder: Path) -> list[str]:
+    """Files under `folder` holding a solutions folder, an answer marker, or two consecutive
+    lines of an answer (one line alone is too often an ordinary line of code to tell).
+
+    `attnkit/` is not searched: the library implements the chapter on purpose, and a student
+    kit ships it.
+    """
+    pairs = {
+        (first, second)
+        for block in answer_blocks()
+        for first, second in zip(block, block[1:], strict=False)
+        if len(first) + len(second) >= 40
+    }
+    leaks = [str(p) for p in folder.rglob("solutions") if p.is_dir()]
+    for path in folder.rglob("*.py"):
+        if "attnkit" in path.relative_to(folder).parts[:1]:
+            continue
+        lines = [
+            line.strip()
+            for line in path.read_text(encoding="utf-8", errors="replace").splitlines()
+            if line.strip()
+        ]
+        if any(BEGIN.match(line) for line in lines) or pairs & set(
+            zip(lines, lines[1:], strict=False)
+        ):
+            leaks.append(str(path))
+    return leaks
+
+
+RUN_AUTOGRADER = """#!/usr/bin/env bash
+# Gradescope runs this for each submission. It always leaves a results.json behind.
+root="${AUTOGRADER_ROOT:-/autograder}"
+python="${PYTHON:-python3}"
+mkdir -p "$root/results"
+cd "$root/source" || exit 0
+failed='{"score": 0.0, "tests": [], "output": "The autograder failed before grading."}'
+if ! "$python" -m grader.instructor.gradescope --root "$root"; then
+  [ -s "$root/results/results.json" ] || printf '%s\\n' "$failed" > "$root/results/results.json"
+fi
+exit 0
+"""
+
+SETUP = """#!/usr/bin/env bash
+# Gradescope runs this once, when the autograder image is built.
+set -euo pipefail
+cd /autograder/source
+python3 -m pip install --upgrade pip
+python3 -m pip install -e .
+"""
+
+
+def release_gradescope(target: Path, exercises: list[str], unsandboxed: bool = False) -> Path:
+    """An autograder zip for Gradescope: the kit with its solutions, setup.sh, run_autograder.
+
+    The autograder refuses to run submitted code where it finds no sandbox (grader.sandbox),
+    unless `unsandboxed`."""
+    records = [get_exercise(e) for e in exercises] or list(EXERCISES.values())
+    target = Path(target)
+    if target.suffix != ".zip":
+        raise ReleaseError(f"{target} must end in .zip")
+    with tempfile.TemporaryDirectory(prefix="attnkit-gradescope-") as scratch:
+        root = Path(scratch)
+        for name in ("attnkit", "grader", "exercises", "solutions", "README.md", "pyproject.toml"):
+            source = KIT / name
+            if source.is_dir():
+                shutil.copytree(source, root / name, ignore=IGNORED)
+            else:
+                shutil.copy2(source, root / name)
+        config = {"exercises": [r.id for r in records], "unsandboxed": unsandboxed}
+        (root / "gradescope.json").write_text(json.dumps(config))
+        for name, text in (("run_autograder", RUN_AUTOGRADER), ("setup.sh", SETUP)):
+            (root / name).write_text(text)
+            (root / name).chmod(0o755)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        with zipfile.ZipFile(target, "w", zipfile.ZIP_DEFLATED) as archive:
+            for path in sorted(root.rglob("*")):
+                if path.is_file():
+                    info = zipfile.ZipInfo.from_file(path, path.relative_to(root).as_posix())
+                    info.compress_type = zipfile.ZIP_DEFLATED
+                    archive.writestr(info, path.read_bytes())
+    return target

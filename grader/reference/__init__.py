@@ -1,0 +1,11 @@
+"""The one NumPy implementation of the chapter's maths, in float64, written from the formulas
+(loops where that keeps them obviously right) and never from attnkit's code.
+
+The grader's records build their cases and recompute students' known mistakes with it, and the
+tests check every attnkit layer against it:
+
+- `attention`: softmax and masked softmax, masks, the scoring functions, attention pooling.
+- `heads`: linear maps, multi-head and self-attention, hard attention, sinusoidal positions.
+- `variants`: recurrent cells, Nadaraya–Watson, Bahdanau, Luong, pointer, hierarchical, CRF.
+- `memory`: memory networks, NTM addressing and read/write, Hopfield networks.
+"""

@@ -1,0 +1,145 @@
+"""Lab masked-softmax graded end to end: the reference, the stub, a correct alternative and
+planted mistakes (the NaN gradient of a log-mask included)."""
+
+import pytest
+
+from grader.engine.grading import grade
+from tests.support.grading import (
+    assert_full_marks,
+    assert_planted_mistake,
+    assert_reference_scores_full_marks,
+    assert_stub_reports_not_implemented,
+    submit,
+)
+
+pytestmark = pytest.mark.labs
+
+LAB = "masked-softmax"
+
+
+def test_reference_scores_full_marks_on_public_and_hidden_checks():
+    result = assert_reference_scores_full_marks(LAB, hidden_seed=5)
+    names = [check.name for part in result.parts for check in part.checks]
+    assert any(name.startswith("masked positions get zero weight") for name in names)
+    assert any(name.startswith("gradient wrt scores") for name in names)
+
+
+def test_stub_reports_not_implemented_for_every_part():
+    assert_stub_reports_not_implemented(LAB)
+
+
+ALTERNATIVE_NUMPY_AND_TENSORFLOW = """
+import tensorflow as tf
+
+def sequence_mask(valid_lens, maxlen):
+    return np.arange(maxlen) < np.asarray(valid_lens)[..., None]
+
+def masked_softmax_from_mask(scores, mask):
+    mask = np.broadcast_to(mask, scores.shape)
+    shifted = np.where(mask, scores - np.where(mask, scores, -np.inf).max(-1, keepdims=True)
+                       if mask.any() else 0.0, -np.inf)
+    e = np.where(mask, np.exp(np.where(mask, shifted, 0.0)), 0.0)
+    total = e.sum(-1, keepdims=True)
+    return np.divide(e, total, out=np.zeros_like(e), where=total > 0)
+
+def masked_softmax(scores, valid_lens=None):
+    if valid_lens is None:
+        return masked_softmax_from_mask(scores, np.ones(scores.shape, bool))
+    lens = valid_lens if valid_lens.ndim == 2 else valid_lens[:, None]
+    return masked_softmax_from_mask(scores, sequence_mask(lens, scores.shape[-1]))
+
+class MaskedAttentionPooling(keras.layers.Layer):
+    def call(self, scores, values, valid_lens):
+        if len(valid_lens.shape) == 1:
+            valid_lens = valid_lens[:, tf.newaxis]
+        mask = tf.sequence_mask(tf.cast(valid_lens, tf.int32), tf.shape(scores)[-1])
+        keep = tf.cast(mask, scores.dtype)
+        weights = tf.nn.softmax(scores - 1e9 * (1 - keep), axis=-1) * keep
+        return tf.einsum("bqk,bkd->bqd", weights, values)
+"""
+
+
+def test_correct_alternative_scores_full_marks(tmp_path):
+    assert_full_marks(grade(LAB, submit(tmp_path, LAB, ALTERNATIVE_NUMPY_AND_TENSORFLOW)))
+
+
+SEQUENCE_MASK = """
+def sequence_mask(valid_lens, maxlen):
+    return {expression}
+"""
+FROM_LENGTHS = """
+def masked_softmax(scores, valid_lens=None):
+    if valid_lens is None:
+        return ops.softmax(scores)
+    lens = valid_lens if valid_lens.ndim == 2 else valid_lens[:, None]
+    mask = np.arange(scores.shape[-1]) < lens[..., None]
+    {body}
+"""
+POOLING_LOG_MASK = """
+class MaskedAttentionPooling(keras.layers.Layer):
+    def call(self, scores, values, valid_lens):
+        if len(valid_lens.shape) == 1:
+            valid_lens = ops.expand_dims(valid_lens, -1)
+        mask = ops.less(ops.arange(scores.shape[-1]), ops.expand_dims(valid_lens, -1))
+        weights = ops.softmax(scores + ops.log(ops.cast(mask, scores.dtype)), axis=-1)
+        weights = ops.where(ops.any(mask, axis=-1, keepdims=True), weights, 0.0)
+        return ops.matmul(weights, values)
+"""
+
+PLANTED = [
+    # (part, source, the named mistake, a phrase of the feedback)
+    (
+        "sequence_mask",
+        SEQUENCE_MASK.format(expression="np.arange(maxlen) <= valid_lens[..., None]"),
+        "one position too many",
+        "you kept j <= valid_len",
+    ),
+    (
+        "sequence_mask",
+        SEQUENCE_MASK.format(expression="np.arange(maxlen) >= valid_lens[..., None]"),
+        "inverted",
+        "The mask is inverted",
+    ),
+    (
+        "masked_softmax",
+        FROM_LENGTHS.format(body="return ops.softmax(np.where(mask, scores, -1e6))"),
+        "fully masked row uniform",
+        "came out uniform",
+    ),
+    (
+        "masked_softmax",
+        FROM_LENGTHS.format(body="return ops.softmax(scores) * mask"),
+        "mask applied after the softmax",
+        "no longer sum to one",
+    ),
+    (
+        "masked_softmax",
+        FROM_LENGTHS.format(body="return ops.softmax(np.where(mask, scores, -np.inf))"),
+        None,
+        "NaN or infinite",
+    ),
+    (
+        "masked_softmax_from_mask",
+        "def masked_softmax_from_mask(scores, mask):\n"
+        "    weights = ops.softmax(ops.where(mask, -1e9, scores))\n"
+        "    return ops.where(mask, 0.0, weights)\n",
+        "mask inverted",
+        "True means keep",
+    ),
+    ("MaskedAttentionPooling", POOLING_LOG_MASK, None, "NaN or infinite"),
+]
+
+
+@pytest.mark.parametrize(
+    "part_name,body,mistake,phrase", PLANTED, ids=[f"{p[0]}-{p[2] or p[3]}" for p in PLANTED]
+)
+def test_planted_mistake_fails_its_part_with_a_named_message(
+    tmp_path, part_name, body, mistake, phrase
+):
+    assert_planted_mistake(tmp_path, LAB, part_name, body, mistake, phrase)
+
+
+def test_the_log_mask_passes_its_outputs_but_not_its_gradients(tmp_path):
+    result = grade(LAB, submit(tmp_path, LAB, POOLING_LOG_MASK), parts=["MaskedAttentionPooling"])
+    failed = [check for check in result.part("MaskedAttentionPooling").checks if not check.passed]
+    assert failed and all(check.name.startswith("gradient wrt scores") for check in failed)

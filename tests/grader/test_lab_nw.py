@@ -1,0 +1,151 @@
+"""Lab nw (Nadaraya–Watson kernel regression) graded end to end: the reference, the stub, a
+correct alternative and planted mistakes."""
+
+import pytest
+
+from grader.engine.grading import grade
+from tests.support.grading import (
+    assert_full_marks,
+    assert_planted_mistake,
+    assert_reference_scores_full_marks,
+    assert_stub_reports_not_implemented,
+    submit,
+)
+
+pytestmark = pytest.mark.labs
+
+LAB = "nw"
+
+
+def test_reference_scores_full_marks_on_public_and_hidden_checks():
+    result = assert_reference_scores_full_marks(LAB, hidden_seed=11)
+    names = [check.name for part in result.parts for check in part.checks]
+    assert any(name.startswith("gradient wrt w,") for name in names)
+    assert any(name.startswith("rows sum to one") for name in names)
+
+
+def test_stub_reports_not_implemented_for_every_part():
+    assert_stub_reports_not_implemented(LAB)
+
+
+ALTERNATIVE_NUMPY_AND_TENSORFLOW = """
+import tensorflow as tf
+
+def gaussian_weights(queries, keys, bandwidth=1.0):
+    scores = -np.subtract.outer(queries, keys) ** 2 / (2 * bandwidth * bandwidth)
+    scores = scores - scores.max(axis=1, keepdims=True)
+    e = np.exp(scores)
+    return e / e.sum(axis=1, keepdims=True)
+
+def nadaraya_watson(queries, keys, values, kernel="gaussian", bandwidth=1.0):
+    distance = np.abs(np.subtract.outer(queries, keys))
+    if kernel == "gaussian":
+        return gaussian_weights(queries, keys, bandwidth) @ values
+    if kernel == "boxcar":
+        k = (distance <= bandwidth).astype(float)
+    else:
+        k = np.clip(1 - (distance / bandwidth) ** 2, 0, None)
+    total = k.sum(axis=1)
+    return np.divide(k @ values, total, out=np.zeros(len(queries)), where=total > 0)
+
+class ParametricNadarayaWatson(keras.layers.Layer):
+    def build(self, queries_shape, keys_shape, values_shape):
+        self.w = self.add_weight(name="w", shape=(), initializer="ones")
+
+    def call(self, queries, keys, values):
+        d = queries[:, :, tf.newaxis] - keys[:, tf.newaxis, :]
+        attention = tf.nn.softmax(-tf.square(d * self.w) / 2)
+        return tf.einsum("bmn,bn->bm", attention, values)
+"""
+
+
+def test_correct_alternative_scores_full_marks(tmp_path):
+    assert_full_marks(grade(LAB, submit(tmp_path, LAB, ALTERNATIVE_NUMPY_AND_TENSORFLOW)))
+
+
+WEIGHTS = """
+def gaussian_weights(queries, keys, bandwidth=1.0):
+    d = ops.expand_dims(queries, -1) - ops.expand_dims(keys, 0)
+    return {expression}
+"""
+REGRESSION = """
+def nadaraya_watson(queries, keys, values, kernel="gaussian", bandwidth=1.0):
+    u = np.subtract.outer(queries, keys) / bandwidth
+    if kernel == "gaussian":
+        k = np.exp(-u ** 2 / 2)
+    elif kernel == "boxcar":
+        k = ({boxcar}).astype(float)
+    else:
+        k = {epanechnikov}
+    total = k.sum(axis=1)
+    return np.divide(k @ values, total, out=np.zeros(len(queries)), where=total != 0)
+"""
+CORRECT_BOXCAR, CORRECT_EPANECHNIKOV = "np.abs(u) <= 1", "np.maximum(1 - u ** 2, 0)"
+PARAMETRIC = """
+class ParametricNadarayaWatson(keras.layers.Layer):
+    def build(self, queries_shape, keys_shape, values_shape):
+        self.w = self.add_weight(name="w", shape=(), initializer="ones")
+
+    def call(self, queries, keys, values):
+        d = ops.expand_dims(queries, -1) - ops.expand_dims(keys, -2)
+        weights = ops.softmax({scores}, axis=-1)
+        return ops.einsum("bmn,bn->bm", weights, values)
+"""
+
+PLANTED = [
+    # (part, source, the named mistake, a phrase of the feedback)
+    (
+        "gaussian_weights",
+        WEIGHTS.format(expression="ops.softmax(-d ** 2 / bandwidth ** 2, axis=-1)"),
+        "factor ½ missing",
+        "the ½ of the Gaussian",
+    ),
+    (
+        "gaussian_weights",
+        WEIGHTS.format(expression="ops.softmax(-d ** 2 / (2 * bandwidth ** 2), axis=0)"),
+        "normalised over the queries",
+        "wrong axis",
+    ),
+    (
+        "gaussian_weights",
+        WEIGHTS.format(
+            expression="ops.exp(-d ** 2 / (2 * bandwidth ** 2)) / "
+            "ops.sum(ops.exp(-d ** 2 / (2 * bandwidth ** 2)), axis=-1, keepdims=True)"
+        ),
+        None,
+        "NaN or infinite",
+    ),
+    (
+        "nadaraya_watson",
+        REGRESSION.format(boxcar="np.abs(u) < 1", epanechnikov=CORRECT_EPANECHNIKOV),
+        "boxcar edge excluded",
+        "distance exactly h counts",
+    ),
+    (
+        "nadaraya_watson",
+        REGRESSION.format(boxcar=CORRECT_BOXCAR, epanechnikov="1 - u ** 2"),
+        "Epanechnikov not clipped",
+        "outside [",
+    ),
+    (
+        "ParametricNadarayaWatson",
+        PARAMETRIC.format(scores="-0.5 * d ** 2 * self.w"),
+        "w outside the square",
+        "multiplies the difference before squaring",
+    ),
+    (
+        "ParametricNadarayaWatson",
+        PARAMETRIC.format(scores="-0.5 * (d * ops.stop_gradient(self.w)) ** 2"),
+        "gradient cut",
+        "gradient with respect to w is zero",
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    "part_name,body,mistake,phrase", PLANTED, ids=[f"{p[0]}-{p[2] or p[3]}" for p in PLANTED]
+)
+def test_planted_mistake_fails_its_part_with_a_named_message(
+    tmp_path, part_name, body, mistake, phrase
+):
+    assert_planted_mistake(tmp_path, LAB, part_name, body, mistake, phrase)

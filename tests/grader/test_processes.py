@@ -1,0 +1,163 @@
+"""The process layer under every check: the parts of one exercise share a child, each part keeps
+its own time limit, and giving up half-way leaves nothing running."""
+
+import os
+import time
+from pathlib import Path
+
+import pytest
+
+from grader.engine.cases import save_cases
+from grader.engine.spec import FUNCTION, Case
+from grader.sandbox import processes
+from grader.sandbox.processes import CRASHED, FINISHED, TIMED_OUT, Job, run_jobs
+from tests.support.grading import descendants
+
+SOURCE = """
+import os
+import time
+
+import numpy as np
+
+open(os.path.join(os.path.dirname(__file__), "pids", str(os.getpid())), "w").close()
+
+
+def pid():
+    return np.array(os.getpid())
+
+
+def hang():
+    time.sleep(120)
+
+
+def die():
+    os._exit(7)
+"""
+
+
+@pytest.fixture
+def folder(tmp_path) -> Path:
+    (tmp_path / "work.py").write_text(SOURCE)
+    (tmp_path / "pids").mkdir()
+    for target in ("pid", "hang", "die"):
+        save_cases(tmp_path / f"{target}.npz", [Case(target, FUNCTION, "no inputs")])
+    return tmp_path
+
+
+def job(folder: Path, key: str, target: str, group: str | None, timeout: float = 30.0) -> Job:
+    return Job(key, folder / "work.py", folder / f"{target}.npz", folder, timeout, group=group)
+
+
+def pid_of(outcome) -> int:
+    assert outcome.state == FINISHED, outcome
+    return int(outcome.arrays["case0/output"])
+
+
+def test_the_parts_of_a_group_run_in_one_child_and_other_groups_in_their_own(folder):
+    jobs = [job(folder, f"a{i}", "pid", "a") for i in range(3)]
+    jobs += [job(folder, f"b{i}", "pid", "b") for i in range(2)]
+    outcomes = run_jobs(jobs, parallel=2)
+    pids = {key: pid_of(outcome) for key, outcome in outcomes.items()}
+    assert pids["a0"] == pids["a1"] == pids["a2"]
+    assert pids["b0"] == pids["b1"] != pids["a0"]
+
+
+def test_a_part_past_its_limit_times_out_and_the_parts_after_it_get_a_fresh_child(folder):
+    jobs = [
+        job(folder, "first", "pid", "g"),
+        job(folder, "stuck", "hang", "g", timeout=1.5),
+        job(folder, "then", "pid", "g"),
+        job(folder, "last", "pid", "g"),
+    ]
+    started = time.monotonic()
+    outcomes = run_jobs(jobs)
+    assert time.monotonic() - started < 60  # not the two minutes the stuck part wanted
+    assert outcomes["stuck"].state == TIMED_OUT and outcomes["stuck"].exitcode == -9
+    assert pid_of(outcomes["then"]) == pid_of(outcomes["last"]) != pid_of(outcomes["first"])
+
+
+def test_a_part_that_kills_its_child_is_a_crash_and_the_rest_still_run(folder):
+    jobs = [job(folder, "dies", "die", "g"), job(folder, "after", "pid", "g")]
+    outcomes = run_jobs(jobs)
+    assert outcomes["dies"].state == CRASHED
+    assert "exited with status 7" in outcomes["dies"].problem
+    assert pid_of(outcomes["after"]) > 0
+
+
+def _running(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
+
+
+@pytest.mark.skipif(not Path("/proc").is_dir() or not hasattr(os, "fork"), reason="Linux only")
+def test_giving_up_half_way_stops_the_helper_and_every_child_at_once(folder):
+    jobs = [job(folder, "quick", "pid", None)]
+    jobs += [job(folder, f"stuck{i}", "hang", None, timeout=120) for i in range(3)]
+    helper = processes.zygote()
+    seen = {}
+
+    class GiveUp(Exception):
+        pass
+
+    def on_done(done, outcome):
+        seen["children"] = descendants(helper.process.pid)  # the stuck part beside "quick"
+        seen["when"] = time.monotonic()
+        raise GiveUp  # just as the helper starts the next child
+
+    with pytest.raises(GiveUp):
+        run_jobs(jobs, parallel=2, on_done=on_done)
+    assert time.monotonic() - seen["when"] < 4  # killed, not waited for
+    assert not helper.alive()
+    time.sleep(1.0)  # a child that escaped would be importing the module by now
+    started = [int(path.name) for path in (folder / "pids").iterdir()]
+    assert started  # "quick" at least; the stuck part beside it may not have got that far
+    assert seen["children"]
+    assert not [pid for pid in started + seen["children"] if _running(pid)]
+    # The next run gets a fresh helper, not the answers still owed by the old one.
+    assert pid_of(run_jobs([job(folder, "again", "pid", None)])["again"]) > 0
+
+
+def test_fresh_interpreters_where_fork_is_missing_grade_the_same_way(folder):
+    jobs = [
+        job(folder, "first", "pid", "g"),
+        job(folder, "dies", "die", "g"),
+        job(folder, "last", "pid", "g"),
+    ]
+    reports = processes.schedule(processes.describe_units(jobs), 1, processes.start_interpreter)
+    outcomes = {j.key: processes._collect(j, reports[j.key]) for j in jobs}
+    assert outcomes["dies"].state == CRASHED
+    assert "exited with status 7" in outcomes["dies"].problem
+    assert pid_of(outcomes["first"]) != pid_of(outcomes["last"])
+
+
+class _Idle:
+    """A child that is never done: only the clock and its waiting time decide."""
+
+    pid = 12345
+    started = True
+
+    def __init__(self, job):
+        pass
+
+    def fds(self):
+        return []
+
+
+def test_time_kept_from_a_cpu_by_others_does_not_count_against_a_part(tmp_path, monkeypatch):
+    unit = {"key": "u", "workdir": str(tmp_path), "parts": [{"key": "p", "timeout": 1.0}]}
+    clock = [100.0]
+    waited = {12345: 0.0}
+    monkeypatch.setattr(processes.time, "monotonic", lambda: clock[0])
+    monkeypatch.setattr(processes, "_waiting_seconds", lambda pid: waited[pid])
+    run = processes._Running(unit, 0, 0, _Idle)
+    clock[0] += 3.0  # three seconds of wall time, of which it waited 2.5 s for a CPU
+    waited[12345] = 2.5
+    assert not run.overran()
+    waited[12345] = 1.5  # only 1.5 s: 1.5 s of its own, past its 1 s
+    assert run.overran()
+    waited[12345] = 1e6  # starved for ever: still stopped at STARVED_LIMIT times its limit
+    clock[0] = 100.0 + processes.STARVED_LIMIT * 1.0 + 0.1
+    assert run.overran()

@@ -1,0 +1,190 @@
+"""Copies of the kit: a student kit without solutions, and a Gradescope autograder."""
+
+import json
+import os
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from grader import sandbox
+from grader.instructor.release import (
+    ReleaseError,
+    release_gradescope,
+    release_student,
+    solution_leaks,
+)
+from grader.instructor.stubs import package_dir
+
+pytestmark = pytest.mark.ex8_2
+
+ALICE = package_dir("examples") / "submissions" / "alice" / "ex8_2.py"
+
+
+def run_kit(kit: Path, *args, env=None, cwd=None):
+    environment = {**os.environ, "PYTHONPATH": str(kit), **(env or {})}
+    return subprocess.run(
+        [sys.executable, *args],
+        cwd=cwd or kit,
+        env=environment,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+
+
+@pytest.fixture(scope="module")
+def student_kit(tmp_path_factory):
+    return release_student(tmp_path_factory.mktemp("kit") / "attnkit-student")
+
+
+def test_student_kit_has_no_solutions(student_kit):
+    assert not (student_kit / "solutions").exists()
+    assert solution_leaks(student_kit) == []
+    assert (student_kit / "grader" / "fixtures" / "8-2.npz").is_file()
+    assert '"solutions*"' not in (student_kit / "pyproject.toml").read_text()
+    # The check itself can fail: the kit this test runs from does hold solutions.
+    assert solution_leaks(package_dir("solutions").parent) != []
+
+
+def test_student_kit_grades_from_its_fixtures(student_kit):
+    stub = run_kit(student_kit, "-m", "grader.cli", "check", "8-2", "--format", "json")
+    assert stub.returncode == 1, stub.stderr
+    assert {p["status"] for p in json.loads(stub.stdout)["parts"]} == {"not_implemented"}
+
+    (student_kit / "exercises" / "ex8_2.py").write_text(ALICE.read_text())
+    solved = run_kit(student_kit, "-m", "grader.cli", "check", "8-2", "--format", "json")
+    assert solved.returncode == 0, solved.stdout + solved.stderr
+    assert json.loads(solved.stdout)["score"] == 10.0
+
+
+def test_release_refuses_a_folder_in_use(tmp_path):
+    (tmp_path / "something").write_text("x")
+    with pytest.raises(ReleaseError, match="not empty"):
+        release_student(tmp_path)
+
+
+@pytest.fixture(scope="module")
+def autograder(tmp_path_factory):
+    root = tmp_path_factory.mktemp("autograder")
+    archive = release_gradescope(root / "autograder.zip", ["8-2"])
+    with zipfile.ZipFile(archive) as bundle:
+        names = bundle.namelist()
+        bundle.extractall(root / "source")
+    assert {"setup.sh", "run_autograder", "gradescope.json", "solutions/ex8_2.py"} <= set(names)
+    return root
+
+
+def gradescope_run(autograder: Path, files: dict[str, str], python=sys.executable) -> dict:
+    submission = autograder / "submission"
+    results = autograder / "results" / "results.json"
+    results.unlink(missing_ok=True)
+    if submission.exists():
+        for path in submission.iterdir():
+            path.unlink()
+    submission.mkdir(exist_ok=True)
+    for name, text in files.items():
+        (submission / name).write_text(text)
+    done = subprocess.run(
+        ["bash", str(autograder / "source" / "run_autograder")],
+        env={
+            **os.environ,
+            "AUTOGRADER_ROOT": str(autograder),
+            "PYTHON": python,
+            "PYTHONPATH": str(autograder / "source"),
+        },
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr
+    return json.loads(results.read_text())
+
+
+def test_gradescope_full_marks_in_its_schema(autograder):
+    results = gradescope_run(autograder, {"ex8_2.py": ALICE.read_text()})
+    assert results["score"] == 10.0
+    assert "Hidden-check seed" in results["output"]
+    visible = [t for t in results["tests"] if t["visibility"] == "visible"]
+    assert len(visible) == 5
+    for test in results["tests"]:
+        assert {"name", "score", "max_score", "output", "visibility"} <= set(test)
+
+
+@pytest.mark.parametrize(
+    "files,phrase",
+    [
+        ({"ex8_2.py": "def oops(:\n"}, "SyntaxError"),
+        ({"notes.txt": "forgot the code"}, "no ex8_2.py in the submission"),
+        ({"ex8_2.py": "import os\nos._exit(1)\n"}, "exited with status 1"),
+    ],
+)
+def test_gradescope_reports_broken_submissions_with_zero(autograder, files, phrase):
+    results = gradescope_run(autograder, files)
+    assert results["score"] == 0.0
+    assert any(phrase in test["output"] for test in results["tests"])
+
+
+FORGER = """
+import json, os, signal
+forged = {"score": 100.0, "tests": [], "output": "forged"}
+for folder, _, files in os.walk(os.environ.get("AUTOGRADER_ROOT", "/autograder")):
+    for name in files:
+        try:
+            open(os.path.join(folder, name), "rb").read(1)  # the expected results, say
+            pass  # reading the kit or the results is refused (and flagged)
+        except OSError:
+            pass
+for target in (RESULTS, os.path.join(os.path.dirname(RESULTS), "partial.json")):
+    try:
+        os.makedirs(os.path.dirname(target), exist_ok=True)
+        with open(target, "w") as handle:
+            json.dump(forged, handle)
+    except OSError:
+        pass
+try:
+    pids = [int(p) for p in os.listdir("/proc") if p.isdigit()]
+except OSError:
+    pids = []
+for pid in [p for p in pids if p != os.getpid()] + [os.getppid(), -1]:
+    try:
+        os.kill(pid, signal.SIGKILL)
+    except OSError:
+        pass
+"""
+
+
+@pytest.mark.skipif(not sandbox.status()["complete"], reason="needs Landlock and seccomp")
+def test_gradescope_results_cannot_be_forged_nor_the_grader_killed(autograder):
+    results_path = autograder / "results" / "results.json"
+    source = f"RESULTS = {str(results_path)!r}\n" + FORGER + "\n" + ALICE.read_text()
+    results = gradescope_run(autograder, {"ex8_2.py": source})
+    # Graded by the grader (the honest code below the attack), never the forged file.
+    assert results["score"] == 10.0 and results["output"] != "forged"
+    assert not (autograder / "results" / "partial.json").exists()
+    flagged = [t for t in results["tests"] if t["visibility"] == "hidden"]
+    assert flagged and "signal" in flagged[0]["output"] and "open" in flagged[0]["output"]
+    assert all(t["max_score"] == 0.0 for t in flagged)
+
+
+def test_gradescope_writes_results_even_when_the_grader_cannot_run(autograder):
+    results = gradescope_run(autograder, {"ex8_2.py": ALICE.read_text()}, python="/bin/false")
+    assert results["score"] == 0.0 and "autograder failed" in results["output"]
+
+
+def test_gradescope_refuses_to_run_code_without_a_sandbox_unless_released_so(tmp_path, monkeypatch):
+    from grader.instructor import gradescope
+
+    missing = {**sandbox.status(), "files": False, "landlock_abi": 0, "complete": False}
+    monkeypatch.setattr(sandbox, "status", lambda: missing)
+    (tmp_path / "source").mkdir()
+    (tmp_path / "submission").mkdir()
+    planted = tmp_path / "ran"
+    (tmp_path / "submission" / "ex8_2.py").write_text(f"open({str(planted)!r}, 'w')\n")
+    (tmp_path / "source" / "gradescope.json").write_text(json.dumps({"exercises": ["8-2"]}))
+    assert gradescope.main(["--root", str(tmp_path)]) == 0
+    results = json.loads((tmp_path / "results" / "results.json").read_text())
+    assert results["score"] == 0.0 and "--unsandboxed" in results["output"]
+    assert "NOT sandboxed" in results["output"] and not planted.exists()

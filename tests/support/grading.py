@@ -1,0 +1,98 @@
+"""Helpers shared by the tests of every exercise's and lab's grading (`tests/test_grader_*.py`).
+
+Each exercise's tests grade the reference (full marks, hidden checks too), the generated stub ("not
+implemented" everywhere), correct alternatives written another way (full marks) and planted
+mistakes (the right part fails, with the named message).
+"""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+from grader.engine.grading import grade
+from grader.engine.results import ERROR, FAILED, NOT_IMPLEMENTED, PASSED
+from grader.instructor.stubs import package_dir
+from grader.records import get_exercise
+
+HEADER = "import keras\nfrom keras import ops\nimport numpy as np\n\n"
+
+
+def replace_function(source: str, name: str, body: str) -> str:
+    """`source` with function `name` replaced by one whose body is `body` (indented lines)."""
+    start = source.index(f"def {name}(")
+    end = source.find("\ndef ", start + 1)
+    end = len(source) if end == -1 else end
+    signature = source[start : source.index("\n", start)]
+    return source[:start] + signature + "\n" + body + "\n" + source[end:]
+
+
+def submit(tmp_path: Path, lab_id: str, body: str, header: str = HEADER) -> str:
+    """Write `body` as the lab's submission file in `tmp_path`; return the folder."""
+    record = get_exercise(lab_id)
+    (tmp_path / record.file).write_text(header + textwrap.dedent(body), encoding="utf-8")
+    return str(tmp_path)
+
+
+def failures(part) -> list:
+    return [check for check in part.checks if not check.passed]
+
+
+def first_failures(result) -> list:
+    """Per part, its name and first failing check: what an assertion message should show."""
+    return [(p.name, p.status, failures(p)[:1]) for p in result.parts if p.status != PASSED]
+
+
+def assert_full_marks(result) -> None:
+    assert result.score == result.max_score > 0, first_failures(result)
+    assert {part.status for part in result.parts} == {PASSED}
+
+
+def assert_reference_scores_full_marks(lab_id: str, hidden_seed: int | None = None):
+    """The reference solution passes every part (with hidden checks when a seed is given)."""
+    result = grade(lab_id, package_dir("solutions"), hidden_seed=hidden_seed)
+    assert_full_marks(result)
+    assert result.max_score == get_exercise(lab_id).max_score
+    if hidden_seed is not None:
+        assert any("hidden" in check.name for part in result.parts for check in part.checks)
+    return result
+
+
+def assert_stub_reports_not_implemented(lab_id: str) -> None:
+    result = grade(lab_id, package_dir("exercises"))
+    assert result.score == 0.0
+    for part in result.parts:
+        assert part.status == NOT_IMPLEMENTED, (part.name, failures(part)[:1])
+        assert all(
+            c.message.startswith(f"not implemented yet (Exercise {lab_id}: ")
+            for c in failures(part)
+        )
+
+
+def assert_planted_mistake(
+    tmp_path: Path, lab_id: str, part_name: str, body: str, mistake: str | None, phrase: str
+) -> None:
+    """Grade one part of a planted wrong submission: it fails, naming `mistake` with `phrase`."""
+    result = grade(lab_id, submit(tmp_path, lab_id, body), parts=[part_name])
+    part = result.part(part_name)
+    assert part.status in (FAILED, ERROR) and part.score == 0.0, part
+    assert any(phrase in check.message for check in failures(part)), failures(part)
+    if mistake:
+        assert mistake in part.mistakes, (part.mistakes, failures(part)[:3])
+
+
+def descendants(pid: int) -> list[int]:
+    """Every process below `pid` (Linux: read from /proc)."""
+    found, frontier = [], [pid]
+    while frontier:
+        parent = frontier.pop()
+        for entry in Path("/proc").iterdir():
+            if entry.name.isdigit():
+                try:
+                    fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+                except OSError:
+                    continue
+                if int(fields[1]) == parent:
+                    found.append(int(entry.name))
+                    frontier.append(int(entry.name))
+    return found

@@ -1,0 +1,70 @@
+"""Test support for the layers: random masks and weights, and finite-difference gradients."""
+
+import numpy as np
+
+from grader.reference import attention as ref
+from grader.reference.attention import as64
+
+
+def numeric_gradient(f, x, eps=1e-6):
+    """Central finite differences of the scalar function f at x (float64)."""
+    x = as64(x).copy()
+    grad = np.zeros_like(x)
+    for idx in np.ndindex(*x.shape):
+        old = x[idx]
+        x[idx] = old + eps
+        up = f(x)
+        x[idx] = old - eps
+        down = f(x)
+        x[idx] = old
+        grad[idx] = (up - down) / (2 * eps)
+    return grad
+
+
+MASK_KINDS = [
+    "value_mask",
+    "key_lengths",
+    "attention_mask_2d",
+    "attention_mask_3d",
+    "causal",
+    "query_mask",
+    "all",
+]
+
+
+def random_masks(kind, rng, b, tq, tk):
+    """Keyword arguments of an attention call and the (B, Tq, Tk) keep-mask they mean."""
+    kwargs, keep = {}, np.ones((b, tq, tk), bool)
+    if kind in ("value_mask", "all"):
+        kwargs["value_mask"] = rng.random((b, tk)) > 0.3
+        keep &= kwargs["value_mask"][:, None, :]
+    if kind in ("key_lengths", "all"):
+        kwargs["key_lengths"] = np.array([tk - 1, 0, tk][:b], "int32")
+        keep &= ref.length_mask(kwargs["key_lengths"], tk)[:, None, :]
+    if kind == "attention_mask_2d":
+        kwargs["attention_mask"] = rng.random((tq, tk)) > 0.3
+        keep &= kwargs["attention_mask"][None]
+    if kind in ("attention_mask_3d", "all"):
+        kwargs["attention_mask"] = rng.random((b, tq, tk)) > 0.3
+        keep &= kwargs["attention_mask"]
+    if kind in ("causal", "all"):
+        kwargs["use_causal_mask"] = True
+        keep &= ref.causal_mask(tq, tk)[None]
+    if kind in ("query_mask", "all"):
+        kwargs["query_mask"] = rng.random((b, tq)) > 0.3
+        keep &= kwargs["query_mask"][:, :, None]
+    return kwargs, keep
+
+
+def random_weights(layer, rng, scale=0.5):
+    """Assigns N(0, scale²) values to every weight of a built layer; returns them by name.
+
+    The values returned are the ones the layer holds (rounded to its variable dtype), as
+    float64.
+    """
+    values = {}
+    for w in layer.weights:
+        value = rng.normal(scale=scale, size=tuple(w.shape)).astype(w.dtype)
+        w.assign(value)
+        values[w.name] = as64(value)
+    return values
