@@ -20,10 +20,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from grader import sandbox
-from grader.engine import references
 from grader.engine.cases import save_cases
 from grader.engine.grading import unloadable
 from grader.engine.judging import grader_failure, judge_part
+from grader.engine.references import LiveReference, default_reference
 from grader.engine.results import ERROR, CheckResult, ExerciseResult, PartResult
 from grader.engine.text import printable
 from grader.instructor import gradebook
@@ -183,9 +183,9 @@ def run_batch(
         on_start(len(students), len(summary.skipped))
 
     if pending:
-        references = {r.id: references.default_reference(r) for r in records}
+        references = {r.id: default_reference(r) for r in records}
         for record in records:
-            if not isinstance(references[record.id], references.LiveReference):
+            if not isinstance(references[record.id], LiveReference):
                 raise BatchError("batch grading draws hidden checks, which needs solutions/")
         policy = None
         if protections["complete"]:

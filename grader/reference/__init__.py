@@ -6,6 +6,8 @@ tests check every attnkit layer against it:
 
 - `attention`: softmax and masked softmax, masks, the scoring functions, attention pooling.
 - `heads`: linear maps, multi-head and self-attention, hard attention, sinusoidal positions.
-- `variants`: recurrent cells, Nadaraya–Watson, Bahdanau, Luong, pointer, hierarchical, CRF.
-- `memory`: memory networks, NTM addressing and read/write, Hopfield networks.
+- `recurrent`: GRU and LSTM cells as Keras computes them.
+- `kernel_regression`, `seq2seq` (additive, Bahdanau, Luong), `pointer`, `structured`
+  (hierarchical, CRF).
+- `memory`: memory networks, NTM addressing and read/write. `hopfield`: Hopfield networks.
 """

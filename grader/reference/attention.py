@@ -7,6 +7,17 @@ def as64(x):
     return np.asarray(x, dtype=np.float64)
 
 
+def sigmoid(x):
+    return 1.0 / (1.0 + np.exp(-as64(x)))
+
+
+def softmax(scores, axis=-1):
+    """exp(s_i) / Σ_j exp(s_j) along `axis`, shifted by the maximum so that it never overflows."""
+    scores = as64(scores)
+    shifted = np.exp(scores - scores.max(axis=axis, keepdims=True))
+    return shifted / shifted.sum(axis=axis, keepdims=True)
+
+
 def masked_softmax(scores, mask=None):
     """Softmax over the last axis that skips masked entries; all-masked rows give zeros."""
     scores = as64(scores)
@@ -96,3 +107,11 @@ def location_scores(q, kernel, key_length):
 def attend(weights, value):
     """Σ_j α_ij v_j."""
     return np.einsum("bij,bjd->bid", as64(weights), as64(value))
+
+
+def pool(weights, values):
+    """Σ_j α_ij v_j for values (B, Tk) or (B, Tk, d)."""
+    values = as64(values)
+    if values.ndim == 2:
+        return np.einsum("bij,bj->bi", weights, values)
+    return np.einsum("bij,bjd->bid", weights, values)

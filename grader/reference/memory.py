@@ -1,4 +1,4 @@
-"""Independent float64 NumPy references for the attnkit.memory tests (loops, not the layers' code).
+"""External memory: cosine addressing, NTM read/write and addressing, memory networks (MemN2N).
 
 Each function follows the formula of the paper or the book, written from scratch with Python
 loops over examples, slots and heads; none imports attnkit.
@@ -6,22 +6,8 @@ loops over examples, slots and heads; none imports attnkit.
 
 import numpy as np
 
-from grader.reference.attention import as64
-
-
-def softmax(x, keep=None):
-    """Softmax of a 1-D array over the kept entries; zeros elsewhere; all-masked -> zeros."""
-    x = as64(x)
-    keep = np.ones(x.shape, bool) if keep is None else np.asarray(keep, bool)
-    out = np.zeros(x.shape)
-    if keep.any():
-        e = np.exp(x[keep] - x[keep].max())
-        out[keep] = e / e.sum()
-    return out
-
-
-def sigmoid(x):
-    return 1.0 / (1.0 + np.exp(-as64(x)))
+from grader.reference.attention import as64, masked_softmax, sigmoid
+from grader.reference.recurrent import lstm_step
 
 
 def softplus(x):
@@ -41,7 +27,6 @@ def cosine(u, v):
     )
 
 
-# --------------------------------------------------------------------- read / write
 def read(memory, weights):
     """r = Σ_i w_i m_i for weights (N,) or (H, N) and memory (N, d) of one example."""
     memory, weights = as64(memory), as64(weights)
@@ -65,11 +50,10 @@ def write(memory, weights, erase, add):
     return new
 
 
-# ----------------------------------------------------------------------- NTM steps
 def content_addressing(memory, key, beta, keep=None):
     """w_i = softmax_i(β cos(k, M_i)) for one head of one example."""
     scores = np.array([beta * cosine(as64(key), as64(m)) for m in memory])
-    return softmax(scores, keep)
+    return masked_softmax(scores, keep)
 
 
 def circular_shift(weights, shift):
@@ -92,15 +76,6 @@ def address(memory, previous, key, beta, gate, shift, gamma):
     wc = content_addressing(memory, key, beta)
     wg = gate * wc + (1.0 - gate) * as64(previous)
     return sharpen(circular_shift(wg, shift), gamma)
-
-
-def lstm_step(x, h, c, kernel, recurrent_kernel, bias):
-    """Keras LSTMCell (gates i, f, c, o; sigmoid and tanh) for one example."""
-    z = as64(x) @ as64(kernel) + as64(h) @ as64(recurrent_kernel) + as64(bias)
-    u = len(h)
-    i, f, g, o = sigmoid(z[:u]), sigmoid(z[u : 2 * u]), np.tanh(z[2 * u : 3 * u]), z[3 * u :]
-    c = f * c + i * g
-    return sigmoid(o) * np.tanh(c), c
 
 
 def ntm_sequence(inputs, w, cfg):
@@ -152,7 +127,7 @@ def ntm_sequence(inputs, w, cfg):
                     np.tanh(p[:width]),
                     softplus(p[width]),
                     sigmoid(p[width + 1]),
-                    softmax(p[width + 3 : width + 3 + shifts]),
+                    masked_softmax(p[width + 3 : width + 3 + shifts]),
                     1.0 + softplus(p[width + 2]),
                 )
 
@@ -177,7 +152,6 @@ def ntm_sequence(inputs, w, cfg):
     return outputs, all_read_w, all_write_w, np.array(memories)
 
 
-# --------------------------------------------------------------------------- MemN2N
 def position_encoding(sentence_length, dim):
     """l_kj = (1 − j/J) − (k/d)(1 − 2j/J), j and k from 1; returned as (J, d)."""
     out = np.zeros((sentence_length, dim))
@@ -232,7 +206,7 @@ def memn2n(story, question, w, hops, tying, temporal, encoding, projection, keep
             cs = [
                 embed(story[b, i], c) + (as64(tc[i]) if tc is not None else 0) for i in range(slots)
             ]
-            p = softmax(np.array([np.dot(mi, u) for mi in m]), keep)
+            p = masked_softmax(np.array([np.dot(mi, u) for mi in m]), keep)
             o = sum(p[i] * cs[i] for i in range(slots))
             hop_attention.append(p)
             if k < hops - 1:
@@ -244,34 +218,3 @@ def memn2n(story, question, w, hops, tying, temporal, encoding, projection, keep
             logits.append(final @ as64(w["answer_kernel"]))
         attention.append(hop_attention)
     return np.array(logits), np.array(attention)
-
-
-# -------------------------------------------------------------------------- Hopfield
-def hebbian(patterns):
-    """w_ij = (1/N) Σ_n x_i x_j for i ≠ j, w_ii = 0."""
-    patterns = as64(patterns)
-    count, m = patterns.shape
-    w = np.zeros((m, m))
-    for i in range(m):
-        for j in range(m):
-            if i != j:
-                w[i, j] = sum(patterns[n, i] * patterns[n, j] for n in range(count)) / count
-    return w
-
-
-def energy(state, w, b):
-    """E = −½ Σ_ij w_ij s_i s_j − Σ_i b_i s_i for one state."""
-    state, w, b = as64(state), as64(w), as64(b)
-    m = len(state)
-    pair = sum(w[i, j] * state[i] * state[j] for i in range(m) for j in range(m))
-    return -0.5 * pair - float(np.dot(b, state))
-
-
-def energies(states, w, b):
-    """E for a batch of states (N, m): −½ Σ_ij w_ij s_i s_j − Σ_i b_i s_i, vectorised."""
-    states = as64(states)
-    return -0.5 * np.einsum("ni,ij,nj->n", states, as64(w), states) - states @ as64(b)
-
-
-def sign_keep(field, current):
-    return 1.0 if field > 0 else (-1.0 if field < 0 else current)

@@ -309,7 +309,8 @@ def test_the_same_seed_gives_the_same_gradebook_byte_for_byte(tmp_path):
 
 
 def test_a_broken_reference_stops_the_batch_and_grades_no_one(tmp_path, monkeypatch):
-    from grader.engine import references as engine
+    from grader.engine.references import GraderError, LiveReference
+    from grader.instructor import batch
 
     root = tmp_path / "class"
     for student in ("a", "b", "c"):
@@ -317,8 +318,8 @@ def test_a_broken_reference_stops_the_batch_and_grades_no_one(tmp_path, monkeypa
     broken = tmp_path / "solutions"
     write(broken, "ex8_2.py", replace_function(GOOD, ASYM, "    raise RuntimeError('oops')"))
     with monkeypatch.context() as patch:
-        patch.setattr(engine, "default_reference", lambda record: engine.LiveReference(broken))
-        with pytest.raises(engine.GraderError, match="reference solution failed"):
+        patch.setattr(batch, "default_reference", lambda record: LiveReference(broken))
+        with pytest.raises(GraderError, match="reference solution failed"):
             run_batch(root, BatchOptions(["8-2"], tmp_path / "out", jobs=2, seed=1))
     # The students ran beside the reference, but none is graded against a broken one.
     assert list((tmp_path / "out" / "results").glob("*.json")) == []

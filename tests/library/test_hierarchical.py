@@ -7,7 +7,8 @@ import tensorflow as tf
 
 from attnkit.hierarchical import HierarchicalAttention
 from grader.reference import attention as ref
-from grader.reference import variants as rv
+from grader.reference import recurrent as recurrent_ref
+from grader.reference import structured as structured_ref
 
 
 def _np(x):
@@ -16,10 +17,10 @@ def _np(x):
 
 def weights_of(layer):
     return {
-        "word_fw": rv.cell_weights(layer.word_encoder.forward_layer.cell),
-        "word_bw": rv.cell_weights(layer.word_encoder.backward_layer.cell),
-        "sentence_fw": rv.cell_weights(layer.sentence_encoder.forward_layer.cell),
-        "sentence_bw": rv.cell_weights(layer.sentence_encoder.backward_layer.cell),
+        "word_fw": recurrent_ref.cell_weights(layer.word_encoder.forward_layer.cell),
+        "word_bw": recurrent_ref.cell_weights(layer.word_encoder.backward_layer.cell),
+        "sentence_fw": recurrent_ref.cell_weights(layer.sentence_encoder.forward_layer.cell),
+        "sentence_bw": recurrent_ref.cell_weights(layer.sentence_encoder.backward_layer.cell),
         "word_kernel": ref.as64(layer.word_projection.kernel.numpy()),
         "word_bias": ref.as64(layer.word_projection.bias.numpy()),
         "word_context": ref.as64(layer.word_context.numpy()),
@@ -58,7 +59,7 @@ def test_token_ids_match_numpy(shape, rng):
     randomize(layer, rng)
     document, word_weights, sentence_weights = layer(ids, return_attention_scores=True)
     x = ref.as64(layer.embedding.embeddings.numpy())[ids]
-    expected = rv.hierarchical(weights_of(layer), x, ids != 0)
+    expected = structured_ref.hierarchical(weights_of(layer), x, ids != 0)
     np.testing.assert_allclose(_np(word_weights), expected[1], rtol=1e-4, atol=1e-5)
     np.testing.assert_allclose(_np(sentence_weights), expected[2], rtol=1e-4, atol=1e-5)
     np.testing.assert_allclose(_np(document), expected[0], rtol=1e-4, atol=1e-5)
@@ -75,7 +76,7 @@ def test_embeddings_match_numpy(with_mask, rng):
     keep = padded_ids(rng, 2, 3, 4, 5) != 0 if with_mask else np.ones((2, 3, 4), bool)
     kwargs = {"mask": keep} if with_mask else {}
     document, word_weights, sentence_weights = layer(x, return_attention_scores=True, **kwargs)
-    expected = rv.hierarchical(weights_of(layer), x, keep)
+    expected = structured_ref.hierarchical(weights_of(layer), x, keep)
     np.testing.assert_allclose(_np(word_weights), expected[1], rtol=1e-4, atol=1e-5)
     np.testing.assert_allclose(_np(sentence_weights), expected[2], rtol=1e-4, atol=1e-5)
     np.testing.assert_allclose(_np(document), expected[0], rtol=1e-4, atol=1e-5)
@@ -88,7 +89,7 @@ def test_takes_the_keras_mask_of_embeddings(rng):
     layer.build(embedded.shape)
     randomize(layer, rng)
     _, word_weights, sentence_weights = layer(embedded, return_attention_scores=True)
-    expected = rv.hierarchical(weights_of(layer), _np(embedded), ids != 0)
+    expected = structured_ref.hierarchical(weights_of(layer), _np(embedded), ids != 0)
     np.testing.assert_allclose(_np(word_weights), expected[1], rtol=1e-4, atol=1e-5)
     np.testing.assert_allclose(_np(sentence_weights), expected[2], rtol=1e-4, atol=1e-5)
 
@@ -108,7 +109,7 @@ def test_empty_document_gives_zeros_and_finite_gradients(rng):
     for g in grads:
         assert g is not None and np.all(np.isfinite(_np(g)))
     np.testing.assert_array_equal(_np(grads[0])[0], 0.0)
-    expected = rv.hierarchical(weights_of(layer), _np(x), mask)
+    expected = structured_ref.hierarchical(weights_of(layer), _np(x), mask)
     np.testing.assert_allclose(_np(document), expected[0], rtol=1e-4, atol=1e-5)
 
 
@@ -124,7 +125,7 @@ def test_mixed_precision(mixed_policy, rng):
     word_weights = _np(tf.cast(word_weights, "float64"))
     assert np.all(np.isfinite(document)) and np.all(np.isfinite(word_weights))
     x = ref.as64(layer.embedding.embeddings.numpy())[ids]
-    expected = rv.hierarchical(weights_of(layer), x, ids != 0)
+    expected = structured_ref.hierarchical(weights_of(layer), x, ids != 0)
     np.testing.assert_allclose(word_weights, expected[1], atol=2e-2)
     np.testing.assert_allclose(document, expected[0], atol=3e-2)
 
@@ -154,7 +155,7 @@ def test_jit_compile_matches_eager(inputs, rng):
     np.testing.assert_array_equal(_np(compiled[0])[1], 0.0)
     if layer.embedding is not None:
         x = ref.as64(layer.embedding.embeddings.numpy())[ids]
-    expected = rv.hierarchical(weights_of(layer), x, keep)
+    expected = structured_ref.hierarchical(weights_of(layer), x, keep)
     for c, e in zip(compiled, expected, strict=True):
         np.testing.assert_allclose(_np(c), e, rtol=1e-4, atol=1e-5)
 
@@ -186,7 +187,7 @@ def test_keras_file_round_trip(rng, tmp_path):
     model.save(tmp_path / "model.keras")
     loaded = keras.saving.load_model(tmp_path / "model.keras")
     x = ref.as64(layer.embedding.embeddings.numpy())[ids]
-    expected = rv.hierarchical(weights_of(layer), x, ids != 0)
+    expected = structured_ref.hierarchical(weights_of(layer), x, ids != 0)
     for m in (model, loaded):
         for g, e in zip(m.predict(ids, verbose=0), expected, strict=True):
             np.testing.assert_allclose(g, e, rtol=1e-4, atol=1e-5)

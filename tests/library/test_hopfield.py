@@ -6,7 +6,7 @@ import pytest
 import tensorflow as tf
 
 from attnkit.memory import HopfieldNetwork
-from grader.reference import memory as mref
+from grader.reference import hopfield as hopfield_ref
 
 
 def _np(x):
@@ -43,7 +43,7 @@ def _random_network(rng, units):
 def test_hebbian_storage_matches_numpy(count, units, rng):
     patterns = _patterns(rng, count, units)
     net = HopfieldNetwork(units, dtype="float64").store(patterns)
-    np.testing.assert_allclose(_np(net.kernel), mref.hebbian(patterns), rtol=1e-12)
+    np.testing.assert_allclose(_np(net.kernel), hopfield_ref.hebbian(patterns), rtol=1e-12)
     np.testing.assert_array_equal(np.diag(_np(net.kernel)), 0.0)
     np.testing.assert_array_equal(_np(net.bias), 0.0)
     bias = rng.normal(size=units)
@@ -56,7 +56,7 @@ def test_energy_matches_numpy(units, rng):
     w, b = _random_network(rng, units)
     net = _network(units, w, b)
     states = _patterns(rng, 4, units)
-    expected = [mref.energy(s, w, b) for s in states]
+    expected = [hopfield_ref.energy(s, w, b) for s in states]
     np.testing.assert_allclose(_np(net.energy(states)), expected, rtol=1e-12, atol=1e-12)
 
 
@@ -70,7 +70,10 @@ def test_update_rules_match_numpy(units, rng):
     states = _patterns(rng, 8, units)
     fields = states @ w.T + b
     expected_sync = np.array(
-        [[mref.sign_keep(fields[n, i], states[n, i]) for i in range(units)] for n in range(8)]
+        [
+            [hopfield_ref.sign_keep(fields[n, i], states[n, i]) for i in range(units)]
+            for n in range(8)
+        ]
     )
     np.testing.assert_array_equal(_np(net.synchronous_step(states)), expected_sync)
     for unit in range(units):
@@ -82,7 +85,7 @@ def test_update_rules_match_numpy(units, rng):
     for unit in order:  # one sweep, in order, each unit seeing the latest state
         for n in range(8):
             field = sum(w[unit, j] * expected[n, j] for j in range(units)) + b[unit]
-            expected[n, unit] = mref.sign_keep(field, expected[n, unit])
+            expected[n, unit] = hopfield_ref.sign_keep(field, expected[n, unit])
     np.testing.assert_array_equal(_np(net.asynchronous_sweep(states, order)), expected)
 
 
@@ -92,22 +95,25 @@ def test_energy_never_rises_under_asynchronous_updates(rng):
     for trial in range(50):
         units = int(rng.integers(2, 13))
         if trial % 3 == 0:
-            w, b = mref.hebbian(_patterns(rng, int(rng.integers(1, 5)), units)), np.zeros(units)
+            w, b = (
+                hopfield_ref.hebbian(_patterns(rng, int(rng.integers(1, 5)), units)),
+                np.zeros(units),
+            )
         else:
             w, b = _random_network(rng, units)
         net = _network(units, w, b)
         states = _patterns(rng, 8, units)
-        energies = mref.energies(states, w, b)
+        energies = hopfield_ref.energies(states, w, b)
         for unit in rng.integers(0, units, size=2 * units):
             states = _np(net.update_unit(states, int(unit)))
-            new = mref.energies(states, w, b)
+            new = hopfield_ref.energies(states, w, b)
             assert np.all(new <= energies + 1e-12), (trial, unit, new - energies)
             energies = new
         # The property is not automatic: synchronous updates of the same kind of network
         # can raise the energy.
         start = _patterns(rng, 8, units)
         after = _np(net.synchronous_step(start))
-        rises = mref.energies(after, w, b) > mref.energies(start, w, b) + 1e-9
+        rises = hopfield_ref.energies(after, w, b) > hopfield_ref.energies(start, w, b) + 1e-9
         synchronous_rises += int(np.sum(rises))
     assert synchronous_rises > 0
 
@@ -119,11 +125,11 @@ def test_recall_ends_in_a_local_energy_minimum(rng):
     # A fixed point of every single-unit update: no flip lowers the energy.
     np.testing.assert_array_equal(_np(net.synchronous_step(final)), final)
     for s in final:
-        e = mref.energy(s, w, b)
+        e = hopfield_ref.energy(s, w, b)
         for i in range(10):
             flipped = s.copy()
             flipped[i] = -flipped[i]
-            assert mref.energy(flipped, w, b) >= e - 1e-12
+            assert hopfield_ref.energy(flipped, w, b) >= e - 1e-12
 
 
 @pytest.mark.parametrize("update", ["asynchronous", "synchronous"])
@@ -165,7 +171,7 @@ def test_mixed_precision(mixed_policy, rng):
     np.testing.assert_array_equal(_np(tf.cast(out, "float32")), patterns)
     energy = _np(net.energy(patterns))
     assert np.all(np.isfinite(energy))
-    expected = mref.energies(patterns, mref.hebbian(patterns), np.zeros(64))
+    expected = hopfield_ref.energies(patterns, hopfield_ref.hebbian(patterns), np.zeros(64))
     np.testing.assert_allclose(energy, expected, rtol=1e-5)
 
 
@@ -193,7 +199,7 @@ def test_keras_file_round_trip_keeps_the_stored_memory(rng, tmp_path):
     model.save(tmp_path / "hopfield.keras")
     loaded = keras.saving.load_model(tmp_path / "hopfield.keras")
     restored = loaded.get_layer("hop")
-    np.testing.assert_allclose(_np(restored.kernel), mref.hebbian(patterns), rtol=1e-6)
+    np.testing.assert_allclose(_np(restored.kernel), hopfield_ref.hebbian(patterns), rtol=1e-6)
     corrupted = _flip(rng, patterns, 0.1).astype("float32")
     np.testing.assert_array_equal(loaded.predict(corrupted, verbose=0), patterns)
     assert restored.get_config() == net.get_config()

@@ -7,7 +7,7 @@ import tensorflow as tf
 
 from attnkit.kernel_regression import NadarayaWatson, ParametricNadarayaWatson
 from grader.reference import attention as ref
-from grader.reference import variants as rv
+from grader.reference import kernel_regression as kernel_regression_ref
 from tests.support import layers
 
 KERNELS = ["gaussian", "boxcar", "epanechnikov"]
@@ -45,7 +45,9 @@ def test_nadaraya_watson_matches_numpy(kernel, bandwidth, shape, rng):
     query, key, value, x, x_i = _data(rng, b, tq, tk, vdims, q3, k3)
     layer = NadarayaWatson(kernel, bandwidth)
     out, weights = layer(query, key, value, return_attention_scores=True)
-    expected_out, expected_weights = rv.nadaraya_watson(x, x_i, value, kernel, bandwidth)
+    expected_out, expected_weights = kernel_regression_ref.nadaraya_watson(
+        x, x_i, value, kernel, bandwidth
+    )
     np.testing.assert_allclose(_np(weights), expected_weights, rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(_np(out), expected_out, rtol=1e-5, atol=1e-5)
     assert _np(out).shape == expected_out.shape
@@ -61,7 +63,9 @@ def test_parametric_matches_numpy(w, shape, rng):
     layer.build(query.shape, key.shape, value.shape)
     layer.w.assign(w)
     out, weights = layer(query, key, value, return_attention_scores=True)
-    expected_out, expected_weights = rv.parametric_nadaraya_watson(x, x_i, value, w)
+    expected_out, expected_weights = kernel_regression_ref.parametric_nadaraya_watson(
+        x, x_i, value, w
+    )
     np.testing.assert_allclose(_np(weights), expected_weights, rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(_np(out), expected_out, rtol=1e-5, atol=1e-5)
 
@@ -103,10 +107,10 @@ def test_masks_match_numpy(kernel, kind, rng):
     kwargs, keep = _masks(kind, rng, 3, 5, 5)
     if kernel == "parametric":
         layer = ParametricNadarayaWatson(w_initializer=keras.initializers.Constant(1.7))
-        expected = rv.parametric_nadaraya_watson(x, x_i, value, 1.7, keep)
+        expected = kernel_regression_ref.parametric_nadaraya_watson(x, x_i, value, 1.7, keep)
     else:
         layer = NadarayaWatson(kernel, 1.5)
-        expected = rv.nadaraya_watson(x, x_i, value, kernel, 1.5, keep)
+        expected = kernel_regression_ref.nadaraya_watson(x, x_i, value, kernel, 1.5, keep)
     out, weights = layer(query, key, value, return_attention_scores=True, **kwargs)
     assert np.all(_np(weights)[~keep] == 0.0)
     np.testing.assert_allclose(_np(weights), expected[1], rtol=1e-5, atol=1e-6)
@@ -127,7 +131,9 @@ def test_compact_support_without_neighbours_gives_zeros_not_nan(kernel):
     grads = tape.gradient(total, [x, x_i, y_i], unconnected_gradients="zero")
     np.testing.assert_array_equal(_np(weights)[0, 0], 0.0)
     assert _np(out)[0, 0] == 0.0
-    expected_out, expected_weights = rv.nadaraya_watson(_np(x), _np(x_i), _np(y_i), kernel, 1.0)
+    expected_out, expected_weights = kernel_regression_ref.nadaraya_watson(
+        _np(x), _np(x_i), _np(y_i), kernel, 1.0
+    )
     np.testing.assert_allclose(_np(weights), expected_weights, rtol=1e-6, atol=1e-7)
     np.testing.assert_allclose(_np(out), expected_out, rtol=1e-6)
     assert expected_weights[0, 1, 3] == 0.0  # x_i = 3 is outside the support of 0.5
@@ -156,7 +162,12 @@ def test_parametric_gradient_matches_finite_differences(rng):
     upstream = rng.normal(size=(2, 3))
 
     def loss(w, x_):
-        return float(np.sum(rv.parametric_nadaraya_watson(x_, x_i, value, w, keep)[0] * upstream))
+        return float(
+            np.sum(
+                kernel_regression_ref.parametric_nadaraya_watson(x_, x_i, value, w, keep)[0]
+                * upstream
+            )
+        )
 
     x_t = tf.constant(query)
     with tf.GradientTape() as tape:
@@ -195,10 +206,10 @@ def test_mixed_precision(kernel, mixed_policy, rng):
     x, x_i, value = (_np(tf.cast(tf.cast(a, low), "float32")) for a in (x, x_i, value))
     if kernel == "parametric":
         layer = ParametricNadarayaWatson()
-        expected = rv.parametric_nadaraya_watson(x, x_i, value, 1.0)
+        expected = kernel_regression_ref.parametric_nadaraya_watson(x, x_i, value, 1.0)
     else:
         layer = NadarayaWatson(kernel, 0.05 if kernel == "gaussian" else 1.0)
-        expected = rv.nadaraya_watson(x, x_i, value, kernel, layer.bandwidth)
+        expected = kernel_regression_ref.nadaraya_watson(x, x_i, value, kernel, layer.bandwidth)
     out, weights = layer(x, x_i, value, return_attention_scores=True)
     assert keras.backend.standardize_dtype(out.dtype) == low
     out, weights = _np(tf.cast(out, "float64")), _np(tf.cast(weights, "float64"))

@@ -6,7 +6,7 @@ import pytest
 import tensorflow as tf
 
 from attnkit.memory import EndToEndMemoryNetwork, position_encoding
-from grader.reference import memory as mref
+from grader.reference import memory as memory_ref
 
 VOCAB, DIM = 11, 5
 
@@ -43,7 +43,7 @@ def _layer(config, rng, story, question, dtype="float64", **kwargs):
 
 
 def _reference(config, weights, story, question, keep_slots=None):
-    return mref.memn2n(
+    return memory_ref.memn2n(
         story,
         question,
         weights,
@@ -114,7 +114,7 @@ def test_softmax_activation_and_float32(rng):
 
 def test_position_encoding_matches_the_paper():
     np.testing.assert_allclose(
-        _np(position_encoding(4, 3, "float64")), mref.position_encoding(4, 3)
+        _np(position_encoding(4, 3, "float64")), memory_ref.position_encoding(4, 3)
     )
 
 

@@ -6,7 +6,7 @@ import pathlib
 import numpy as np
 import pytest
 
-EXAMPLES = pathlib.Path(__file__).resolve().parents[1] / "examples"
+EXAMPLES = pathlib.Path(__file__).resolve().parents[2] / "examples"
 
 
 def _example(name):

@@ -7,7 +7,7 @@ import tensorflow as tf
 
 from attnkit.memory import memory_address, memory_read, memory_write
 from grader.reference import attention as ref
-from grader.reference import memory as mref
+from grader.reference import memory as memory_ref
 from tests.support import layers
 from tests.support.score_cases import CASE_IDS, CASES, built_score
 
@@ -114,7 +114,9 @@ def test_write_matches_numpy(shape, heads, rng):
     weights = rng.dirichlet(np.ones(n), size=(b, h))
     erase = rng.uniform(size=(b, h, d))
     add = rng.normal(size=(b, h, d))
-    expected = np.stack([mref.write(memory[i], weights[i], erase[i], add[i]) for i in range(b)])
+    expected = np.stack(
+        [memory_ref.write(memory[i], weights[i], erase[i], add[i]) for i in range(b)]
+    )
     if heads is None:
         weights, erase, add = weights[:, 0], erase[:, 0], add[:, 0]
     args = [x.astype("float32") for x in (memory, weights, erase, add)]
@@ -149,7 +151,7 @@ def test_write_never_touches_padded_slots(kind, rng):
     masked_weights = np.where(keep, weights, 0.0)
     expected = np.stack(
         [
-            mref.write(memory[i], masked_weights[i][None], erase[i][None], add[i][None])
+            memory_ref.write(memory[i], masked_weights[i][None], erase[i][None], add[i][None])
             for i in range(b)
         ]
     )
@@ -169,8 +171,8 @@ def test_gradients_flow_to_memory_query_erase_and_add(rng):
     def reference_loss(memory_, query_, erase_, add_):
         total = 0.0
         for i in range(b):
-            w = mref.content_addressing(memory_[i], query_[i], beta[i])
-            new = mref.write(memory_[i], w[None], erase_[i][None], add_[i][None])
+            w = memory_ref.content_addressing(memory_[i], query_[i], beta[i])
+            new = memory_ref.write(memory_[i], w[None], erase_[i][None], add_[i][None])
             total += np.sum(new * upstream[i])
         return total
 
@@ -237,7 +239,7 @@ def test_mixed_precision_read_and_write(mixed_policy, rng):
     new = _np(tf.cast(new, "float64"))
     expected_new = np.stack(
         [
-            mref.write(memory[i], alpha[i][None], np.full((1, 4), 0.5), query[i][None])
+            memory_ref.write(memory[i], alpha[i][None], np.full((1, 4), 0.5), query[i][None])
             for i in range(2)
         ]
     )

@@ -8,7 +8,6 @@ import tensorflow as tf
 import attnkit
 from attnkit.memory import HopfieldNetwork, ModernHopfield
 from grader.reference import attention as ref
-from grader.reference import memory as mref
 from tests.support import layers
 
 
@@ -28,7 +27,7 @@ def reference_update(xi, patterns, beta, iterations=1, keep=None):
         for b in range(xi.shape[0]):
             x = patterns[b].T  # (d, N): the stored patterns as columns
             for t in range(xi.shape[1]):
-                p = mref.softmax(beta * (x.T @ xi[b, t]), None if keep is None else keep[b])
+                p = ref.masked_softmax(beta * (x.T @ xi[b, t]), None if keep is None else keep[b])
                 new[b, t] = x @ p
                 weights[b, t] = p
         xi = new

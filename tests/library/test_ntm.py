@@ -13,7 +13,7 @@ from attnkit.memory import (
     interpolate,
     sharpen,
 )
-from grader.reference import memory as mref
+from grader.reference import memory as memory_ref
 
 
 def _np(x):
@@ -50,12 +50,17 @@ def test_content_addressing_matches_numpy(shape, rng):
     beta = _per_head(rng, b, h, 0.0, 8.0)
     got = content_addressing(memory.astype("float32"), key.astype("float32"), beta)
     if h is None:
-        expected = np.stack([mref.content_addressing(memory[i], key[i], beta[i]) for i in range(b)])
+        expected = np.stack(
+            [memory_ref.content_addressing(memory[i], key[i], beta[i]) for i in range(b)]
+        )
     else:
         expected = np.stack(
             [
                 np.stack(
-                    [mref.content_addressing(memory[i], key[i, j], beta[i, j]) for j in range(h)]
+                    [
+                        memory_ref.content_addressing(memory[i], key[i, j], beta[i, j])
+                        for j in range(h)
+                    ]
                 )
                 for i in range(b)
             ]
@@ -72,7 +77,7 @@ def test_content_addressing_key_strength_and_mask(rng):
     assert np.all(sharp[:, 2] > 0.99)  # a large β focuses on the best match
     keep = np.array([[True, True, False, True, True, True], [False] * 6])
     masked = _np(content_addressing(memory, key, np.full(2, 3.0), memory_mask=keep))
-    expected = [mref.content_addressing(memory[0], key[0], 3.0, keep[0]), np.zeros(6)]
+    expected = [memory_ref.content_addressing(memory[0], key[0], 3.0, keep[0]), np.zeros(6)]
     np.testing.assert_allclose(masked, expected, rtol=1e-5, atol=1e-7)
 
 
@@ -99,7 +104,7 @@ def test_circular_shift_matches_numpy(shape, shift_range, rng):
     weights = rng.dirichlet(np.ones(n), size=(b, *heads))
     shift = rng.dirichlet(np.ones(2 * shift_range + 1), size=(b, *heads))
     got = _np(circular_shift(weights, shift))
-    expected = _loop(mref.circular_shift, b, h, weights, shift)
+    expected = _loop(memory_ref.circular_shift, b, h, weights, shift)
     np.testing.assert_allclose(got, expected, rtol=1e-12, atol=1e-15)
     np.testing.assert_allclose(got.sum(-1), 1.0, rtol=1e-12)
 
@@ -118,7 +123,7 @@ def test_sharpen_matches_numpy(shape, rng):
     heads = () if h is None else (h,)
     weights = rng.dirichlet(np.ones(n), size=(b, *heads))
     gamma = _per_head(rng, b, h, 1.0, 6.0)
-    expected = _loop(mref.sharpen, b, h, weights, gamma)
+    expected = _loop(memory_ref.sharpen, b, h, weights, gamma)
     np.testing.assert_allclose(_np(sharpen(weights, gamma)), expected, rtol=1e-10)
 
 
@@ -203,7 +208,7 @@ def test_ntm_matches_numpy(config, steps, rng):
     weights = _weights(layer, rng, input_dim=3)
     x = rng.normal(size=(2, steps, 3))
     out, read_w, write_w = layer(x, return_attention_scores=True)
-    expected = mref.ntm_sequence(x, weights, _cfg(layer))
+    expected = memory_ref.ntm_sequence(x, weights, _cfg(layer))
     np.testing.assert_allclose(_np(out), expected[0], rtol=1e-9, atol=1e-10)
     np.testing.assert_allclose(_np(read_w), expected[1], rtol=1e-9, atol=1e-10)
     np.testing.assert_allclose(_np(write_w), expected[2], rtol=1e-9, atol=1e-10)
@@ -217,7 +222,7 @@ def test_float32_ntm_matches_numpy_and_cell_in_keras_rnn(rng):
     layer = _make_ntm(rng, CONFIGS[1], dtype="float32")
     weights = _weights(layer, rng, input_dim=3, scale=0.5)
     x = rng.normal(size=(3, 5, 3)).astype("float32")
-    expected = mref.ntm_sequence(x, weights, _cfg(layer))[0]
+    expected = memory_ref.ntm_sequence(x, weights, _cfg(layer))[0]
     np.testing.assert_allclose(_np(layer(x)), expected, rtol=1e-4, atol=1e-5)
     # The cell alone in keras.layers.RNN (without the addressing outputs) gives y_t.
     cell = NTMCell(**{**_cfg(layer)})
@@ -234,8 +239,8 @@ def test_padded_steps_leave_the_state_unchanged(rng):
     x = rng.normal(size=(2, 5, 2))
     mask = np.array([[True, True, True, False, False], [True] * 5])
     last = _np(layer(x, mask=mask))
-    expected_short = mref.ntm_sequence(x[:1, :3], weights, _cfg(layer))[0][0, -1]
-    expected_full = mref.ntm_sequence(x[1:], weights, _cfg(layer))[0][0, -1]
+    expected_short = memory_ref.ntm_sequence(x[:1, :3], weights, _cfg(layer))[0][0, -1]
+    expected_full = memory_ref.ntm_sequence(x[1:], weights, _cfg(layer))[0][0, -1]
     np.testing.assert_allclose(last[0], expected_short, rtol=1e-9)
     np.testing.assert_allclose(last[1], expected_full, rtol=1e-9)
     # A Keras mask from a masking layer is used the same way.

@@ -7,7 +7,8 @@ import tensorflow as tf
 
 from attnkit.pointer import PointerNetwork
 from grader.reference import attention as ref
-from grader.reference import variants as rv
+from grader.reference import pointer as pointer_ref
+from grader.reference import recurrent as recurrent_ref
 
 
 def _np(x):
@@ -16,8 +17,8 @@ def _np(x):
 
 def weights_of(layer):
     return {
-        "encoder": rv.cell_weights(layer.encoder.cell),
-        "decoder": rv.cell_weights(layer.decoder.cell),
+        "encoder": recurrent_ref.cell_weights(layer.encoder.cell),
+        "decoder": recurrent_ref.cell_weights(layer.decoder.cell),
         "query_kernel": ref.as64(layer.score.query_kernel.numpy()),
         "key_kernel": ref.as64(layer.score.key_kernel.numpy()),
         "score_vector": ref.as64(layer.score.score_vector.numpy()),
@@ -53,7 +54,7 @@ def test_teacher_forcing_matches_numpy(shape, mask_chosen, with_lengths, rng):
     targets = _targets(rng, lengths, m)
     kwargs = {"input_lengths": lengths} if with_lengths else {}
     probs = layer(x, targets, **kwargs)
-    expected, _ = rv.pointer_network(
+    expected, _ = pointer_ref.pointer_network(
         weights_of(layer), x, ref.length_mask(lengths, n), targets=targets, mask_chosen=mask_chosen
     )
     np.testing.assert_allclose(_np(probs), expected, rtol=1e-4, atol=1e-5)
@@ -68,7 +69,7 @@ def test_greedy_decoding_matches_numpy(mask_chosen, rng):
     layer, x = _pointer(rng, 4, 6, 2, 5, mask_chosen)
     lengths = np.array([6, 3, 5, 1], "int32")
     indices, probs = layer.decode(x, input_lengths=lengths)
-    expected_probs, expected_indices = rv.pointer_network(
+    expected_probs, expected_indices = pointer_ref.pointer_network(
         weights_of(layer), x, ref.length_mask(lengths, 6), steps=6, mask_chosen=mask_chosen
     )
     # Steps after every valid position is chosen have all-zero rows; the argmax there is 0.
@@ -87,7 +88,9 @@ def test_decode_with_fewer_steps_and_an_input_mask(rng):
     layer, x = _pointer(rng, 2, 5, 1, 4)
     input_mask = np.array([[True, False, True, True, False], [True, True, True, True, True]])
     indices, probs = layer.decode(x, num_steps=2, input_mask=input_mask)
-    expected_probs, expected_indices = rv.pointer_network(weights_of(layer), x, input_mask, steps=2)
+    expected_probs, expected_indices = pointer_ref.pointer_network(
+        weights_of(layer), x, input_mask, steps=2
+    )
     np.testing.assert_allclose(_np(probs), expected_probs, rtol=1e-4, atol=1e-5)
     np.testing.assert_array_equal(_np(indices), expected_indices)
     assert np.all(_np(probs)[0][:, ~input_mask[0]] == 0.0)
@@ -119,7 +122,7 @@ def test_mixed_precision(mixed_policy, rng):
     assert keras.backend.standardize_dtype(probs.dtype) == low
     probs = _np(tf.cast(probs, "float64"))
     assert np.all(np.isfinite(probs))
-    expected, _ = rv.pointer_network(
+    expected, _ = pointer_ref.pointer_network(
         weights_of(layer), x, ref.length_mask([5, 3], 5), targets=targets
     )
     np.testing.assert_allclose(probs, expected, atol=2e-2)
@@ -161,7 +164,9 @@ def test_keras_file_round_trip(rng, tmp_path):
     targets = np.array([[1, 1, 4], [0, 2, 3]], "int32")
     model.save(tmp_path / "model.keras")
     loaded = keras.saving.load_model(tmp_path / "model.keras")
-    expected, _ = rv.pointer_network(weights_of(layer), x, targets=targets, mask_chosen=False)
+    expected, _ = pointer_ref.pointer_network(
+        weights_of(layer), x, targets=targets, mask_chosen=False
+    )
     for m in (model, loaded):
         np.testing.assert_allclose(
             m.predict([x, targets], verbose=0), expected, rtol=1e-4, atol=1e-5
@@ -212,7 +217,7 @@ def test_decode_needs_num_steps_when_n_is_unknown(rng):
     with pytest.raises(ValueError, match="Received: num_steps=None"):
         tf.function(lambda x_: layer.decode(x_), input_signature=spec)(x)
     decode = tf.function(lambda x_: layer.decode(x_, num_steps=5), input_signature=spec)
-    expected_probs, expected_indices = rv.pointer_network(weights_of(layer), x, steps=5)
+    expected_probs, expected_indices = pointer_ref.pointer_network(weights_of(layer), x, steps=5)
     indices, probs = decode(x)
     np.testing.assert_array_equal(_np(indices), expected_indices)
     np.testing.assert_allclose(_np(probs), expected_probs, rtol=1e-4, atol=1e-5)

@@ -7,7 +7,8 @@ import tensorflow as tf
 
 from attnkit.seq2seq import BahdanauDecoder, LuongAttention
 from grader.reference import attention as ref
-from grader.reference import variants as rv
+from grader.reference import recurrent as recurrent_ref
+from grader.reference import seq2seq as seq2seq_ref
 from tests.support import layers
 
 
@@ -28,7 +29,7 @@ def bahdanau_weights(layer):
         "query_kernel": ref.as64(layer.score.query_kernel.numpy()),
         "key_kernel": ref.as64(layer.score.key_kernel.numpy()),
         "score_vector": ref.as64(layer.score.score_vector.numpy()),
-        "cell": rv.cell_weights(layer.cell),
+        "cell": recurrent_ref.cell_weights(layer.cell),
         "out_kernel": ref.as64(layer.output_projection.kernel.numpy()),
         "out_bias": ref.as64(layer.output_projection.bias.numpy()),
     }
@@ -73,7 +74,7 @@ def test_bahdanau_teacher_forcing_matches_numpy(shape, kind, rng):
     logits, attention, state = layer(
         tokens, enc, initial_state=s0, return_attention_scores=True, return_state=True, **kwargs
     )
-    expected = rv.bahdanau_decoder(bahdanau_weights(layer), tokens, enc, keep, s0)
+    expected = seq2seq_ref.bahdanau_decoder(bahdanau_weights(layer), tokens, enc, keep, s0)
     np.testing.assert_allclose(_np(attention), expected[1], rtol=1e-4, atol=1e-5)
     np.testing.assert_allclose(_np(logits), expected[0], rtol=1e-4, atol=1e-4)
     np.testing.assert_allclose(_np(state), expected[2], rtol=1e-4, atol=1e-5)
@@ -81,7 +82,7 @@ def test_bahdanau_teacher_forcing_matches_numpy(shape, kind, rng):
     # Without the flags, only the logits; without an initial state, s_0 = 0.
     np.testing.assert_allclose(
         _np(layer(tokens, enc, **kwargs)),
-        rv.bahdanau_decoder(bahdanau_weights(layer), tokens, enc, keep)[0],
+        seq2seq_ref.bahdanau_decoder(bahdanau_weights(layer), tokens, enc, keep)[0],
         rtol=1e-4,
         atol=1e-4,
     )
@@ -93,7 +94,7 @@ def test_bahdanau_greedy_decode_matches_numpy(end_token, rng):
     layer.output_projection.bias.assign([0.0, 0.0, 1.5, 0.0, 0.0])  # EOS comes up early
     lengths = np.array([5, 2, 3, 1], "int32")
     tokens, attention = layer.decode(enc, 1, 6, source_lengths=lengths, end_token=end_token)
-    _, expected_attention, _, expected_tokens = rv.bahdanau_decoder(
+    _, expected_attention, _, expected_tokens = seq2seq_ref.bahdanau_decoder(
         bahdanau_weights(layer),
         None,
         enc,
@@ -114,7 +115,7 @@ def test_bahdanau_takes_the_padding_mask_from_the_encoder(rng):
     layer, tokens, _ = _bahdanau(rng, (2, 5, 3, 4, 6, None, 7, 3))
     _, attention = layer(tokens, states, return_attention_scores=True)
     keep = source != 0
-    expected = rv.bahdanau_decoder(bahdanau_weights(layer), tokens, _np(states), keep)
+    expected = seq2seq_ref.bahdanau_decoder(bahdanau_weights(layer), tokens, _np(states), keep)
     np.testing.assert_allclose(_np(attention), expected[1], rtol=1e-4, atol=1e-5)
     np.testing.assert_array_equal(_np(attention)[:, :, 3:], 0.0)
 
@@ -131,7 +132,7 @@ def test_bahdanau_empty_source_gives_zero_attention_and_finite_gradients(rng):
     grads = tape.gradient(loss, [enc_t, *layer.trainable_weights])
     np.testing.assert_array_equal(_np(attention)[0], 0.0)
     keep = ref.length_mask([0, 2], 4)
-    expected = rv.bahdanau_decoder(bahdanau_weights(layer), tokens, enc, keep)
+    expected = seq2seq_ref.bahdanau_decoder(bahdanau_weights(layer), tokens, enc, keep)
     np.testing.assert_allclose(_np(logits), expected[0], rtol=1e-4, atol=1e-4)
     for g in grads:
         assert g is not None and np.all(np.isfinite(_np(g)))
@@ -146,7 +147,7 @@ def test_bahdanau_mixed_precision(mixed_policy, rng):
     assert keras.backend.standardize_dtype(logits.dtype) == low
     logits, attention = _np(tf.cast(logits, "float64")), _np(tf.cast(attention, "float64"))
     assert np.all(np.isfinite(logits)) and np.all(np.isfinite(attention))
-    expected = rv.bahdanau_decoder(
+    expected = seq2seq_ref.bahdanau_decoder(
         bahdanau_weights(layer), tokens, enc, ref.length_mask(lengths, 5)
     )
     np.testing.assert_allclose(attention, expected[1], atol=2e-2)
@@ -182,7 +183,7 @@ def test_bahdanau_keras_file_round_trip(rng, tmp_path):
     lengths = np.array([5, 3], "int32")
     model.save(tmp_path / "model.keras")
     loaded = keras.saving.load_model(tmp_path / "model.keras")
-    expected = rv.bahdanau_decoder(
+    expected = seq2seq_ref.bahdanau_decoder(
         bahdanau_weights(layer), tokens, enc, ref.length_mask(lengths, 5)
     )
     for m in (model, loaded):
@@ -281,7 +282,9 @@ def test_luong_matches_numpy(score, mode, shape, rng):
     results = layer(
         h, hbar, key_lengths=lengths, return_attention_scores=True, return_positions=local
     )
-    expected = rv.luong(luong_weights(layer), h, hbar, score, mode, 2, ref.length_mask(lengths, tk))
+    expected = seq2seq_ref.luong(
+        luong_weights(layer), h, hbar, score, mode, 2, ref.length_mask(lengths, tk)
+    )
     np.testing.assert_allclose(_np(results[1]), expected[1], rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(_np(results[0]), expected[0], rtol=1e-5, atol=1e-5)
     if local:
@@ -300,7 +303,7 @@ def test_luong_value_and_query_masks(mode, rng):
     out, weights = layer(
         h, hbar, value_mask=value_mask, query_mask=query_mask, return_attention_scores=True
     )
-    expected = rv.luong(luong_weights(layer), h, hbar, "general", mode, 3, value_mask)
+    expected = seq2seq_ref.luong(luong_weights(layer), h, hbar, "general", mode, 3, value_mask)
     expected_weights = expected[1] * query_mask[:, :, None]
     np.testing.assert_allclose(_np(weights), expected_weights, rtol=1e-5, atol=1e-6)
     assert np.all(_np(weights)[~query_mask] == 0.0)
@@ -319,7 +322,9 @@ def test_luong_takes_the_padding_mask_from_the_encoder(rng):
     states = keras.layers.Embedding(8, 4, mask_zero=True)(source)
     layer, h, _ = _luong(rng, "dot", "local-p", 2, 3, 6, 4, 4)
     _, weights, centres = layer(h, states, return_attention_scores=True, return_positions=True)
-    expected = rv.luong(luong_weights(layer), h, _np(states), "dot", "local-p", 2, source != 0)
+    expected = seq2seq_ref.luong(
+        luong_weights(layer), h, _np(states), "dot", "local-p", 2, source != 0
+    )
     np.testing.assert_allclose(_np(weights), expected[1], rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(_np(centres), expected[2], rtol=1e-5)
     assert np.all(_np(centres)[0] < 3) and np.all(_np(centres)[1] < 2)  # p_t ∈ (0, S)
@@ -334,7 +339,7 @@ def test_luong_local_m_query_positions(rank, rng):
         h, hbar, query_positions=given, return_attention_scores=True, return_positions=True
     )
     broadcast = np.broadcast_to(given, (2, 3))
-    expected = rv.luong(
+    expected = seq2seq_ref.luong(
         luong_weights(layer), h, hbar, "concat", "local-m", 1, query_positions=broadcast
     )
     np.testing.assert_allclose(_np(centres), broadcast)
@@ -353,7 +358,9 @@ def test_luong_local_p_gradients_match_finite_differences(rng):
     upstream = rng.normal(size=(2, 3, 5))
 
     def loss(w):
-        return float(np.sum(rv.luong(w, h, hbar, "general", "local-p", 4, keep)[0] * upstream))
+        return float(
+            np.sum(seq2seq_ref.luong(w, h, hbar, "general", "local-p", 4, keep)[0] * upstream)
+        )
 
     with tf.GradientTape() as tape:
         total = tf.reduce_sum(layer(h, hbar, key_lengths=lengths) * upstream)
@@ -375,7 +382,7 @@ def test_luong_mixed_precision(mode, mixed_policy, rng):
     out, weights = _np(tf.cast(out, "float64")), _np(tf.cast(weights, "float64"))
     assert np.all(np.isfinite(out)) and np.all(np.isfinite(weights))
     np.testing.assert_array_equal(weights[0], 0.0)
-    expected = rv.luong(
+    expected = seq2seq_ref.luong(
         luong_weights(layer), h, hbar, "general", mode, 2, ref.length_mask(lengths, 6)
     )
     np.testing.assert_allclose(weights, expected[1], atol=2e-2)
@@ -412,7 +419,9 @@ def test_luong_keras_file_round_trip(score, mode, rng, tmp_path):
     lengths = np.array([6, 3], "int32")
     model.save(tmp_path / "model.keras")
     loaded = keras.saving.load_model(tmp_path / "model.keras")
-    expected = rv.luong(luong_weights(layer), h, hbar, score, mode, 3, ref.length_mask(lengths, 6))
+    expected = seq2seq_ref.luong(
+        luong_weights(layer), h, hbar, score, mode, 3, ref.length_mask(lengths, 6)
+    )
     for m in (model, loaded):
         got = m.predict([h, hbar, lengths], verbose=0)
         np.testing.assert_allclose(got[0], expected[0], rtol=1e-5, atol=1e-5)

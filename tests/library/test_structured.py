@@ -8,7 +8,7 @@ import tensorflow as tf
 import attnkit
 from attnkit.structured import StructuredAttention
 from grader.reference import attention as ref
-from grader.reference import variants as rv
+from grader.reference import structured as structured_ref
 from tests.support import layers
 
 
@@ -27,7 +27,9 @@ def reference(q, k, v, transition, keep, score="dot", kernel=None):
     marginals = np.zeros((b_size, tq, tk))
     for b in range(b_size):
         for i in range(tq):
-            marginals[b, i] = rv.crf_marginals_brute_force(unary[b, i], transition, keep[b, i])
+            marginals[b, i] = structured_ref.crf_marginals_brute_force(
+                unary[b, i], transition, keep[b, i]
+            )
     return ref.attend(marginals, v), marginals
 
 
@@ -78,7 +80,7 @@ def test_zero_transitions_give_independent_sigmoids(rng):
     q = rng.normal(size=(2, 3, 4)).astype("float32")
     v = rng.normal(size=(2, 5, 4)).astype("float32")
     _, weights = layer(q, v, return_attention_scores=True)
-    np.testing.assert_allclose(_np(weights), rv.sigmoid(ref.dot_scores(q, v)), rtol=1e-5)
+    np.testing.assert_allclose(_np(weights), ref.sigmoid(ref.dot_scores(q, v)), rtol=1e-5)
 
 
 MASK_KINDS = ["value_mask", "key_lengths", "attention_mask", "query_mask", "all"]

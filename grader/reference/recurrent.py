@@ -1,0 +1,56 @@
+"""Recurrent cells as Keras computes them (GRU with reset_after, LSTM), in float64."""
+
+import numpy as np
+
+from grader.reference.attention import as64, sigmoid
+
+
+def gru_step(x, h, kernel, recurrent_kernel, bias):
+    """One step of a Keras GRU cell (reset_after=True, gates z, r, h in that order)."""
+    x, h = as64(x), as64(h)
+    kernel, recurrent_kernel, bias = as64(kernel), as64(recurrent_kernel), as64(bias)
+    u = h.shape[-1]
+    gx = x @ kernel + bias[0]
+    gh = h @ recurrent_kernel + bias[1]
+    z = sigmoid(gx[:u] + gh[:u])
+    r = sigmoid(gx[u : 2 * u] + gh[u : 2 * u])
+    candidate = np.tanh(gx[2 * u :] + r * gh[2 * u :])
+    return z * h + (1.0 - z) * candidate
+
+
+def lstm_step(x, h, c, kernel, recurrent_kernel, bias):
+    """One step of a Keras LSTM cell (gates i, f, c, o in that order); returns (h, c)."""
+    x, h, c = as64(x), as64(h), as64(c)
+    u = h.shape[-1]
+    g = x @ as64(kernel) + h @ as64(recurrent_kernel) + as64(bias)
+    i = sigmoid(g[:u])
+    f = sigmoid(g[u : 2 * u])
+    c = f * c + i * np.tanh(g[2 * u : 3 * u])
+    o = sigmoid(g[3 * u :])
+    return o * np.tanh(c), c
+
+
+def cell_weights(cell):
+    """The kernel, recurrent kernel and bias of a Keras GRU/LSTM cell, as float64 arrays."""
+    return as64(cell.kernel.numpy()), as64(cell.recurrent_kernel.numpy()), as64(cell.bias.numpy())
+
+
+def gru_sequence(xs, weights, keep=None, h0=None, reverse=False):
+    """Runs a GRU over the kept steps of one sequence xs (T, d); returns (outputs, h_last).
+
+    Outputs at dropped steps are zeros (the masked outputs of a Keras RNN inside
+    Bidirectional); with `reverse`, the sequence is read backwards and the outputs are
+    given back in the original order.
+    """
+    xs = as64(xs)
+    t_len = xs.shape[0]
+    units = weights[1].shape[0]
+    keep = np.ones(t_len, bool) if keep is None else np.asarray(keep, bool)
+    h = np.zeros(units) if h0 is None else as64(h0)
+    outputs = np.zeros((t_len, units))
+    order = range(t_len - 1, -1, -1) if reverse else range(t_len)
+    for t in order:
+        if keep[t]:
+            h = gru_step(xs[t], h, *weights)
+            outputs[t] = h
+    return outputs, h
