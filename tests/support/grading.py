@@ -7,6 +7,7 @@ mistakes (the right part fails, with the named message).
 
 from __future__ import annotations
 
+import functools
 import textwrap
 from pathlib import Path
 
@@ -48,9 +49,16 @@ def assert_full_marks(result) -> None:
     assert {part.status for part in result.parts} == {PASSED}
 
 
+@functools.cache
+def reference_result(exercise_id: str, hidden_seed: int | None = None):
+    """The reference solution graded once per run (public seed 0, hidden checks from
+    `hidden_seed`): the generic tests and each record's own assertions share it."""
+    return grade(exercise_id, package_dir("solutions"), hidden_seed=hidden_seed)
+
+
 def assert_reference_scores_full_marks(lab_id: str, hidden_seed: int | None = None):
     """The reference solution passes every part (with hidden checks when a seed is given)."""
-    result = grade(lab_id, package_dir("solutions"), hidden_seed=hidden_seed)
+    result = reference_result(lab_id, hidden_seed)
     assert_full_marks(result)
     assert result.max_score == get_exercise(lab_id).max_score
     if hidden_seed is not None:

@@ -1,0 +1,89 @@
+"""What every record must do, tested once over all of them: the reference solution scores full
+marks on its public and hidden checks, the generated stub reports "not implemented yet" on every
+part, and every hidden check is a check the student never saw.
+
+Each record's own file (`test_ex8_*.py`, `test_lab_*.py`) keeps only what is its own: planted
+mistakes, correct alternatives written another way, properties.
+"""
+
+import pytest
+
+from grader.engine.cases import make_cases
+from grader.records import EXERCISES
+from tests.support.grading import (
+    assert_reference_scores_full_marks,
+    assert_stub_reports_not_implemented,
+)
+
+# The hidden seed each record's reference is graded with (each record's file asserts more on the
+# same graded result, reference_result(id, seed), which is graded once per run).
+HIDDEN_SEEDS = {
+    "8-1": 5,
+    "8-2": None,
+    "8-3": 3,
+    "8-4": 4,
+    "8-5": 11,
+    "8-6": 11,
+    "additive": 3,
+    "bahdanau": 7,
+    "hard": 4,
+    "luong": 3,
+    "masked-softmax": 5,
+    "mha": 2,
+    "modern-hopfield": 9,
+    "nw": 11,
+    "pointer": 5,
+}
+
+
+def _marked(exercise_id):
+    mark = (
+        pytest.mark.labs
+        if not exercise_id[0].isdigit()
+        else getattr(pytest.mark, "ex" + exercise_id.replace("-", "_"))
+    )
+    return pytest.param(exercise_id, marks=mark, id=exercise_id)
+
+
+EVERY_RECORD = [_marked(exercise_id) for exercise_id in EXERCISES]
+
+
+def test_every_record_has_a_hidden_seed():
+    assert set(HIDDEN_SEEDS) == set(EXERCISES)
+
+
+@pytest.mark.parametrize("exercise_id", EVERY_RECORD)
+def test_reference_scores_full_marks(exercise_id):
+    assert_reference_scores_full_marks(exercise_id, hidden_seed=HIDDEN_SEEDS[exercise_id])
+
+
+@pytest.mark.parametrize("exercise_id", EVERY_RECORD)
+def test_stub_reports_not_implemented_for_every_part(exercise_id):
+    assert_stub_reports_not_implemented(exercise_id)
+
+
+@pytest.mark.parametrize("exercise_id", EVERY_RECORD)
+def test_hidden_cases_are_new_and_reproducible(exercise_id):
+    """Hidden cases are labelled hidden, differ from the public ones, and one seed always gives
+    the same ones (a rerun grades what the first run graded)."""
+    record = EXERCISES[exercise_id]
+    public = make_cases(record, 0)
+    first, again = make_cases(record, 0, 7), make_cases(record, 0, 7)
+    other = make_cases(record, 0, 8)
+    for part in record.parts:
+        hidden = [case for case in first[part.name] if case.hidden]
+        assert hidden, f"{exercise_id} {part.name}: no hidden case"
+        assert all(case.label.startswith("hidden, ") for case in hidden)
+        assert len(first[part.name]) == len(public[part.name]) + len(hidden)
+        for case, twin in zip(first[part.name], again[part.name], strict=True):
+            assert (case.label, case.params) == (twin.label, twin.params)
+            for name, array in case.inputs.items():
+                assert (array == twin.inputs[name]).all()
+
+    def arrays(cases):
+        return [
+            (repr(c.params), [a.tobytes() for a in c.inputs.values()]) for c in cases if c.hidden
+        ]
+
+    changed = any(arrays(first[part.name]) != arrays(other[part.name]) for part in record.parts)
+    assert changed, f"{exercise_id}: another hidden seed gives the same hidden cases"
