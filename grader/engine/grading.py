@@ -2,23 +2,29 @@
 
 The grader's process makes the cases (NumPy, from a seed), asks a reference for the expected
 outputs (the solution run in a child, or a fixture file), runs the submission's parts one after
-another in a child process, each part with its own time limit (see grader.sandbox.processes), and
+another in a child process, each part with its own time limit (see grader.sandbox.scheduler), and
 compares everything itself (grader.engine.judging).
+
+The batch (grader.instructor.batch) grades a class the same way: it makes its jobs with
+`part_jobs` and reads what the sandbox refused with `refused_counts`, so that a part runs and
+is counted alike in both.
 """
 
 from __future__ import annotations
 
 import ast
 import tempfile
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 from grader.engine.cases import save_cases
-from grader.engine.judging import judge_part
+from grader.engine.judging import cannot_load, judge_part
 from grader.engine.references import default_reference
-from grader.engine.results import ERROR, CheckResult, ExerciseResult, PartResult
-from grader.engine.spec import Exercise
+from grader.engine.results import ExerciseResult
+from grader.engine.spec import Exercise, Part
+from grader.engine.status import Answer
 from grader.records import get_exercise
-from grader.sandbox.processes import Job, run_jobs
+from grader.sandbox.processes import Job, Outcome, run_jobs
 
 ANSWER_PLACEHOLDER = "<!-- Write your answer below this line. -->"
 
@@ -50,12 +56,7 @@ def grade(
 
     problem = unloadable(path)
     if problem:
-        result.parts = [
-            PartResult(
-                p.name, p.points, ERROR, [CheckResult("load", False, problem)], summary=problem
-            )
-            for p in chosen
-        ]
+        result.parts = [cannot_load(part, problem) for part in chosen]
         return result
 
     reference = reference or default_reference(record)
@@ -67,41 +68,94 @@ def grade(
         inputs, expected_dir, workdir = (Path(scratch) / n for n in ("cases", "ref", "work"))
         for folder in (inputs, expected_dir, workdir):
             folder.mkdir()
-        jobs = []
+        case_files = {}
         for part in chosen:
-            case_path = inputs / f"cases-{part.name}.npz"
-            save_cases(case_path, cases[part.name])
-            jobs.append(
-                Job(
-                    f"part-{part.name}",
-                    path.resolve(),
-                    case_path,
-                    workdir,
-                    timeout=timeout or record.timeout,
-                    module_name=path.stem,
-                    limits=limits,
-                    blocked_imports=blocked_imports,
-                    sandbox=sandbox,
-                    group="submission",
-                )
-            )
+            case_files[part.name] = inputs / f"cases-{part.name}.npz"
+            save_cases(case_files[part.name], cases[part.name])
+        jobs = part_jobs(
+            chosen,
+            path.resolve(),
+            case_files,
+            workdir,
+            timeout=timeout or record.timeout,
+            group="submission",
+            module_name=path.stem,
+            limits=limits,
+            blocked_imports=blocked_imports,
+            sandbox=sandbox,
+        )
         reference_job = reference.job(record, seed, expected_dir, cases)
-        outcomes = run_jobs(([reference_job] if reference_job else []) + jobs, parallel)
+        outcomes = run_jobs(
+            ([reference_job] if reference_job else []) + list(jobs.values()), parallel
+        )
         expected = reference.expected(record, seed, cases, outcomes.get("reference"))
     result.for_instructor = written_answers(record, path.parent)
+    mine = {name: outcomes[job.key] for name, job in jobs.items()}
+    result.refused = refused_counts(mine.values())[0]
     for part in chosen:
-        for kind, count in outcomes[f"part-{part.name}"].refused.items():
-            result.refused[kind] = max(result.refused.get(kind, 0), int(count))
         result.parts.append(
             judge_part(
                 part,
                 cases[part.name],
                 expected[part.name],
-                outcomes[f"part-{part.name}"],
+                mine[part.name],
                 timeout or record.timeout,
             )
         )
     return result
+
+
+def part_jobs(
+    parts: Iterable[Part],
+    module: Path,
+    case_files: Mapping[str, Path],
+    workdir: Path,
+    *,
+    timeout: float,
+    group: str,
+    keys: Iterable[str] | None = None,
+    module_name: str | None = None,
+    limits: dict | None = None,
+    blocked_imports: tuple[str, ...] = (),
+    sandbox: dict | None = None,
+) -> dict[str, Job]:
+    """The jobs of one submitted exercise, by part name: one per part, all in one `group`, so
+    that one child imports the submission once and runs them one after another in `workdir`.
+    `keys` name the parts' jobs (by default `part-<name>`; a job's key names its files in
+    `workdir` and must be unique in a run); the submission is imported as `module_name` (by
+    default its file's name)."""
+    parts = list(parts)
+    keys = keys if keys is not None else (f"part-{part.name}" for part in parts)
+    return {
+        part.name: Job(
+            key,
+            module,
+            case_files[part.name],
+            workdir,
+            timeout=timeout,
+            module_name=module_name or module.stem,
+            limits=limits,
+            blocked_imports=blocked_imports,
+            sandbox=sandbox,
+            group=group,
+        )
+        for part, key in zip(parts, keys, strict=False)  # keys may run on
+    }
+
+
+def refused_counts(outcomes: Iterable[Outcome]) -> tuple[dict[str, int], dict[str, list[str]]]:
+    """What the sandbox refused the parts of one exercise: by kind, the count (the most any
+    part saw: the parts share a child, whose counts run on) and examples (a few more from each
+    part that adds new ones)."""
+    counts: dict[str, int] = {}
+    examples: dict[str, list[str]] = {}
+    for outcome in outcomes:
+        for kind, count in outcome.refused.items():
+            counts[kind] = max(counts.get(kind, 0), int(count))
+        for kind, paths in outcome.refused_examples.items():
+            examples.setdefault(kind, [])
+            examples[kind] += [p for p in paths if p not in examples[kind]][:5]
+    return counts, examples
 
 
 def written_answers(record: Exercise, folder: Path) -> list[dict]:
@@ -111,7 +165,7 @@ def written_answers(record: Exercise, folder: Path) -> list[dict]:
     path = folder / "answers" / f"{record.id}.md"
     text = path.read_text(encoding="utf-8", errors="replace") if path.is_file() else ""
     answer = text.split(ANSWER_PLACEHOLDER, 1)[-1].strip()
-    status = "written" if answer else "missing"
+    status = Answer.WRITTEN if answer else Answer.MISSING
     return [
         {
             "name": part.name,

@@ -1,24 +1,24 @@
 """Judging: what a child reported for a part, compared with the expected outputs, becomes a
-PartResult (checks, the mistake recognised, the status)."""
+PartResult (checks, the mistake recognised, the status).
+
+The status of a part is decided on the case statuses the child reported and the run state the
+scheduler saw (grader.engine.status), never on the words of a message. A part with nothing to
+compare (it could not load, import or finish, or the grader failed) is one failing check that
+says why: `part_failure`.
+"""
 
 from __future__ import annotations
 
 import numpy as np
 
 from grader.engine import compare
-from grader.engine.protocol import CASE_NOT_IMPLEMENTED, OK, CaseOutput, read_case_outputs
-from grader.engine.results import (
-    ERROR,
-    FAILED,
-    NOT_IMPLEMENTED,
-    PASSED,
-    TIMEOUT,
-    CheckResult,
-    PartResult,
-)
+from grader.engine.protocol import CaseOutput, import_failure, read_case_outputs
+from grader.engine.results import CheckResult, PartResult
 from grader.engine.spec import LAYER, Case
+from grader.engine.status import CaseStatus, Limit, RunState, Status
 from grader.engine.text import printable
-from grader.sandbox.processes import CRASHED, GRADER_FAILED, TIMED_OUT, Outcome
+from grader.sandbox.limits import limit_in_log
+from grader.sandbox.processes import Outcome
 
 GRADER_FAILED_WORDS = (
     "not graded: the grader itself failed here, not your code; it will be graded again"
@@ -26,80 +26,86 @@ GRADER_FAILED_WORDS = (
 
 
 def judge_part(part, cases, expected, outcome: Outcome, timeout: float) -> PartResult:
-    if outcome.state == GRADER_FAILED:
+    if outcome.state == RunState.GRADER_FAILED:
         return grader_failure(part, outcome.problem + _instructor_tail(outcome))
-    if outcome.state == TIMED_OUT:
+    if outcome.state == RunState.TIMED_OUT:
         message = (
             f"stopped after {timeout:g} s without finishing: an endless loop, or far too "
             "much work for these small inputs"
         )
-        return PartResult(
-            part.name,
-            part.points,
-            TIMEOUT,
-            [CheckResult(part.name, False, message)],
-            summary=message,
-        )
+        return part_failure(part, Status.TIMEOUT, message)
     try:
-        if outcome.state == CRASHED:
+        if outcome.state == RunState.CRASHED:
             raise ValueError(outcome.problem)
-        if outcome.meta.get("import_error"):
-            info = outcome.meta["import_error"]
-            message = _error_words(
-                CaseOutput(
-                    "error",
-                    **{k: printable(info.get(k, "")) for k in ("exception", "message", "where")},
-                )
-            )
-            message = "could not import the file: " + message
-            return PartResult(
-                part.name,
-                part.points,
-                ERROR,
-                [CheckResult("import", False, message)],
-                summary=message,
-            )
+        failure = import_failure(outcome)
+        if failure is not None:
+            message = "could not import the file: " + failure.error_words()
+            return part_failure(part, Status.ERROR, message, "import", limit=failure.limit)
         received = read_case_outputs(outcome, len(cases))
     except Exception as error:  # noqa: BLE001 - whatever a child reported is its own doing
         if not isinstance(error, ValueError):
             error = ValueError("the process reported a malformed result")
-        message = f"crashed: {error}"
+        message, limit = f"crashed: {error}", None
         if outcome.log_tail.strip():
-            message += "; its last output:\n" + printable(outcome.log_tail.strip()[-600:])
-        return PartResult(
-            part.name, part.points, ERROR, [CheckResult(part.name, False, message)], summary=message
-        )
+            last = printable(outcome.log_tail.strip()[-600:])
+            message, limit = message + "; its last output:\n" + last, limit_in_log(last)
+        return part_failure(part, Status.ERROR, message, limit=limit)
 
     checks = []
     for case, want, got in zip(cases, expected, received, strict=True):
         checks.extend(judge_case(part, case, want, got))
-    statuses = {got.status for got in received}
-    if all(check.passed for check in checks):
-        status = PASSED
-    elif statuses == {CASE_NOT_IMPLEMENTED} or (
-        CASE_NOT_IMPLEMENTED in statuses
-        and "error" not in statuses
-        and all(c.passed for c in checks if not c.message.startswith("not implemented"))
-    ):
-        status = NOT_IMPLEMENTED
-    elif "error" in statuses:
-        status = ERROR
-    else:
-        status = FAILED
+    status = _status(checks, {got.status for got in received})
     return PartResult(part.name, part.points, status, checks)
+
+
+def _status(checks: list[CheckResult], statuses: set[CaseStatus]) -> Status:
+    """Passed when every check passed; not implemented when the cases that ran were all right
+    and the others not implemented; an error when a case raised; else failed."""
+    if all(check.passed for check in checks):
+        return Status.PASSED
+    if CaseStatus.NOT_IMPLEMENTED in statuses and (
+        statuses == {CaseStatus.NOT_IMPLEMENTED}
+        or (
+            CaseStatus.ERROR not in statuses
+            and all(c.passed for c in checks if c.cause != CaseStatus.NOT_IMPLEMENTED)
+        )
+    ):
+        return Status.NOT_IMPLEMENTED
+    if CaseStatus.ERROR in statuses:
+        return Status.ERROR
+    return Status.FAILED
+
+
+def part_failure(
+    part,
+    status: Status,
+    message: str,
+    check: str | None = None,
+    *,
+    limit: Limit | None = None,
+    grader_error: str = "",
+) -> PartResult:
+    """A part with nothing to compare: one failing check (named `check`, or after the part)
+    that says why."""
+    return PartResult(
+        part.name,
+        part.points,
+        status,
+        [CheckResult(check or part.name, False, message, limit=limit)],
+        summary=message,
+        grader_error=grader_error,
+    )
+
+
+def cannot_load(part, problem: str) -> PartResult:
+    """A part of a file that cannot be graded at all (missing, not parsable, unsafe)."""
+    return part_failure(part, Status.ERROR, problem, "load")
 
 
 def grader_failure(part, detail: str) -> PartResult:
     """A part the grader could not grade: no score, the student told so, the detail kept for
     the instructor."""
-    return PartResult(
-        part.name,
-        part.points,
-        ERROR,
-        [CheckResult(part.name, False, GRADER_FAILED_WORDS)],
-        summary=GRADER_FAILED_WORDS,
-        grader_error=detail or "unknown",
-    )
+    return part_failure(part, Status.ERROR, GRADER_FAILED_WORDS, grader_error=detail or "unknown")
 
 
 def _instructor_tail(outcome: Outcome) -> str:
@@ -108,12 +114,25 @@ def _instructor_tail(outcome: Outcome) -> str:
 
 
 def judge_case(part, case: Case, want: CaseOutput, got: CaseOutput) -> list[CheckResult]:
+    """The checks of one case: the output, and for a layer its dtype and gradients, and the
+    part's properties; or one failing check when the case gave no answer."""
+    checks = _judge_case(part, case, want, got)
+    for check in checks:
+        check.hidden = case.hidden
+    return checks
+
+
+def _judge_case(part, case: Case, want: CaseOutput, got: CaseOutput) -> list[CheckResult]:
     prefix = f"{case.target}: " if len(part.targets) > 1 else ""
-    if got.status == CASE_NOT_IMPLEMENTED:
+    if got.status == CaseStatus.NOT_IMPLEMENTED:
         message = "not implemented yet" + (f" ({got.message})" if got.message else "")
-        return [CheckResult(f"{prefix}{case.label}", False, message)]
-    if got.status != OK:
-        return [CheckResult(f"{prefix}{case.label}", False, _error_words(got))]
+        return [CheckResult(f"{prefix}{case.label}", False, message, cause=got.status)]
+    if got.status != CaseStatus.OK:
+        return [
+            CheckResult(
+                f"{prefix}{case.label}", False, got.error_words(), cause=got.status, limit=got.limit
+            )
+        ]
     if got.output is None:
         return [CheckResult(f"{prefix}output, {case.label}", False, "no output was reported")]
     hidden = case.hidden
@@ -153,8 +172,3 @@ def _check(name: str, problem: compare.Difference | None, hidden: bool = False) 
     if problem is None:
         return CheckResult(name, True)
     return CheckResult(name, False, problem.text(reveal=not hidden), problem.mistake)
-
-
-def _error_words(output: CaseOutput) -> str:
-    words = f"{output.exception}: {output.message}" if output.exception else output.message
-    return words + (f" [{output.where}]" if output.where else "")

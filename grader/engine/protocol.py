@@ -1,31 +1,75 @@
-"""What a child reports about each case, and how the grader reads it back.
+"""What a child reports about the cases of one part: written and read with the same functions.
 
-A child answers a bundle of cases with one report per case (its status, its error words) and
-arrays named by `output_key` and `grad_key`; `read_case_outputs` turns them into `CaseOutput`s
-and treats anything malformed as a crash. The child writes with the same key functions.
+A child answers a part with one bundle (grader.engine.bundle): its metadata is
+`{"import_error": None or a failure, "cases": [one report per case]}`, and its arrays are named
+by `output_key` and `grad_key`. The child (grader.sandbox.child) writes reports with `answered`
+and `failed`; the grader reads them back with `read_case_outputs` and `import_failure`, which
+treat anything malformed as a crash: the child may run hostile code, so nothing it wrote is
+trusted. A fixture file (grader.engine.references) stores the reference's answers the same way.
+
+Only NumPy and the standard library are imported: the sandboxed child uses this module.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
 
+from grader.engine.status import CaseStatus, Limit
 from grader.engine.text import printable
-from grader.sandbox.child import NOT_IMPLEMENTED as CASE_NOT_IMPLEMENTED
-from grader.sandbox.child import OK
-from grader.sandbox.processes import Outcome
+
+if TYPE_CHECKING:
+    from grader.sandbox.processes import Outcome
+
+# The words of a failure, as the child describes it (grader.sandbox.child.describe).
+FAILURE_FIELDS = ("exception", "message", "where")
+
+
+def output_key(index: int) -> str:
+    return f"case{index}/output"
+
+
+def grad_key(index: int, name: str) -> str:
+    return f"{_grad_prefix(index)}{name}"
+
+
+def _grad_prefix(index: int) -> str:
+    return f"case{index}/grad/"
 
 
 @dataclass
 class CaseOutput:
-    status: str
+    status: CaseStatus
     output: np.ndarray | None = None
     grads: dict[str, np.ndarray] = field(default_factory=dict)
     dtype: str = ""
     exception: str = ""
     message: str = ""
     where: str = ""
+    # The limit of the sandbox the failure ran into, if the child saw one.
+    limit: Limit | None = None
+
+    def error_words(self) -> str:
+        """The failure as a student reads it: exception, message and where in their file."""
+        words = f"{self.exception}: {self.message}" if self.exception else self.message
+        return words + (f" [{self.where}]" if self.where else "")
+
+
+def answered(index: int, output: np.ndarray, grads: dict, arrays: dict) -> dict:
+    """The report of case `index`, which returned `output` (and these gradients, by name); the
+    arrays go into `arrays`, under the keys the grader reads them from."""
+    arrays[output_key(index)] = output
+    for name, grad in grads.items():
+        arrays[grad_key(index, name)] = grad
+    return {"status": CaseStatus.OK, "output_dtype": str(output.dtype), "grads": list(grads)}
+
+
+def failed(status: CaseStatus, failure: dict) -> dict:
+    """The report of a case that gave no answer: not implemented, or it raised (`failure` as
+    grader.sandbox.child.describe gives it)."""
+    return {"status": status, **failure}
 
 
 def read_case_outputs(outcome: Outcome, count: int) -> list[CaseOutput]:
@@ -35,21 +79,17 @@ def read_case_outputs(outcome: Outcome, count: int) -> list[CaseOutput]:
         raise ValueError("the process reported a malformed result")
     outputs = []
     for index, report in enumerate(reports):
-        if not isinstance(report, dict) or report.get("status") not in (
-            OK,
-            CASE_NOT_IMPLEMENTED,
-            "error",
-        ):
+        if not isinstance(report, dict) or not _is_word(report.get("status"), CaseStatus):
             raise ValueError("the process reported a malformed result")
-        text = {key: printable(report.get(key, "")) for key in ("exception", "message", "where")}
-        if report["status"] != OK:
-            outputs.append(CaseOutput(report["status"], **text))
+        status = CaseStatus(report["status"])
+        if status != CaseStatus.OK:
+            outputs.append(_failure(status, report))
             continue
-        prefix = f"case{index}/grad/"
+        prefix = _grad_prefix(index)
         outputs.append(
             CaseOutput(
-                OK,
-                output=outcome.arrays.get(f"case{index}/output"),
+                status,
+                output=outcome.arrays.get(output_key(index)),
                 grads={
                     k[len(prefix) :]: v for k, v in outcome.arrays.items() if k.startswith(prefix)
                 },
@@ -57,3 +97,26 @@ def read_case_outputs(outcome: Outcome, count: int) -> list[CaseOutput]:
             )
         )
     return outputs
+
+
+def import_failure(outcome: Outcome) -> CaseOutput | None:
+    """Why the child could not import the submission, or None when it did. A failure that is
+    not a mapping raises ValueError (a malformed report)."""
+    failure = outcome.meta.get("import_error")
+    if not failure:
+        return None
+    if not isinstance(failure, dict):
+        raise ValueError("the process reported a malformed result")
+    return _failure(CaseStatus.ERROR, failure)
+
+
+def _failure(status: CaseStatus, report: dict) -> CaseOutput:
+    limit = report.get("limit")
+    if limit is not None and not _is_word(limit, Limit):
+        raise ValueError("the process reported a malformed result")
+    text = {key: printable(report.get(key, "")) for key in FAILURE_FIELDS}
+    return CaseOutput(status, **text, limit=Limit(limit) if limit is not None else None)
+
+
+def _is_word(value, vocabulary) -> bool:
+    return isinstance(value, str) and value in {member.value for member in vocabulary}

@@ -9,9 +9,14 @@ from pathlib import Path
 from grader import KIT
 from grader.engine.bundle import cases_from_bundle, cases_to_bundle, load_bundle, save_bundle
 from grader.engine.cases import make_cases, save_cases
-from grader.engine.protocol import OK, CaseOutput, read_case_outputs
+from grader.engine.protocol import CaseOutput, answered, read_case_outputs
 from grader.engine.spec import Case, Exercise
+from grader.engine.status import CaseStatus, RunState
 from grader.sandbox.processes import Job, Outcome, run_jobs
+
+# In a fixture file, the arrays of the reference's answers are those a child would write, under
+# this prefix (and each part's under its name).
+EXPECTED = "expected/"
 
 
 class GraderError(RuntimeError):
@@ -57,14 +62,16 @@ class LiveReference:
             return self._memo[key][1]
         everything = [case for part in record.parts for case in cases[part.name]]
         try:
-            if outcome is None or outcome.state != "finished":
+            if outcome is None or outcome.state != RunState.FINISHED:
                 raise ValueError(outcome.problem if outcome else "it did not run")
             if outcome.meta.get("import_error"):
                 raise ValueError(str(outcome.meta["import_error"]))
             outputs = read_case_outputs(outcome, len(everything))
         except ValueError as error:
             raise GraderError(f"the reference solution could not run: {error}") from error
-        failed = [(c, o) for c, o in zip(everything, outputs, strict=True) if o.status != OK]
+        failed = [
+            (c, o) for c, o in zip(everything, outputs, strict=True) if o.status != CaseStatus.OK
+        ]
         if failed:
             case, output = failed[0]
             raise GraderError(
@@ -103,12 +110,10 @@ class FixtureReference:
             own = {k[len(prefix) :]: v for k, v in arrays.items() if k.startswith(prefix)}
             cases[part.name] = cases_from_bundle(entry["cases"], own)
             outcome = Outcome(
-                "finished",
+                RunState.FINISHED,
                 0.0,
                 meta={"cases": entry["expected"]},
-                arrays={
-                    k[len("expected/") :]: v for k, v in own.items() if k.startswith("expected/")
-                },
+                arrays={k[len(EXPECTED) :]: v for k, v in own.items() if k.startswith(EXPECTED)},
             )
             expected[part.name] = read_case_outputs(outcome, len(cases[part.name]))
         return cases, expected
@@ -137,14 +142,12 @@ def write_fixture(record: Exercise, seed: int, path: str | Path, reference: Live
     meta, arrays = {"exercise": record.id, "seed": seed, "parts": {}}, {}
     for part in record.parts:
         described, case_arrays = cases_to_bundle(cases[part.name])
-        reports = []
-        for index, output in enumerate(expected[part.name]):
-            reports.append(
-                {"status": OK, "output_dtype": output.dtype, "grads": list(output.grads)}
-            )
-            case_arrays[f"expected/case{index}/output"] = output.output
-            for name, grad in output.grads.items():
-                case_arrays[f"expected/case{index}/grad/{name}"] = grad
+        answers: dict = {}
+        reports = [
+            answered(index, output.output, output.grads, answers)
+            for index, output in enumerate(expected[part.name])
+        ]
+        case_arrays.update({EXPECTED + key: value for key, value in answers.items()})
         meta["parts"][part.name] = {"cases": described, "expected": reports}
         arrays.update({f"{part.name}/{key}": value for key, value in case_arrays.items()})
     save_bundle(path, meta, arrays)

@@ -1,15 +1,23 @@
-"""Grading results as plain dataclasses; `to_dict()` gives the result format of EXERCISES.md."""
+"""Grading results as plain dataclasses; `to_dict()` gives the result format of EXERCISES.md.
+
+What a check or a part is besides its words (the case status behind a failed check, the limit it
+ran into, the grader's own failure) is kept in fields of its own, so that whatever reads a
+result decides on those, never on a message; `to_dict()` leaves them out.
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-PASSED = "passed"
-FAILED = "failed"
-NOT_IMPLEMENTED = "not_implemented"
-ERROR = "error"
-TIMEOUT = "timeout"
-STATUSES = (PASSED, FAILED, NOT_IMPLEMENTED, ERROR, TIMEOUT)
+from grader.engine.status import CaseStatus, Limit, Status
+
+# The part statuses by their old names, which records and tests import.
+PASSED = Status.PASSED
+FAILED = Status.FAILED
+NOT_IMPLEMENTED = Status.NOT_IMPLEMENTED
+ERROR = Status.ERROR
+TIMEOUT = Status.TIMEOUT
+STATUSES = tuple(Status)
 
 
 @dataclass
@@ -19,6 +27,13 @@ class CheckResult:
     message: str = ""
     # The known mistake this failure matches, if any (also named in `message`).
     mistake: str | None = None
+    # Why there was nothing to compare, when the child gave no answer for the case: it was not
+    # implemented, or it raised. None for a check that compared an answer.
+    cause: CaseStatus | None = None
+    # The limit of the sandbox the failure ran into, if one (the batch explains it).
+    limit: Limit | None = None
+    # A check of a hidden case: its details are shown only once grades are published.
+    hidden: bool = False
 
     def to_dict(self) -> dict:
         return {"name": self.name, "passed": self.passed, "message": self.message}
@@ -28,7 +43,7 @@ class CheckResult:
 class PartResult:
     name: str
     max_score: float
-    status: str
+    status: Status
     checks: list[CheckResult] = field(default_factory=list)
     # A line for the whole part: why it did not run, or what it printed when it crashed.
     summary: str = ""
@@ -38,6 +53,7 @@ class PartResult:
 
     def __post_init__(self):
         self.max_score = float(self.max_score)
+        self.status = Status(self.status)
 
     @property
     def score(self) -> float:

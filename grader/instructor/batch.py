@@ -7,6 +7,7 @@ Plain functions; `grader batch` is a thin layer over `run_batch`.
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import secrets
@@ -21,10 +22,12 @@ from pathlib import Path
 
 from grader import sandbox
 from grader.engine.cases import save_cases
-from grader.engine.grading import unloadable
-from grader.engine.judging import grader_failure, judge_part
+from grader.engine.grading import part_jobs, refused_counts, unloadable
+from grader.engine.judging import cannot_load, grader_failure, judge_part
 from grader.engine.references import LiveReference, default_reference
-from grader.engine.results import ERROR, CheckResult, ExerciseResult, PartResult
+from grader.engine.results import ExerciseResult, PartResult
+from grader.engine.spec import Exercise
+from grader.engine.status import Limit
 from grader.engine.text import printable
 from grader.instructor import gradebook
 from grader.instructor.submissions import (
@@ -190,9 +193,8 @@ def run_batch(
         policy = None
         if protections["complete"]:
             policy = {"protected": [str(out.resolve()), str(Path(submissions).resolve())]}
-        _grade_students(
-            pending, records, references, options, seed, out, summary, on_student, policy
-        )
+        run = _Run(records, references, options, seed, out, summary, on_student, policy)
+        _grade_students(run, pending)
 
     gradebook.write_all(out, [s.id for s in students], records, isolation_note(options))
     return summary
@@ -215,52 +217,73 @@ def _stamp(student: Student, options: BatchOptions, seed: int) -> str:
     return f"{RESULTS_FORMAT}:{seed}:{','.join(options.exercises)}:{fingerprint(student)}"
 
 
-def _grade_students(pending, records, references, options, seed, out, summary, on_student, policy):
+@dataclass
+class _Run:
+    """What every student of one batch is graded with, and where the results go."""
+
+    records: list[Exercise]
+    references: dict  # exercise id -> its reference (grader.engine.references)
+    options: BatchOptions
+    seed: int
+    out: Path
+    summary: BatchSummary
+    on_student: Callable[[str, dict], None] | None
+    policy: dict | None  # the sandbox's (None: not sandboxed)
+    # Filled as the batch goes: exercise id -> part name -> cases, case files, expected outputs.
+    cases: dict = field(default_factory=dict)
+    case_files: dict = field(default_factory=dict)
+    expected: dict = field(default_factory=dict)
+
+    @property
+    def seeds(self) -> tuple[int, int]:
+        return (PUBLIC_SEED, self.seed)
+
+    def timeout(self, record: Exercise) -> float:
+        return self.options.timeout or record.timeout
+
+
+def _grade_students(run: _Run, pending: list[tuple[Student, str]]) -> None:
     """Plan every student (while the zygote starts), then run the references and the students'
     exercises in one go: a student's result is written once its parts and every reference are
     in."""
     scratch = Path(tempfile.mkdtemp(prefix="attnkit-batch-"))
     scratch.chmod(0o711)
-    if policy is not None:  # a child reads its own inputs only, by name
-        policy = {**policy, "protected": [*policy["protected"], str(scratch.resolve())]}
-    seeds = (PUBLIC_SEED, seed)
+    if run.policy is not None:  # a child reads its own inputs only, by name
+        run.policy = {**run.policy, "protected": [*run.policy["protected"], str(scratch.resolve())]}
+    records, references, seeds = run.records, run.references, run.seeds
     try:
-        cases = {r.id: references[r.id].cases(r, seeds) for r in records}
-        case_files = {r.id: _save_cases(scratch, r, cases[r.id]) for r in records}
+        run.cases = {r.id: references[r.id].cases(r, seeds) for r in records}
+        run.case_files = {r.id: _save_cases(scratch, r, run.cases[r.id]) for r in records}
         plans, jobs = {}, []
         for number, (student, stamp) in enumerate(pending):
-            plans[student.id] = _plan_student(
-                student, stamp, records, case_files, options, scratch / f"s{number}", jobs, policy
-            )
+            plans[student.id] = _plan_student(run, student, stamp, scratch / f"s{number}", jobs)
         owner = {job.key: plan for plan in plans.values() for job in plan.jobs.values()}
 
-        expected, reference_of = {}, {}
+        reference_of = {}
         for record in records:
             key = f"reference-{record.id}"
-            job = references[record.id].job(record, seeds, scratch, cases[record.id], key=key)
+            job = references[record.id].job(record, seeds, scratch, run.cases[record.id], key=key)
             if job:
                 reference_of[key] = (record, job)
             else:  # remembered from an earlier run in this process
-                expected[record.id] = references[record.id].expected(
-                    record, seeds, cases[record.id], None
+                run.expected[record.id] = references[record.id].expected(
+                    record, seeds, run.cases[record.id], None
                 )
         waiting = [plan for plan in plans.values() if not plan.waiting]
 
-        def finish(plan):
-            _finish(plan, records, cases, expected, options, seed, out, summary, on_student)
-            shutil.rmtree(plan.home, ignore_errors=True)
-
         def finish_ready():
             """Write the results of every student whose parts are in, once all references are."""
-            if len(expected) == len(records):
+            if len(run.expected) == len(records):
                 while waiting:
-                    finish(waiting.pop(0))
+                    plan = waiting.pop(0)
+                    _finish(run, plan)
+                    shutil.rmtree(plan.home, ignore_errors=True)
 
         def done(job: Job, outcome: Outcome):
             if job.key in reference_of:  # a failing reference stops the batch (GraderError)
                 record = reference_of[job.key][0]
-                expected[record.id] = references[record.id].expected(
-                    record, seeds, cases[record.id], outcome
+                run.expected[record.id] = references[record.id].expected(
+                    record, seeds, run.cases[record.id], outcome
                 )
             else:
                 plan = owner[job.key]
@@ -271,7 +294,8 @@ def _grade_students(pending, records, references, options, seed, out, summary, o
             finish_ready()
 
         if reference_of or jobs:
-            run_jobs([job for _, job in reference_of.values()] + jobs, options.jobs, on_done=done)
+            references_jobs = [job for _, job in reference_of.values()]
+            run_jobs(references_jobs + jobs, run.options.jobs, on_done=done)
         finish_ready()
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
@@ -302,7 +326,9 @@ def _save_cases(scratch: Path, record, cases) -> dict[str, Path]:
     return files
 
 
-def _plan_student(student, stamp, records, case_files, options, home, jobs, policy) -> _Plan:
+def _plan_student(run: _Run, student: Student, stamp: str, home: Path, jobs: list[Job]) -> _Plan:
+    """Unpack a student's submission and make the jobs of each exercise it has (added to
+    `jobs`, the batch's); what cannot run is kept as a problem, with its flag."""
     plan = _Plan(student, stamp, home)
     # `home` is named by number, not by student: a child can read its own memory (forked from
     # the helper, which knows every job's folder) and must not learn classmates' names from it.
@@ -312,123 +338,111 @@ def _plan_student(student, stamp, records, case_files, options, home, jobs, poli
         unpack(student, source)
     except UnsafeSubmission as error:
         plan.flags.append("unsafe-submission")
-        plan.problems = {record.id: str(error) for record in records}
+        plan.problems = {record.id: str(error) for record in run.records}
         return plan
-    for record in records:
-        path, problem = find_exercise_file(source, record.file)
-        problem = problem or unloadable(path)
+    for record in run.records:
+        found = find_exercise_file(source, record.file)
+        problem = found.problem or unloadable(found.path)
         if problem:
-            plan.flags.append(("missing-" if "no " in problem[:3] else "unusable-") + record.id)
+            plan.flags.append(("missing-" if found.missing else "unusable-") + record.id)
             plan.problems[record.id] = problem
             continue
-        plan.flags.extend(f"{flag}:{record.id}" for flag in scan(path))
+        plan.flags.extend(f"{flag}:{record.id}" for flag in scan(found.path))
         # One copy of the submission per exercise: that exercise's child works (and may write)
         # in it, its parts one after another.
         directory = home / f"ex{len(jobs)}"
         shutil.copytree(source, directory)
-        module = directory / path.relative_to(source)
-        group = directory.name
-        for part in record.parts:
-            key = f"job{len(jobs)}"
-            job = Job(
-                key,
-                module,
-                case_files[record.id][part.name],
-                directory,
-                timeout=options.timeout or record.timeout,
-                module_name=path.stem,
-                limits=options.limits(),
-                blocked_imports=FORBIDDEN_PACKAGES,
-                sandbox=policy,
-                group=group,
-            )
+        mine = part_jobs(
+            record.parts,
+            directory / found.path.relative_to(source),
+            run.case_files[record.id],
+            directory,
+            timeout=run.timeout(record),
+            group=directory.name,
+            keys=(f"job{number}" for number in itertools.count(len(jobs))),
+            limits=run.options.limits(),
+            blocked_imports=FORBIDDEN_PACKAGES,
+            sandbox=run.policy,
+        )
+        for name, job in mine.items():
             jobs.append(job)
-            plan.jobs[key] = job
-            plan.parts[(record.id, part.name)] = key
-            plan.waiting.add(key)
+            plan.jobs[job.key] = job
+            plan.parts[(record.id, name)] = job.key
+            plan.waiting.add(job.key)
     return plan
 
 
-def _finish(plan, records, cases, expected, options, seed, out, summary, on_student):
+def _finish(run: _Run, plan: _Plan) -> None:
+    """Judge a student's parts, then write their result and feedback (and tell `on_student`)."""
     exercises, flags, refused, grader_errors = [], list(plan.flags), {}, {}
-    for record in records:
-        result = ExerciseResult(record.id, [], submission=plan.student.id, seed=seed)
-        seen: dict[str, int] = {}
-        examples: dict[str, list[str]] = {}
+    for record in run.records:
+        result = ExerciseResult(record.id, [], submission=plan.student.id, seed=run.seed)
+        if record.id in plan.problems:
+            problem = printable(plan.problems[record.id])
+            result.parts = [cannot_load(part, problem) for part in record.parts]
+            exercises.append(result)
+            continue
+        outcomes = {p.name: plan.outcomes[plan.parts[(record.id, p.name)]] for p in record.parts}
+        not_graded = False
         for part in record.parts:
-            if record.id in plan.problems:
-                message = printable(plan.problems[record.id])
-                result.parts.append(
-                    PartResult(part.name, part.points, ERROR, [CheckResult("load", False, message)])
-                )
-                continue
-            outcome = plan.outcomes[plan.parts[(record.id, part.name)]]
-            for kind, count in outcome.refused.items():
-                seen[kind] = max(seen.get(kind, 0), int(count))
-            for kind, paths in outcome.refused_examples.items():
-                examples.setdefault(kind, [])
-                examples[kind] += [p for p in paths if p not in examples[kind]][:5]
             try:
                 judged = judge_part(
                     part,
-                    cases[record.id][part.name],
-                    expected[record.id][part.name],
-                    outcome,
-                    options.timeout or record.timeout,
+                    run.cases[record.id][part.name],
+                    run.expected[record.id][part.name],
+                    outcomes[part.name],
+                    run.timeout(record),
                 )
             except Exception:  # noqa: BLE001 - a bug of ours must not become a student's zero
                 judged = grader_failure(part, traceback.format_exc(limit=5))
-            result.parts.append(_explain_limits(judged, options))
+            result.parts.append(_explain_limits(judged, run.options))
             if judged.grader_error:
                 grader_errors[f"{record.id} {part.name}"] = judged.grader_error
+                not_graded = True
+        seen, examples = refused_counts(outcomes.values())
         if seen:
             refused[record.id] = {"counts": seen, "examples": examples}
             flags.extend(f"refused-{kind}:{record.id}" for kind in seen)
-        if any(f.startswith(f"{record.id} ") for f in grader_errors):
+        if not_graded:
             flags.append(f"grader-error:{record.id}")
         exercises.append(result)
     document = gradebook.student_document(
-        plan.student.id, exercises, flags, seed, PUBLIC_SEED, plan.stamp
+        plan.student.id, exercises, flags, run.seed, PUBLIC_SEED, plan.stamp
     )
     document["final"] = not grader_errors
     if grader_errors:
         document["grader_errors"] = grader_errors
     if refused:
         document["refused"] = refused
-    _write_json(out / "results" / f"{plan.student.id}.json", document)
-    gradebook.write_feedback(out / "feedback" / f"{plan.student.id}.md", document, records)
-    summary.graded.append(plan.student.id)
+    _write_json(run.out / "results" / f"{plan.student.id}.json", document)
+    gradebook.write_feedback(run.out / "feedback" / f"{plan.student.id}.md", document, run.records)
+    run.summary.graded.append(plan.student.id)
     if grader_errors:
-        summary.not_final.append(plan.student.id)
-    if on_student:
-        on_student(plan.student.id, document)
+        run.summary.not_final.append(plan.student.id)
+    if run.on_student:
+        run.on_student(plan.student.id, document)
 
 
-LIMIT_WORDS = (
-    ("MemoryError", "memory_mb", "it ran out of memory: the limit is {} MB"),
-    ("Cannot allocate memory", "memory_mb", "it ran out of memory: the limit is {} MB"),
-    (
-        "Resource temporarily unavailable",
-        "processes",
-        "it tried to start too many processes (at most {} more)",
-    ),
-    ("File too large", "output_mb", "it printed or wrote more than the {} MB output cap"),
-    (
-        "Operation not permitted",
+# What a failure that ran into a limit is told, before its own words: the option whose value it
+# names, and the words.
+LIMIT_WORDS = {
+    Limit.MEMORY: ("memory_mb", "it ran out of memory: the limit is {} MB"),
+    Limit.PROCESSES: ("processes", "it tried to start too many processes (at most {} more)"),
+    Limit.OUTPUT: ("output_mb", "it printed or wrote more than the {} MB output cap"),
+    Limit.SANDBOX: (
         None,
         "the sandbox does not allow that (a new process, a signal to another process, a "
         "network socket, ...)",
     ),
-)
+}
 
 
 def _explain_limits(part: PartResult, options: BatchOptions) -> PartResult:
     for check in part.checks:
-        for phrase, limit, words in LIMIT_WORDS:
-            if phrase in check.message:
-                value = getattr(options, limit) if limit else None
-                check.message = f"{words.format(value)} ({check.message})"
-                break
+        if check.limit is not None:
+            option, words = LIMIT_WORDS[check.limit]
+            value = getattr(options, option) if option else None
+            check.message = f"{words.format(value)} ({check.message})"
     return part
 
 

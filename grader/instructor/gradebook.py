@@ -13,6 +13,7 @@ from xml.sax.saxutils import escape, quoteattr
 
 from grader.engine.results import ExerciseResult
 from grader.engine.spec import Exercise
+from grader.engine.status import Status
 
 
 def student_document(student, exercises: list[ExerciseResult], flags, seed, public_seed, stamp):
@@ -130,7 +131,7 @@ def junit_xml(documents: list[dict]) -> str:
             for part in exercise["parts"]:
                 name = quoteattr(f"{exercise['exercise']} {part['name']}")
                 classname = quoteattr(document["student"])
-                if part["status"] == "passed":
+                if part["status"] == Status.PASSED:
                     cases.append(f"  <testcase classname={classname} name={name}/>")
                     continue
                 failures += 1

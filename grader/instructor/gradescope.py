@@ -32,7 +32,8 @@ def results_for(
     tests, lines = [], [f"Hidden-check seed: {seed}"]
     for exercise_id in exercises:
         record = get_exercise(exercise_id)
-        path, problem = find_exercise_file(submission, record.file)
+        found = find_exercise_file(submission, record.file)
+        path, problem = found.path, found.problem
         flags = scan(path) if path else []
         if flags:
             lines.append(f"{record.file}: flagged for the instructor: {', '.join(flags)}")
@@ -67,8 +68,8 @@ def results_for(
                 }
             )
         for part in result.parts:
-            public = [c for c in part.checks if "hidden" not in c.name and not c.passed]
-            hidden = [c for c in part.checks if "hidden" in c.name and not c.passed]
+            public = [c for c in part.checks if not c.hidden and not c.passed]
+            hidden = [c for c in part.checks if c.hidden and not c.passed]
             output = "\n".join(f"{c.name}: {c.message}" for c in public[:5])
             if hidden and not public:
                 output = f"{len(hidden)} hidden checks failed (details after grades are published)"

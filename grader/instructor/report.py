@@ -6,17 +6,23 @@ import sys
 
 import click
 
-from grader.engine.results import ERROR, NOT_IMPLEMENTED, PASSED, TIMEOUT, ExerciseResult
+from grader.engine.results import ExerciseResult
 from grader.engine.spec import Exercise
+from grader.engine.status import Answer, CaseStatus, Status
 
 SHOWN_FAILURES = 2
-COLOURS = {PASSED: "green", NOT_IMPLEMENTED: "yellow", TIMEOUT: "red", ERROR: "red"}
+COLOURS = {
+    Status.PASSED: "green",
+    Status.NOT_IMPLEMENTED: "yellow",
+    Status.TIMEOUT: "red",
+    Status.ERROR: "red",
+}
 WORDS = {
-    PASSED: "passed",
-    NOT_IMPLEMENTED: "not implemented yet",
-    TIMEOUT: "timed out",
-    ERROR: "error",
-    "failed": "failed",
+    Status.PASSED: "passed",
+    Status.NOT_IMPLEMENTED: "not implemented yet",
+    Status.TIMEOUT: "timed out",
+    Status.ERROR: "error",
+    Status.FAILED: "failed",
 }
 
 
@@ -42,15 +48,17 @@ def render(
         f"  file: {result.submission}",
     ]
     for part in result.parts:
-        mark = ok_mark if part.status == PASSED else fail_mark
+        mark = ok_mark if part.status == Status.PASSED else fail_mark
         head = (
             f"  {mark} {part.name:<{width}}  {_points(part.score)}/{_points(part.max_score)}"
             f"  {WORDS.get(part.status, part.status)}"
         )
         lines.append(style(head, fg=COLOURS.get(part.status, "red")))
         failures = [check for check in part.checks if not check.passed]
-        if part.status == NOT_IMPLEMENTED and not verbose:
-            hints = dict.fromkeys(c.message for c in failures if c.message.startswith("not impl"))
+        if part.status == Status.NOT_IMPLEMENTED and not verbose:
+            hints = dict.fromkeys(
+                c.message for c in failures if c.cause == CaseStatus.NOT_IMPLEMENTED
+            )
             lines.extend(
                 f"      to do: {hint.removeprefix('not implemented yet (')[:-1]}"
                 if hint.endswith(")")
@@ -76,7 +84,7 @@ def render(
     for written in result.for_instructor:
         state = (
             "written: for the instructor"
-            if written["status"] == "written"
+            if written["status"] == Answer.WRITTEN
             else f"not written yet ({written['answer_file']})"
         )
         lines.append(

@@ -7,6 +7,7 @@ from html import escape
 from urllib.parse import quote
 
 from grader.engine.spec import Exercise
+from grader.engine.status import Status
 
 STYLE = """
 body { font: 15px/1.45 system-ui, sans-serif; margin: 2rem auto; max-width: 60rem; color: #222; }
@@ -102,8 +103,8 @@ def report_html(documents: list[dict], records: list[Exercise], note: str = "") 
             for part in exercise["parts"]:
                 key = f"{exercise['exercise']} {part['name']}"
                 part_seen[key] += 1
-                part_fail[key] += part["status"] != "passed"
-                if part["status"] not in ("passed", "failed"):
+                part_fail[key] += part["status"] != Status.PASSED
+                if part["status"] not in (Status.PASSED, Status.FAILED):
                     continue  # the code did not run: its checks say nothing about the check
                 for check in part["checks"]:
                     name = f"{key}: {check['name']}"

@@ -155,15 +155,25 @@ def _copy_folder(source: Path, destination: Path) -> None:
         shutil.copyfile(path, target)
 
 
-def find_exercise_file(scratch: Path, filename: str) -> tuple[Path | None, str]:
+@dataclass(frozen=True)
+class ExerciseFile:
+    """Where a submission's file for one exercise is, or why there is none to grade."""
+
+    path: Path | None
+    problem: str = ""
+    # No file of that name at all (flagged `missing-`, where several are `unusable-`).
+    missing: bool = False
+
+
+def find_exercise_file(scratch: Path, filename: str) -> ExerciseFile:
     """The one file of that name anywhere inside, or None and the reason."""
     found = sorted(p for p in scratch.rglob(filename) if p.is_file())
     if not found:
-        return None, f"no {filename} in the submission"
+        return ExerciseFile(None, f"no {filename} in the submission", missing=True)
     if len(found) > 1:
         names = ", ".join(str(p.relative_to(scratch)) for p in found)
-        return None, f"several files named {filename} ({names}): keep exactly one"
-    return found[0], ""
+        return ExerciseFile(None, f"several files named {filename} ({names}): keep exactly one")
+    return ExerciseFile(found[0])
 
 
 def scan(path: Path) -> list[str]:

@@ -25,11 +25,12 @@ older than 6, ptrace-like calls. The grader and its helper also make themselves 
 so that `/proc/<pid>/mem` of either is closed to any process of the same user that is not
 root, sandboxed or not.
 
-The package: `processes` schedules the children and talks to `zygote`, the helper that imports
-TensorFlow once and forks them; `child` is what runs in a child (read the cases, enter the
-sandbox, import the submission, run each part, write plain arrays); `limits` sets its resource
-limits; `landlock` and `seccomp` are the two kernel mechanisms; `supervisor` is the helper's side
-of each child's channel.
+The package: `processes` is the grader's side (jobs, their outcomes) and talks to `zygote`, the
+helper that imports TensorFlow once and forks the children; `scheduler` starts, times and kills
+them; `child` is what runs in a child (read the cases, enter the sandbox, import the
+submission, run each part, write plain arrays); `limits` sets its resource limits (and tells a
+failure that ran into one); `landlock` and `seccomp` are the two kernel mechanisms; `supervisor`
+is the helper's side of each child's channel.
 
 What the grader can see is flagged: every call the seccomp filter refuses (through its
 user-notification listener, so a submission cannot hide it), and, through a Python audit hook

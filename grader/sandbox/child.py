@@ -1,7 +1,7 @@
 """The child side: load one submitted file, run check cases through it, write plain arrays.
 
 This module runs inside a process forked for one unit: the parts of one submitted exercise, run
-one after another (see grader.sandbox.processes). It never decides whether anything is right: it
+one after another (see grader.sandbox.scheduler). It never decides whether anything is right: it
 only records what the submitted code returned (outputs, vector–Jacobian products, dtypes) or how
 it failed, one bundle per part as soon as that part is done, and the grader compares in its own
 process. It imports Keras lazily so that the grader's own process can import this module without
@@ -20,13 +20,11 @@ from pathlib import Path
 import numpy as np
 
 from grader import sandbox
+from grader.engine import protocol
 from grader.engine.bundle import cases_from_bundle, load_bundle, save_bundle
 from grader.engine.spec import LAYER
+from grader.engine.status import CaseStatus
 from grader.sandbox import limits, supervisor
-
-OK = "ok"
-NOT_IMPLEMENTED = "not_implemented"
-ERROR = "error"
 
 # Captured before any submitted code runs, so that patching NumPy in a submission cannot change
 # how results are written.
@@ -80,10 +78,10 @@ def run_job(job: dict, end=None) -> None:
         if number:
             _log_to(part["log"])
         results: dict = {"import_error": None, "cases": []}
-        outputs: dict[str, np.ndarray] = {}
+        arrays: dict[str, np.ndarray] = {}
         for index, case in enumerate(part_cases):
-            results["cases"].append(_run_case(module, case, index, outputs, job["module"]))
-        _save_bundle(part["out"], results, outputs)
+            results["cases"].append(_run_case(module, case, index, arrays, job["module"]))
+        _save_bundle(part["out"], results, arrays)
 
 
 def _mark(path: str) -> None:
@@ -160,7 +158,8 @@ def load_submission(path: str, module_name: str = "submission"):
     return module
 
 
-def _run_case(module, case, index: int, outputs: dict, module_path: str) -> dict:
+def _run_case(module, case, index: int, arrays: dict, module_path: str) -> dict:
+    """Run one case; its report (grader.engine.protocol), its arrays put into `arrays`."""
     try:
         target = getattr(module, case.target, None)
         if target is None:
@@ -172,13 +171,10 @@ def _run_case(module, case, index: int, outputs: dict, module_path: str) -> dict
         else:
             output, grads = _run_function(target, case), {}
     except NotImplementedError as error:
-        return {"status": NOT_IMPLEMENTED, **describe(error, module_path)}
+        return protocol.failed(CaseStatus.NOT_IMPLEMENTED, describe(error, module_path))
     except BaseException as error:  # noqa: BLE001
-        return {"status": ERROR, **describe(error, module_path)}
-    outputs[f"case{index}/output"] = output
-    for name, grad in grads.items():
-        outputs[f"case{index}/grad/{name}"] = grad
-    return {"status": OK, "output_dtype": str(output.dtype), "grads": sorted(grads)}
+        return protocol.failed(CaseStatus.ERROR, describe(error, module_path))
+    return protocol.answered(index, output, grads, arrays)
 
 
 def _to_numpy(value, what: str) -> np.ndarray:
@@ -305,7 +301,8 @@ def unwrap_keras_message(message: str) -> str:
 
 
 def describe(error: BaseException, module_path: str) -> dict:
-    """What went wrong and where in the submitted file, for the student to read."""
+    """What went wrong and where in the submitted file, for the student to read; and, as a
+    field of its own, the limit it ran into (grader.sandbox.limits.limit_of), if any."""
     where = ""
     # Lines are looked up for the submission's frame alone: reading the grader's own sources
     # would be refused inside the sandbox (and flagged).
@@ -324,7 +321,9 @@ def describe(error: BaseException, module_path: str) -> dict:
         message = f"the code called sys.exit({error.code!r})"
     else:
         message = unwrap_keras_message(str(error))
-    return {"exception": type(error).__name__, "message": message[:2000], "where": where}
+    described = {"exception": type(error).__name__, "message": message[:2000], "where": where}
+    limit = limits.limit_of(error)
+    return {**described, "limit": limit} if limit else described
 
 
 if __name__ == "__main__":  # a job in a fresh interpreter, where os.fork does not exist

@@ -1,14 +1,37 @@
 """The resource limits of a child that runs submitted code, set before it enters the sandbox:
 memory, output size, core dumps, processes; and, where the grader runs as root and the Python
 installation allows it, a user id of its own for each concurrent child.
+
+Also how a failure shows that it ran into one of them (`limit_of`, `limit_in_log`), so that the
+grader can say "it ran out of memory" from a field of the child's report, not from its words.
 """
 
 from __future__ import annotations
 
+import errno
 import os
 import signal
 
+from grader.engine.status import Limit
 from grader.sandbox import seccomp
+
+# What a system call refused by a limit fails with: address space (RLIMIT_AS), threads and
+# processes (RLIMIT_NPROC), the output cap (RLIMIT_FSIZE, SIGXFSZ ignored), the seccomp filter.
+LIMIT_OF_ERRNO = {
+    errno.ENOMEM: Limit.MEMORY,
+    errno.EAGAIN: Limit.PROCESSES,
+    errno.EFBIG: Limit.OUTPUT,
+    errno.EPERM: Limit.SANDBOX,
+}
+# A dead process leaves only what it printed: the C library's and Python's words for the same
+# failures, in the order they are looked for.
+LIMIT_IN_LOG = (
+    ("MemoryError", Limit.MEMORY),
+    ("Cannot allocate memory", Limit.MEMORY),
+    ("Resource temporarily unavailable", Limit.PROCESSES),
+    ("File too large", Limit.OUTPUT),
+    ("Operation not permitted", Limit.SANDBOX),
+)
 
 
 def apply(limits: dict | None, slot: int, sandboxed: bool = False) -> None:
@@ -63,6 +86,32 @@ def apply(limits: dict | None, slot: int, sandboxed: bool = False) -> None:
         from grader.sandbox import protect_this_process
 
         protect_this_process(protect=False)
+
+
+def limit_of(error: BaseException) -> Limit | None:
+    """The limit `error` ran into, if any: a MemoryError, or an OSError whose errno a limit
+    gives. Keras re-raises an error from inside a layer as a new one of the same type with a
+    longer message (and no errno): then the one it replaced is looked at."""
+    for _ in range(8):  # a chain a submission made circular ends too
+        if isinstance(error, MemoryError):
+            return Limit.MEMORY
+        if isinstance(error, OSError) and isinstance(error.errno, int):
+            if error.errno in LIMIT_OF_ERRNO:
+                return LIMIT_OF_ERRNO[error.errno]
+        context = error.__context__
+        if type(context) is not type(error):
+            break
+        error = context
+    return None
+
+
+def limit_in_log(text: str) -> Limit | None:
+    """The limit a process that died without a report ran into, read from the end of its log:
+    the only trace it leaves."""
+    for words, limit in LIMIT_IN_LOG:
+        if words in text:
+            return limit
+    return None
 
 
 def _mapped_bytes() -> int:

@@ -1,4 +1,4 @@
-"""The zygote: import Keras once, then fork one child per unit (see grader.sandbox.processes).
+"""The zygote: import Keras once, then fork one child per unit (see grader.sandbox.scheduler).
 
 Protocol on stdin/stdout, one JSON document per line: the grader sends
 `{"jobs": [units...], "parallel": N}`, a unit being the parts of one submitted exercise; the
@@ -21,7 +21,7 @@ def main() -> None:
 
     import grader.sandbox.preload  # noqa: F401 - Keras and the backend, imported before any fork
     from grader.sandbox import protect_this_process
-    from grader.sandbox.processes import ForkedChild, schedule
+    from grader.sandbox.scheduler import ForkedChild, schedule
 
     protect_this_process()  # its memory holds every job's paths: no same-user process reads it
 

@@ -160,6 +160,9 @@ def test_a_property_is_checked_on_the_received_output():
     from grader.engine.judging import judge_case
     from grader.engine.protocol import CaseOutput
     from grader.engine.spec import Part, Property
+    from grader.engine.status import CaseStatus
+
+    ok = CaseStatus.OK
 
     def never_rises(case, output):
         rises = np.flatnonzero(np.diff(output) > 0)
@@ -168,18 +171,16 @@ def test_a_property_is_checked_on_the_received_output():
     part = Part(
         "p",
         1,
-        ("f",),
         make_cases=lambda rng: [],
+        targets=("f",),
         properties=(Property("energy never rises", never_rises),),
     )
     case = Case("f", FUNCTION, "trajectory")
     falling = np.array([3.0, 2.0, 1.0])
-    good = judge_case(
-        part, case, CaseOutput("ok", output=falling), CaseOutput("ok", output=falling)
-    )
+    good = judge_case(part, case, CaseOutput(ok, output=falling), CaseOutput(ok, output=falling))
     assert all(c.passed for c in good) and len(good) == 2
     rising = np.array([3.0, 4.0, 1.0])
-    bad = judge_case(part, case, CaseOutput("ok", output=falling), CaseOutput("ok", output=rising))
+    bad = judge_case(part, case, CaseOutput(ok, output=falling), CaseOutput(ok, output=rising))
     failed = [c for c in bad if not c.passed and c.name.startswith("energy never rises")]
     assert failed and failed[0].message == "the energy rose at step 1"
 

@@ -9,8 +9,9 @@ import pytest
 
 from grader.engine.cases import save_cases
 from grader.engine.spec import FUNCTION, Case
-from grader.sandbox import processes
-from grader.sandbox.processes import CRASHED, FINISHED, TIMED_OUT, Job, run_jobs
+from grader.engine.status import RunState
+from grader.sandbox import processes, scheduler
+from grader.sandbox.processes import Job, run_jobs
 from tests.support.grading import descendants
 
 SOURCE = """
@@ -49,7 +50,7 @@ def job(folder: Path, key: str, target: str, group: str | None, timeout: float =
 
 
 def pid_of(outcome) -> int:
-    assert outcome.state == FINISHED, outcome
+    assert outcome.state == RunState.FINISHED, outcome
     return int(outcome.arrays["case0/output"])
 
 
@@ -72,14 +73,14 @@ def test_a_part_past_its_limit_times_out_and_the_parts_after_it_get_a_fresh_chil
     started = time.monotonic()
     outcomes = run_jobs(jobs)
     assert time.monotonic() - started < 60  # not the two minutes the stuck part wanted
-    assert outcomes["stuck"].state == TIMED_OUT and outcomes["stuck"].exitcode == -9
+    assert outcomes["stuck"].state == RunState.TIMED_OUT and outcomes["stuck"].exitcode == -9
     assert pid_of(outcomes["then"]) == pid_of(outcomes["last"]) != pid_of(outcomes["first"])
 
 
 def test_a_part_that_kills_its_child_is_a_crash_and_the_rest_still_run(folder):
     jobs = [job(folder, "dies", "die", "g"), job(folder, "after", "pid", "g")]
     outcomes = run_jobs(jobs)
-    assert outcomes["dies"].state == CRASHED
+    assert outcomes["dies"].state == RunState.CRASHED
     assert "exited with status 7" in outcomes["dies"].problem
     assert pid_of(outcomes["after"]) > 0
 
@@ -126,9 +127,9 @@ def test_fresh_interpreters_where_fork_is_missing_grade_the_same_way(folder):
         job(folder, "dies", "die", "g"),
         job(folder, "last", "pid", "g"),
     ]
-    reports = processes.schedule(processes.describe_units(jobs), 1, processes.start_interpreter)
+    reports = scheduler.schedule(processes.describe_units(jobs), 1, scheduler.start_interpreter)
     outcomes = {j.key: processes._collect(j, reports[j.key]) for j in jobs}
-    assert outcomes["dies"].state == CRASHED
+    assert outcomes["dies"].state == RunState.CRASHED
     assert "exited with status 7" in outcomes["dies"].problem
     assert pid_of(outcomes["first"]) != pid_of(outcomes["last"])
 
@@ -150,14 +151,14 @@ def test_time_kept_from_a_cpu_by_others_does_not_count_against_a_part(tmp_path, 
     unit = {"key": "u", "workdir": str(tmp_path), "parts": [{"key": "p", "timeout": 1.0}]}
     clock = [100.0]
     waited = {12345: 0.0}
-    monkeypatch.setattr(processes.time, "monotonic", lambda: clock[0])
-    monkeypatch.setattr(processes, "_waiting_seconds", lambda pid: waited[pid])
-    run = processes._Running(unit, 0, 0, _Idle)
+    monkeypatch.setattr(scheduler.time, "monotonic", lambda: clock[0])
+    monkeypatch.setattr(scheduler, "_waiting_seconds", lambda pid: waited[pid])
+    run = scheduler._Running(unit, 0, 0, _Idle)
     clock[0] += 3.0  # three seconds of wall time, of which it waited 2.5 s for a CPU
     waited[12345] = 2.5
     assert not run.overran()
     waited[12345] = 1.5  # only 1.5 s: 1.5 s of its own, past its 1 s
     assert run.overran()
     waited[12345] = 1e6  # starved for ever: still stopped at STARVED_LIMIT times its limit
-    clock[0] = 100.0 + processes.STARVED_LIMIT * 1.0 + 0.1
+    clock[0] = 100.0 + scheduler.STARVED_LIMIT * 1.0 + 0.1
     assert run.overran()

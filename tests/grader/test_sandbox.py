@@ -14,9 +14,10 @@ from grader import KIT, sandbox
 from grader.engine.bundle import BundleError, load_bundle, open_plain_file, save_bundle
 from grader.engine.cases import save_cases
 from grader.engine.spec import FUNCTION, Case
+from grader.engine.status import CaseStatus, RunState, Status
 from grader.engine.text import printable
 from grader.sandbox import landlock, seccomp
-from grader.sandbox.processes import FINISHED, GRADER_FAILED, Job, run_jobs
+from grader.sandbox.processes import Job, run_jobs
 
 needs_sandbox = pytest.mark.skipif(
     not sandbox.status()["complete"], reason="needs Linux with Landlock and seccomp"
@@ -178,8 +179,8 @@ def test_a_sandboxed_child_reaches_nothing_but_its_folder_and_its_attempts_are_c
         sandbox={"protected": [str(probe_folder / "submission")]},
     )
     outcome = run_jobs([job])["probe"]
-    assert outcome.state == FINISHED, outcome
-    assert outcome.meta["cases"][0]["status"] == "ok", outcome.meta
+    assert outcome.state == RunState.FINISHED, outcome
+    assert outcome.meta["cases"][0]["status"] == CaseStatus.OK, outcome.meta
     done = outcome.arrays["case0/output"].tolist()
     # Only writing into its own folder worked.
     assert done == [0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0], done
@@ -200,7 +201,7 @@ def test_a_child_that_fails_before_the_submission_runs_is_the_graders_failure(pr
     broken.write_bytes(b"not an array bundle")
     job = Job("probe", probe_folder / "submission" / "probe.py", broken, probe_folder, 60.0)
     outcome = run_jobs([job])["probe"]
-    assert outcome.state == GRADER_FAILED, outcome
+    assert outcome.state == RunState.GRADER_FAILED, outcome
     assert "before the submission ran" in outcome.problem
 
 
@@ -272,7 +273,9 @@ def test_a_malformed_report_is_the_childs_crash_never_the_graders(tmp_path):
         {"cases": [{"status": {"unhashable": []}}]},
         {"cases": "nope"},
     ):
-        judged = judge_part(part, [None], [None], Outcome(FINISHED, 0.1, 0, meta=meta), 5.0)
-        assert judged.status == "error" and judged.score == 0.0, meta
+        judged = judge_part(
+            part, [None], [None], Outcome(RunState.FINISHED, 0.1, 0, meta=meta), 5.0
+        )
+        assert judged.status == Status.ERROR and judged.score == 0.0, meta
         assert judged.grader_error == "", meta
         assert "malformed" in judged.checks[0].message or "import" in judged.checks[0].message

@@ -1,0 +1,442 @@
+"""The scheduler: run units (the parts of one submitted exercise) in children, at most N at once,
+each part within its own wall-clock limit. It runs inside the zygote (forked children, see
+grader.sandbox.zygote) or, where `os.fork` does not exist, in the grader (fresh interpreters).
+
+Every part's limit is enforced here, from outside the child: importing the submission gets the
+first part's limit, then each part gets its own from the moment the bundle of the one before it
+appeared. A child that overruns is killed with its whole process group and its running part
+reported as a timeout; a child that dies reports its exit status. Either way the parts that had
+written a bundle keep it, and the parts not started yet run again in a fresh child, so one part
+that hangs or crashes costs only that part. A child that hangs or dies while importing the
+submission costs every part (each would import it again); one that fails before any submitted
+code ran is tried again, then reported as the grader's failure. Progress is read from files
+only, and each part is reported as one line (`{"key", "state", "exitcode", "seconds"}`), whose
+state is a `RunState`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import select
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from collections import deque
+
+from grader import sandbox
+from grader.engine.status import RunState
+from grader.sandbox import supervisor
+
+SETUP_ATTEMPTS = 3
+STARVED_LIMIT = 10
+WATCH_SECONDS = 0.2
+MAX_FILES = 10000
+TICK_SECONDS = 0.005
+
+
+class ForkedChild:
+    def __init__(self, job: dict):
+        from grader.sandbox.child import run_job
+
+        self.uid = _slot_uid(job)
+        self.exitcode: int | None = None
+        mine, theirs = supervisor.channel()
+        self.pid = os.fork()
+        if self.pid == 0:  # the child: never return into the zygote's loop
+            code = 1
+            try:
+                signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM})
+                sandbox.protect_this_process(protect=False)
+                mine.close()
+                _close_inherited_files(keep=theirs.fileno())
+                run_job(job, theirs)
+                code = 0
+            except BaseException as error:  # noqa: BLE001 - the missing result is the report
+                # One line, no traceback: this log may be shown to the student.
+                print(f"{type(error).__name__}: {error}", file=sys.stderr)
+            finally:
+                os._exit(code)
+        theirs.close()
+        self.watch = supervisor.Watch(mine)
+
+    @property
+    def started(self) -> bool:
+        """Whether submitted code may have run (the child said so, its sandbox in place)."""
+        return self.watch.started
+
+    def poll(self) -> int | None:
+        self.watch.poll()
+        if self.exitcode is None:
+            pid, status = os.waitpid(self.pid, os.WNOHANG)
+            if pid != 0:
+                self.exitcode = os.waitstatus_to_exitcode(status)
+                self.watch.close()
+        return self.exitcode
+
+    def fds(self) -> list[int]:
+        return self.watch.fds()
+
+    def sweep(self) -> None:
+        """Kill whatever the job left behind: its process group, and its user id's processes."""
+        _kill_group(self.pid)
+        if self.uid is not None:
+            _kill_user(self.uid)
+
+    def kill(self) -> int | None:
+        self.watch.poll()
+        self.sweep()
+        if self.exitcode is None:
+            # Not reaped yet, so the id is still this child's: killing it by id as well covers a
+            # child too young to have a process group of its own.
+            os.kill(self.pid, signal.SIGKILL)
+            _, status = os.waitpid(self.pid, 0)
+            self.exitcode = os.waitstatus_to_exitcode(status)
+        self.watch.close()
+        return self.exitcode
+
+
+def _close_inherited_files(keep: int) -> None:
+    """Close every descriptor a forked child inherits beyond stdin, stdout, stderr and `keep`.
+
+    The zygote's own pipe to the grader is one of them, and so are the channels of the other
+    children: submitted code must not be able to write reports in anyone else's name.
+    """
+    highest = os.sysconf("SC_OPEN_MAX") if hasattr(os, "sysconf") else 4096
+    os.closerange(3, keep)
+    os.closerange(keep + 1, highest)
+
+
+class InterpreterChild:
+    def __init__(self, job: dict):
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "grader.sandbox.child", json.dumps(job)],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+
+    started = True  # no channel to tell otherwise
+
+    @property
+    def pid(self) -> int:
+        return self.process.pid
+
+    def poll(self) -> int | None:
+        return self.process.poll()
+
+    def fds(self) -> list[int]:
+        return []
+
+    def sweep(self) -> None:
+        pass
+
+    def kill(self) -> int | None:
+        self.process.kill()
+        return self.process.wait()
+
+
+def _slot_uid(job: dict) -> int | None:
+    """The user id a batch job runs as, one per slot, when the grader runs as root."""
+    limits = job.get("limits") or {}
+    if limits.get("uid_base") is None or not hasattr(os, "geteuid") or os.geteuid() != 0:
+        return None
+    return int(limits["uid_base"]) + int(job["slot"])
+
+
+def _kill_user(uid: int) -> None:
+    """Signal every process of `uid` (a slot's own user id, never a real one) to die."""
+    pid = os.fork()
+    if pid == 0:
+        try:
+            os.setgid(uid)
+            os.setuid(uid)
+            os.kill(-1, signal.SIGKILL)
+        finally:
+            os._exit(0)
+    os.waitpid(pid, 0)
+
+
+def start_interpreter(job: dict) -> InterpreterChild:
+    return InterpreterChild(job)
+
+
+class _Running:
+    """One child at work on the parts of a unit still to run, and where it has got to.
+
+    Progress is read from files only: the `ready` marker once the submission is imported, then
+    each part's bundle. `current` is the part running now (len(parts) once all are written).
+    """
+
+    def __init__(self, unit: dict, attempt: int, slot: int, start):
+        self.attempt = attempt
+        self.job = dict(
+            unit,
+            slot=slot,
+            ready=os.path.join(unit["workdir"], f"{unit['key']}.ready{attempt}"),
+        )
+        self.parts = unit["parts"]
+        self.ready = False
+        self.current = 0
+        self.seconds: list[float] = []
+        self.phase_started = time.monotonic()
+        discard(self.job["ready"])
+        # What earlier children of this unit left in the folder is not this child's doing.
+        limits = unit.get("limits") or {}
+        self.disk_at_start = _folder_usage(unit["workdir"], 2 * MAX_FILES) if limits else (0, 0)
+        self.child = start(self.job)
+        # Time the child's main thread had spent runnable but waiting for a CPU (see overran).
+        self.waited_at_phase_start = 0.0
+        self.next_watch, self.reason = 0.0, ""
+
+    def limit(self) -> float:
+        return float(self.parts[min(self.current, len(self.parts) - 1)]["timeout"])
+
+    def advance(self) -> None:
+        now = time.monotonic()
+        started = self.phase_started
+        if not self.ready and (
+            os.path.exists(self.job["ready"]) or os.path.exists(self.parts[0]["out"])
+        ):
+            self.ready, self.phase_started = True, now
+        while (
+            self.ready
+            and self.current < len(self.parts)
+            and os.path.exists(self.parts[self.current]["out"])
+        ):
+            self.seconds.append(round(now - self.phase_started, 3))
+            self.current, self.phase_started = self.current + 1, now
+        if self.phase_started != started:
+            self.waited_at_phase_start = self._waited()
+
+    def runaway(self) -> bool:
+        """Whether the child has outgrown what its job allows (threads, disk); `reason` says
+        how. Looked at a few times a second."""
+        now = time.monotonic()
+        limits = self.job.get("limits") or {}
+        if now < self.next_watch or not limits or not self.child.started:
+            return False
+        self.next_watch = now + WATCH_SECONDS
+        pid = getattr(self.child, "pid", None)
+        threads = _thread_count(pid)
+        if limits.get("threads") and threads > limits["threads"]:
+            self.reason = f"it started {threads} threads (at most {limits['threads']} allowed)"
+            return True
+        if limits.get("disk_mb"):
+            size, files = _folder_usage(self.job["workdir"], 2 * MAX_FILES)
+            size, files = size - self.disk_at_start[0], files - self.disk_at_start[1]
+            if size > limits["disk_mb"] * 2**20 or files > MAX_FILES:
+                self.reason = (
+                    f"it wrote more than {limits['disk_mb']} MB or {MAX_FILES} files in its folder"
+                )
+                return True
+        return False
+
+    def overran(self) -> bool:
+        """Past the part's limit, not counting the time it was kept from a CPU by others (a
+        classmate's child that floods the machine with busy threads must not time this one
+        out); never past STARVED_LIMIT times the limit."""
+        elapsed, limit = time.monotonic() - self.phase_started, self.limit()
+        if elapsed <= limit:
+            return False
+        starved = max(0.0, self._waited() - self.waited_at_phase_start)
+        return elapsed - starved > limit or elapsed > STARVED_LIMIT * limit
+
+    def _waited(self) -> float:
+        return _waiting_seconds(getattr(self.child, "pid", None))
+
+    def settle(self, state: RunState, exitcode: int | None, report) -> dict | None:
+        """Report every part this child got to; return the unit of parts it never started."""
+        if state != RunState.TIMED_OUT:  # the child is gone: its last bundles are all there now
+            self.advance()
+        seen = getattr(self.child, "watch", None)
+        extra = seen.report() if seen is not None else {}
+        if self.reason:
+            extra["reason"] = self.reason
+        if not self.child.started:  # it failed before any submitted code ran: ours, not theirs
+            failures = self.job.get("setup_failures", 0) + 1
+            if failures < SETUP_ATTEMPTS:
+                return dict(self.job, setup_failures=failures)
+            first = self.parts[0]["key"]
+            for part in self.parts:
+                report(part["key"], RunState.GRADER_FAILED, exitcode, 0.0, log_of=first, **extra)
+            return None
+        for index, part in enumerate(self.parts[: self.current]):
+            report(part["key"], RunState.FINISHED, exitcode, self.seconds[index], **extra)
+        if self.current == len(self.parts):
+            return None
+        elapsed = round(time.monotonic() - self.phase_started, 3)
+        if not self.ready:  # it never finished importing the submission: every part would fail
+            first = self.parts[0]["key"]
+            for part in self.parts:
+                report(part["key"], state, exitcode, elapsed, log_of=first, **extra)
+            return None
+        report(self.parts[self.current]["key"], state, exitcode, elapsed, **extra)
+        rest = self.parts[self.current + 1 :]
+        for part in rest:  # nothing but this unit's next child may write them
+            discard(part["out"])
+        return dict(self.job, parts=rest) if rest else None
+
+
+@contextlib.contextmanager
+def _signals_held():
+    """Hold SIGTERM back (where signals can be masked) until the block is over."""
+    if not hasattr(signal, "pthread_sigmask"):
+        yield
+        return
+    previous = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM})
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
+
+
+def discard(path: str) -> None:
+    """Remove what a child may have left at `path` (a file, a link or a folder), if anything."""
+    try:
+        if os.path.isdir(path) and not os.path.islink(path):
+            shutil.rmtree(path)
+        else:
+            os.unlink(path)
+    except FileNotFoundError:
+        pass
+
+
+def schedule(
+    units: list[dict],
+    parallel: int,
+    start,
+    report=None,
+    parent: int | None = None,
+    stop=None,
+):
+    """Run every unit, at most `parallel` children at once, each part within its own timeout.
+
+    Each running child holds a slot number (0 .. parallel-1), which batch grading turns into a
+    user id of its own. The parts a child never started (after a part that hung or crashed) go
+    back to the front of the queue, for a fresh child. With `parent` set (in the zygote), the
+    run stops and kills every child once that process is gone, so a grader killed with -9 leaves
+    nothing running; likewise once `stop()` says so.
+    """
+    pending = deque((unit, 0) for unit in units)
+    running: list[_Running] = []
+    free_slots = list(range(parallel))
+    reports = {}
+
+    def done(key, state, exitcode, seconds, log_of=None, **extra):
+        reports[key] = {"key": key, "state": state, "exitcode": exitcode, "seconds": seconds}
+        reports[key].update(extra)
+        if log_of is not None:
+            reports[key]["log_of"] = log_of
+        if report:
+            report(reports[key])
+
+    try:
+        while pending or running:
+            # SIGTERM (the zygote told to stop) lands only in the wait, never half-way through
+            # starting, reaping or reporting a child: every child alive is then in `running`.
+            _wait_for_news(running)
+            with _signals_held():
+                if parent is not None and os.getppid() != parent:
+                    raise SystemExit("the grader is gone")
+                if stop is not None and stop():
+                    raise SystemExit("asked to stop")
+                _tick(pending, running, free_slots, start, done)
+    finally:
+        with _signals_held():
+            for run in running:
+                try:
+                    run.child.kill()
+                except OSError:  # gone already; kill the others all the same
+                    pass
+    return reports
+
+
+def _wait_for_news(running: list) -> None:
+    """Sleep a tick, or less when a child has something to tell (a refused call waits on it)."""
+    fds = [fd for run in running for fd in run.child.fds()]
+    if not fds:
+        time.sleep(TICK_SECONDS)
+        return
+    try:
+        select.select(fds, [], [], TICK_SECONDS)
+    except (OSError, ValueError):
+        time.sleep(TICK_SECONDS)
+
+
+def _tick(pending: deque, running: list, free_slots: list, start, done) -> None:
+    """Start children in free slots; settle those that finished or overran."""
+    while pending and free_slots:
+        unit, attempt = pending.popleft()
+        running.append(_Running(unit, attempt, free_slots.pop(0), start))
+    for run in list(running):
+        run.advance()
+        exitcode = run.child.poll()
+        if exitcode is not None:  # exited: the part it had not finished crashed
+            run.child.sweep()
+            state = RunState.CRASHED
+        elif run.overran():
+            exitcode = run.child.kill()
+            state = RunState.TIMED_OUT
+        elif run.runaway():
+            exitcode = run.child.kill()
+            state = RunState.CRASHED
+        else:
+            continue
+        running.remove(run)
+        free_slots.append(run.job["slot"])
+        rest = run.settle(state, exitcode, done)
+        if rest:
+            pending.appendleft((rest, run.attempt + 1))
+
+
+def _thread_count(pid: int | None) -> int:
+    try:
+        with open(f"/proc/{pid}/status", "rb") as handle:
+            for line in handle:
+                if line.startswith(b"Threads:"):
+                    return int(line.split()[1])
+    except (OSError, ValueError, IndexError):
+        pass
+    return 0
+
+
+def _folder_usage(folder: str, most: int) -> tuple[int, int]:
+    """Bytes on disk and entries under `folder` (links not followed; stops past `most`)."""
+    size, count, pending = 0, 0, [folder]
+    while pending and count <= most:
+        try:
+            with os.scandir(pending.pop()) as entries:
+                for entry in entries:
+                    count += 1
+                    try:
+                        info = entry.stat(follow_symlinks=False)
+                    except OSError:
+                        continue
+                    size += getattr(info, "st_blocks", 0) * 512 or info.st_size
+                    if entry.is_dir(follow_symlinks=False):
+                        pending.append(entry.path)
+        except OSError:
+            continue
+    return size, count
+
+
+def _waiting_seconds(pid: int | None) -> float:
+    """How long `pid`'s main thread has waited, runnable, for a CPU (Linux schedstat)."""
+    if pid is None:
+        return 0.0
+    try:
+        with open(f"/proc/{pid}/schedstat", "rb") as handle:
+            return int(handle.read().split()[1]) / 1e9
+    except (OSError, ValueError, IndexError):
+        return 0.0
+
+
+def _kill_group(pid: int) -> None:
+    try:
+        os.killpg(pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
