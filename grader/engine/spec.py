@@ -139,15 +139,20 @@ class Property:
 @dataclass(frozen=True)
 class Part:
     """A graded part. `make_cases(rng, hidden=False)` makes its cases; with `hidden=True` it
-    draws fresh shapes as well as values (batch grading's hidden checks)."""
+    draws fresh shapes as well as values (batch grading's hidden checks). `targets` are the
+    class and function names it grades; by default, the one named like the part."""
 
     name: str
     points: float
-    targets: tuple[str, ...]
     make_cases: Callable[..., list[Case]]
+    targets: tuple[str, ...] = ()
     mistakes: tuple[Mistake, ...] = ()
     description: str = ""
     properties: tuple[Property, ...] = ()
+
+    def __post_init__(self):
+        if not self.targets:
+            object.__setattr__(self, "targets", (self.name,))
 
 
 @dataclass(frozen=True)

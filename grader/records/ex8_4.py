@@ -5,324 +5,84 @@ from __future__ import annotations
 import numpy as np
 
 from grader.engine import compare
+from grader.engine import sampling as draw
+from grader.engine import selectors as on
 from grader.engine.spec import FUNCTION, LAYER, Case, Exercise, Mistake, Part, Property
+from grader.reference import memory as ref
 
-# (B, N, d): batch 1 and several, one slot, width 1, more slots than width and the reverse.
-MEMORY_SHAPES = [(2, 5, 3), (1, 1, 1), (3, 4, 6), (1, 8, 2)]
-# (B, T, m) of the stack: one element, width 1, several examples.
-STACK_SHAPES = [(2, 5, 3), (1, 1, 1), (3, 4, 2), (1, 7, 1)]
+# Batch 1 and several, one slot, width 1, more slots than width and the reverse.
+MEMORY, MEMORY_SHAPES = "B N d", [(2, 5, 3), (1, 1, 1), (3, 4, 6), (1, 8, 2)]
+# The stack: one element, width 1, several examples.
+STACK, STACK_SHAPES = "B T m", [(2, 5, 3), (1, 1, 1), (3, 4, 2), (1, 7, 1)]
+READ = dict(memory="B N d", query="B d")
+# Write weights in [0, 1] with some exact zeros: slots that must be left as they were.
+WRITE = dict(memory="B N d", weights=draw.uniform(0.0, 1.0, "B N", zeros=0.3))
+WRITE |= dict(erase=draw.uniform(0.0, 1.0, "B d"), add="B d")
+POP = dict(strengths=draw.uniform(0.0, 1.0, "B T"), pop=draw.uniform(0.0, 1.5, "B"))
+# Popping nothing, and more than the whole stack (the same strengths, public cases only).
+EDGE_POPS = {"pop 0 (nothing changes)": 0.0}
+EDGE_POPS |= {"pop more than the whole stack (everything goes)": 4.0}
+# Pushes and pops away from 0 and 1, so that no max or min sits exactly at its kink.
+PUSH_POP = dict(values="B T m", pushes=draw.uniform(0.05, 0.95, "B T"))
+PUSH_POP |= dict(pops=draw.uniform(0.05, 0.95, "B T"))
+ADDRESS = dict(address_only=on.target_is("memory_address"))  # α itself, or the read Σ α_i m_i
 
 
-def _label(b, n, d, dtype="float64", names=("B", "N", "d")):
-    label = " ".join(f"{name}={size}" for name, size in zip(names, (b, n, d), strict=True))
-    return label if dtype == "float64" else f"{label} {dtype}"
-
-
-def _shapes(rng, fixed, hidden, count=3):
-    if not hidden:
-        return fixed
-    return [tuple(int(s) for s in rng.integers(1, 8, size=3)) for _ in range(count)]
+def _shapes(rng, hidden, public, float32=()):
+    return draw.shapes_for(rng, hidden, public, 3, 3, high=8) + list(float32)
 
 
 def read_cases(rng, hidden=False):
-    cases = []
-    for b, n, d in _shapes(rng, MEMORY_SHAPES, hidden):
-        inputs = {"memory": rng.standard_normal((b, n, d)), "query": rng.standard_normal((b, d))}
-        cases.append(Case("memory_address", FUNCTION, _label(b, n, d), inputs=inputs))
-    for b, n, d, *dtype in _shapes(rng, MEMORY_SHAPES, hidden) + [(2, 4, 3, "float32")]:
-        dtype = (dtype or ["float64"])[0]
-        cases.append(
-            Case(
-                "MemoryRead",
-                LAYER,
-                _label(b, n, d, dtype),
-                inputs={
-                    "memory": rng.standard_normal((b, n, d)),
-                    "query": rng.standard_normal((b, d)),
-                },
-                upstream=rng.standard_normal((b, d)),
-                dtype=dtype,
-            )
-        )
-    return cases
-
-
-def _write_weights(rng, b, n):
-    """Weights in [0, 1] with some exact zeros: slots that must be left as they were."""
-    weights = rng.uniform(0.0, 1.0, size=(b, n))
-    weights[rng.uniform(size=(b, n)) < 0.3] = 0.0
-    return weights
+    cases = draw.drawn_cases(
+        rng, "memory_address", FUNCTION, MEMORY, _shapes(rng, hidden, MEMORY_SHAPES), READ
+    )
+    shapes = _shapes(rng, hidden, MEMORY_SHAPES, [(2, 4, 3, "float32")])
+    return cases + draw.drawn_cases(rng, "MemoryRead", LAYER, MEMORY, shapes, READ, upstream="B d")
 
 
 def write_cases(rng, hidden=False):
-    cases = []
-    for b, n, d, *dtype in _shapes(rng, MEMORY_SHAPES, hidden) + [(2, 4, 3, "float32")]:
-        dtype = (dtype or ["float64"])[0]
-        cases.append(
-            Case(
-                "MemoryWrite",
-                LAYER,
-                _label(b, n, d, dtype),
-                inputs={
-                    "memory": rng.standard_normal((b, n, d)),
-                    "weights": _write_weights(rng, b, n),
-                    "erase": rng.uniform(0.0, 1.0, size=(b, d)),
-                    "add": rng.standard_normal((b, d)),
-                },
-                upstream=rng.standard_normal((b, n, d)),
-                dtype=dtype,
-            )
-        )
+    shapes = _shapes(rng, hidden, MEMORY_SHAPES, [(2, 4, 3, "float32")])
+    cases = draw.drawn_cases(rng, "MemoryWrite", LAYER, MEMORY, shapes, WRITE, upstream="B N d")
     # One slot fully overwritten (weight 1, erase all ones), the others untouched.
-    b, n, d = (2, 4, 3)
-    weights = np.zeros((b, n))
-    weights[np.arange(b), rng.integers(0, n, size=b)] = 1.0
-    cases.append(
-        Case(
-            "MemoryWrite",
-            LAYER,
-            "one slot overwritten (weight 1, erase 1), " + _label(b, n, d),
-            inputs={
-                "memory": rng.standard_normal((b, n, d)),
-                "weights": weights,
-                "erase": np.ones((b, d)),
-                "add": rng.standard_normal((b, d)),
-            },
-            upstream=rng.standard_normal((b, n, d)),
-        )
+    overwrite = WRITE | dict(weights=np.eye(4)[rng.integers(0, 4, size=2)], erase=np.ones((2, 3)))
+    label = "one slot overwritten (weight 1, erase 1), {dims}"
+    return cases + draw.drawn_cases(
+        rng, "MemoryWrite", LAYER, MEMORY, [(2, 4, 3)], overwrite, upstream="B N d", label=label
     )
-    return cases
 
 
 def stack_cases(rng, hidden=False):
-    cases = []
-    for b, t, _ in _shapes(rng, STACK_SHAPES, hidden):
-        cases.append(
-            Case(
-                "stack_pop",
-                FUNCTION,
-                f"B={b} T={t}",
-                inputs={
-                    "strengths": rng.uniform(0.0, 1.0, size=(b, t)),
-                    "pop": rng.uniform(0.0, 1.5, size=b),
-                },
-            )
-        )
+    shapes = _shapes(rng, hidden, STACK_SHAPES)
+    cases = draw.drawn_cases(rng, "stack_pop", FUNCTION, STACK, shapes, POP, label="B={B} T={T}")
     if not hidden:
         strengths = rng.uniform(0.1, 0.9, size=(2, 4))
-        for label, pop in (
-            ("pop 0 (nothing changes)", np.zeros(2)),
-            ("pop more than the whole stack (everything goes)", np.full(2, 4.0)),
-        ):
-            cases.append(
-                Case(
-                    "stack_pop",
-                    FUNCTION,
-                    f"{label}, B=2 T=4",
-                    inputs={"strengths": strengths, "pop": pop},
-                )
-            )
-    for b, t, m in _shapes(rng, STACK_SHAPES, hidden):
-        cases.append(
-            Case(
-                "stack_read",
-                FUNCTION,
-                _label(b, t, m, names=("B", "T", "m")),
-                inputs={
-                    "values": rng.standard_normal((b, t, m)),
-                    "strengths": rng.uniform(0.0, 0.8, size=(b, t)),
-                },
-            )
-        )
-    return cases
+        for label, pop in EDGE_POPS.items():
+            inputs = {"strengths": strengths, "pop": np.full(2, pop)}
+            cases.append(Case("stack_pop", FUNCTION, f"{label}, B=2 T=4", inputs=inputs))
+    read = dict(values="B T m", strengths=draw.uniform(0.0, 0.8, "B T"))
+    return cases + draw.drawn_cases(
+        rng, "stack_read", FUNCTION, STACK, _shapes(rng, hidden, STACK_SHAPES), read
+    )
 
 
 def neural_stack_cases(rng, hidden=False):
-    cases = []
-    for b, t, m, *dtype in _shapes(rng, STACK_SHAPES, hidden) + [(2, 5, 3, "float32")]:
-        dtype = (dtype or ["float64"])[0]
-        # Strengths away from 0 and 1, so that no max or min sits exactly at its kink.
-        cases.append(
-            Case(
-                "NeuralStack",
-                LAYER,
-                _label(b, t, m, dtype, names=("B", "T", "m")),
-                inputs={
-                    "values": rng.standard_normal((b, t, m)),
-                    "pushes": rng.uniform(0.05, 0.95, size=(b, t)),
-                    "pops": rng.uniform(0.05, 0.95, size=(b, t)),
-                },
-                upstream=rng.standard_normal((b, t, m)),
-                dtype=dtype,
-            )
-        )
+    shapes = _shapes(rng, hidden, STACK_SHAPES, [(2, 5, 3, "float32")])
+    cases = draw.drawn_cases(rng, "NeuralStack", LAYER, STACK, shapes, PUSH_POP, upstream="B T m")
     # Pushes and pops of exactly 0 and 1: an ordinary stack (values only, no gradients).
-    b, t, m = (2, 8, 3) if not hidden else (1, int(rng.integers(4, 10)), 2)
-    cases.append(
-        Case(
-            "neural_stack",
-            FUNCTION,
-            f"pushes and pops of 0 and 1 (an ordinary stack), B={b} T={t} m={m}",
-            inputs={
-                "values": rng.standard_normal((b, t, m)),
-                "pushes": rng.integers(0, 2, size=(b, t)).astype(float),
-                "pops": rng.integers(0, 2, size=(b, t)).astype(float),
-            },
-        )
+    ordinary = [(1, int(rng.integers(4, 10)), 2)] if hidden else [(2, 8, 3)]
+    inputs = dict(values="B T m", pushes=draw.coin_flips("B T"), pops=draw.coin_flips("B T"))
+    label = "pushes and pops of 0 and 1 (an ordinary stack), {dims}"
+    return cases + draw.drawn_cases(
+        rng, "neural_stack", FUNCTION, STACK, ordinary, inputs, label=label
     )
-    return cases
-
-
-# --- the reference in NumPy, and the known mistakes -------------------------------------------
-
-
-def _softmax(scores, axis=-1):
-    shifted = np.exp(scores - scores.max(axis=axis, keepdims=True))
-    return shifted / shifted.sum(axis=axis, keepdims=True)
-
-
-def _scores(case):
-    return np.einsum("bnd,bd->bn", case.inputs["memory"], case.inputs["query"])
-
-
-def _read_with(address):
-    """The mistake for both targets: memory_address gives α, MemoryRead gives Σ α_i m_i."""
-
-    def compute(case):
-        alpha = address(case)
-        if alpha is None:
-            return None
-        if case.target == "memory_address":
-            return alpha
-        return np.einsum("bn,bnd->bd", alpha, case.inputs["memory"])
-
-    return compute
-
-
-def _weights_sum_to_one(case, output):
-    alpha = np.asarray(output, dtype=float)
-    if alpha.shape != _scores(case).shape:
-        return None  # a wrong shape is reported by the output check
-    if np.any(alpha < -1e-12):
-        return "some weights are negative: softmax weights are positive"
-    if not np.allclose(alpha.sum(axis=-1), 1.0, rtol=0, atol=1e-6):
-        return (
-            "the weights of an example do not sum to one over the slots: the softmax must "
-            "normalise over the N slots (the last axis)"
-        )
-    return None
-
-
-def _convex(case, output):
-    memory = case.inputs["memory"]
-    read = np.asarray(output, dtype=float)
-    if read.shape != memory.shape[::2]:
-        return None
-    slack = 1e-6 * max(1.0, float(np.abs(memory).max()))
-    if np.all(read >= memory.min(axis=1) - slack) and np.all(read <= memory.max(axis=1) + slack):
-        return None
-    return (
-        "the read lies outside the range of the slots: a read with weights that are positive "
-        "and sum to one is a convex combination of the slots"
-    )
-
-
-def write(case, erase_weighted=True, add_weighted=True, erase=True, add_first=False):
-    memory, alpha = case.inputs["memory"], case.inputs["weights"][..., None]
-    e, a = case.inputs["erase"][:, None, :], case.inputs["add"][:, None, :]
-    keep = 1.0 - (alpha * e if erase_weighted else e) if erase else 1.0
-    added = alpha * a if add_weighted else a
-    if add_first:
-        return (memory + added) * keep
-    return memory * keep + added
 
 
 def _untouched_slots(case, output):
-    memory, alpha = case.inputs["memory"], case.inputs["weights"]
-    new = np.asarray(output, dtype=float)
-    if new.shape != memory.shape:
-        return None
-    idle = alpha == 0.0
-    if compare.matches(memory[idle], new[idle], case):
+    memory, new = case.inputs["memory"], np.asarray(output, dtype=float)
+    idle = case.inputs["weights"] == 0.0
+    if new.shape != memory.shape or compare.matches(memory[idle], new[idle], case):
         return None
     return "a slot with write weight 0 changed: with α_i = 0 the slot must stay as it was"
-
-
-def _above(strengths):
-    """Σ_{j>i} s_j for every i, along the last axis (index -1 is the top)."""
-    return np.cumsum(strengths[..., ::-1], axis=-1)[..., ::-1] - strengths
-
-
-def _below(strengths):
-    return np.cumsum(strengths, axis=-1) - strengths
-
-
-def pop(strengths, u, above=_above, outer_clamp=True):
-    removed = np.maximum(0.0, u[..., None] - above(strengths))
-    left = strengths - removed
-    return np.maximum(0.0, left) if outer_clamp else left
-
-
-def read(values, strengths, above=_above, cap=True, inner_clamp=True):
-    if not cap:
-        return np.einsum("bt,btm->bm", strengths, values)
-    room = 1.0 - above(strengths)
-    share = np.minimum(strengths, np.maximum(0.0, room) if inner_clamp else room)
-    return np.einsum("bt,btm->bm", share, values)
-
-
-def run_stack(case, order="pop-push-read", carry=True, popping=True):
-    values, pushes, pops = (case.inputs[k] for k in ("values", "pushes", "pops"))
-    strengths = np.zeros((values.shape[0], 0))
-    reads = []
-    for t in range(values.shape[1]):
-        if not carry:
-            strengths = np.zeros((values.shape[0], 0))
-            stored = values[:, t : t + 1]
-        else:
-            stored = values[:, : t + 1]
-        u = pops[:, t] if popping else np.zeros(values.shape[0])
-        pushed = pushes[:, t : t + 1]
-        if order == "push-pop-read":
-            strengths = pop(np.concatenate([strengths, pushed], axis=1), u)
-            reads.append(read(stored, strengths))
-        elif order == "pop-read-push":
-            strengths = pop(strengths, u)
-            reads.append(read(stored[:, :-1], strengths))
-            strengths = np.concatenate([strengths, pushed], axis=1)
-        else:
-            strengths = np.concatenate([pop(strengths, u), pushed], axis=1)
-            reads.append(read(stored, strengths))
-    return np.stack(reads, axis=1)
-
-
-def _stack_target(target, compute):
-    """A stack mistake for one target: pop(strengths, u) or read(values, strengths)."""
-
-    def mistake(case):
-        if case.target != target:
-            return None
-        if target == "stack_pop":
-            return compute(case.inputs["strengths"], case.inputs["pop"])
-        return compute(case.inputs["values"], case.inputs["strengths"])
-
-    return mistake
-
-
-def _pop_removes_what_it_should(case, output):
-    strengths, u = case.inputs["strengths"], case.inputs["pop"]
-    new = np.asarray(output, dtype=float)
-    if new.shape != strengths.shape:
-        return None
-    if np.any(new < -1e-9) or np.any(new > strengths + 1e-9):
-        return "a strength went negative or grew: a pop only removes strength, down to 0"
-    removed = strengths.sum(axis=-1) - new.sum(axis=-1)
-    if not np.allclose(removed, np.minimum(u, strengths.sum(axis=-1)), rtol=0, atol=1e-6):
-        return (
-            "a pop of strength u must remove exactly min(u, Σ s_i) in total: u if the stack "
-            "holds that much, else everything"
-        )
-    return None
 
 
 RECORD = Exercise(
@@ -346,44 +106,47 @@ RECORD = Exercise(
             description="memory_address: α = softmax(M q) over the slots; memory_read: Σ α_i "
             "m_i, values and gradients w.r.t. memory and query.",
             properties=(
-                Property("weights sum to one", _weights_sum_to_one, ("memory_address",)),
-                Property("a convex combination of the slots", _convex, ("MemoryRead",)),
+                Property(
+                    "weights sum to one", on.check_of(ref.address_problem), ("memory_address",)
+                ),
+                Property(
+                    "a convex combination of the slots",
+                    on.check_of(ref.read_problem),
+                    ("MemoryRead",),
+                ),
             ),
             mistakes=(
-                Mistake(
+                Mistake.of(
                     "weights not normalised",
                     "The raw scores m_i · q were used as weights: a softmax over the slots "
                     "turns them into weights that are positive and sum to one.",
-                    _read_with(_scores),
+                    ref.memory_read,
+                    weighting="scores",
+                    **ADDRESS,
                 ),
-                Mistake(
+                Mistake.of(
                     "softmax over the batch",
                     "The softmax normalises over the batch axis: it must normalise over the N "
                     "slots of each example (the last axis of the scores).",
-                    _read_with(
-                        lambda case: (
-                            _softmax(_scores(case), axis=0)
-                            if case.inputs["memory"].shape[0] > 1
-                            else None
-                        )
-                    ),
+                    ref.memory_read,
+                    when=on.several("memory", axis=0),
+                    axis=0,
+                    **ADDRESS,
                 ),
-                Mistake(
+                Mistake.of(
                     "query ignored",
                     "Every slot got the same weight 1/N: the weights must depend on how well "
                     "each slot matches the query, softmax(m_i · q).",
-                    _read_with(
-                        lambda case: np.full(_scores(case).shape, 1.0 / _scores(case).shape[1])
-                    ),
+                    ref.memory_read,
+                    weighting="uniform",
+                    **ADDRESS,
                 ),
-                Mistake(
+                Mistake.of(
                     "scaled by √d",
                     "You divided the scores by √d: this read uses the plain dot product m_i · q.",
-                    _read_with(
-                        lambda case: _softmax(
-                            _scores(case) / np.sqrt(case.inputs["query"].shape[-1])
-                        )
-                    ),
+                    ref.memory_read,
+                    scaled=True,
+                    **ADDRESS,
                 ),
             ),
         ),
@@ -396,28 +159,32 @@ RECORD = Exercise(
             "memory, weights, erase and add.",
             properties=(Property("slots with weight 0 unchanged", _untouched_slots),),
             mistakes=(
-                Mistake(
+                Mistake.of(
                     "added before erasing",
                     "You added first and erased after, (m_i + α_i a) ⊙ (1 − α_i e), which "
                     "erases part of what was just written: erase first, then add.",
-                    lambda case: write(case, add_first=True),
+                    ref.memory_write,
+                    add_first=True,
                 ),
-                Mistake(
+                Mistake.of(
                     "erase not weighted",
                     "The erase ignores the write weights, m_i ⊙ (1 − e): every slot is erased, "
                     "even those with α_i = 0. Erase by α_i e.",
-                    lambda case: write(case, erase_weighted=False),
+                    ref.memory_write,
+                    erase_weights=1.0,
                 ),
-                Mistake(
+                Mistake.of(
                     "add not weighted",
                     "The add ignores the write weights, + a: every slot gets a, even those with "
                     "α_i = 0. Add α_i a.",
-                    lambda case: write(case, add_weighted=False),
+                    ref.memory_write,
+                    add_weights=1.0,
                 ),
-                Mistake(
+                Mistake.of(
                     "nothing erased",
                     "This is m_i + α_i a: the erase step m_i ⊙ (1 − α_i e) is missing.",
-                    lambda case: write(case, erase=False),
+                    ref.memory_write,
+                    erase_weights=0.0,
                 ),
             ),
         ),
@@ -429,44 +196,56 @@ RECORD = Exercise(
             description="stack_pop: remove u from the top down; stack_read: one unit of "
             "strength from the top down.",
             properties=(
-                Property("a pop removes min(u, Σ s)", _pop_removes_what_it_should, ("stack_pop",)),
+                Property("a pop removes min(u, Σ s)", on.check_of(ref.pop_problem), ("stack_pop",)),
             ),
             mistakes=(
-                Mistake(
+                Mistake.of(
                     "every element pops u",
                     "Every element lost u: a pop takes u from the top element first and passes "
                     "on only what is left, max(0, u − Σ_{j>i} s_j), to the elements below.",
-                    _stack_target("stack_pop", lambda s, u: np.maximum(0.0, s - u[..., None])),
+                    ref.stack_pop,
+                    targets=("stack_pop",),
+                    passed_on=False,
                 ),
-                Mistake(
+                Mistake.of(
                     "popped from the bottom",
                     "The strength was removed from the bottom of the stack (index 0) upwards: "
                     "the top is the last index, so sum the strengths above, j > i.",
-                    _stack_target("stack_pop", lambda s, u: pop(s, u, above=_below)),
+                    ref.stack_pop,
+                    targets=("stack_pop",),
+                    from_bottom=True,
                 ),
-                Mistake(
+                Mistake.of(
                     "strengths below zero",
                     "Some strengths are negative: clamp s_i − max(0, u − Σ_{j>i} s_j) at 0, a "
                     "pop cannot remove more than an element holds.",
-                    _stack_target("stack_pop", lambda s, u: pop(s, u, outer_clamp=False)),
+                    ref.stack_pop,
+                    targets=("stack_pop",),
+                    clamp=False,
                 ),
-                Mistake(
+                Mistake.of(
                     "read not capped at one unit",
                     "This is Σ s_i v_i, the whole stack: a read takes one unit of strength from "
                     "the top, min(s_i, max(0, 1 − Σ_{j>i} s_j)) of each element.",
-                    _stack_target("stack_read", lambda v, s: read(v, s, cap=False)),
+                    ref.stack_read,
+                    targets=("stack_read",),
+                    capped=False,
                 ),
-                Mistake(
+                Mistake.of(
                     "read from the bottom",
                     "The read took its unit of strength from the bottom (index 0) upwards: the "
                     "top is the last index, so sum the strengths above, j > i.",
-                    _stack_target("stack_read", lambda v, s: read(v, s, above=_below)),
+                    ref.stack_read,
+                    targets=("stack_read",),
+                    from_bottom=True,
                 ),
-                Mistake(
+                Mistake.of(
                     "negative read weights",
                     "Once the unit is used up, 1 − Σ_{j>i} s_j is negative: clamp it at 0, "
                     "min(s_i, max(0, 1 − Σ_{j>i} s_j)), or deep elements count negatively.",
-                    _stack_target("stack_read", lambda v, s: read(v, s, inner_clamp=False)),
+                    ref.stack_read,
+                    targets=("stack_read",),
+                    clamp=False,
                 ),
             ),
         ),
@@ -478,27 +257,31 @@ RECORD = Exercise(
             description="neural_stack: pop, push, read at every step; values and gradients "
             "w.r.t. values, pushes and pops.",
             mistakes=(
-                Mistake(
+                Mistake.of(
                     "read before the push",
                     "The read at step t does not see values[:, t]: pop, then push, then read.",
-                    lambda case: run_stack(case, order="pop-read-push"),
+                    ref.neural_stack,
+                    steps=("pop", "read", "push"),
                 ),
-                Mistake(
+                Mistake.of(
                     "pushed before popping",
                     "You pushed v_t and then popped, so the pop removes the new value first: "
                     "pop the stack of step t-1, then push.",
-                    lambda case: run_stack(case, order="push-pop-read"),
+                    ref.neural_stack,
+                    steps=("push", "pop", "read"),
                 ),
-                Mistake(
+                Mistake.of(
                     "strengths not carried over",
                     "Each step started from an empty stack: carry the strengths (and the "
                     "values) from one step to the next.",
-                    lambda case: run_stack(case, carry=False),
+                    ref.neural_stack,
+                    carry=False,
                 ),
-                Mistake(
+                Mistake.of(
                     "pops ignored",
                     "Nothing was ever popped: apply stack_pop with u_t at every step.",
-                    lambda case: run_stack(case, popping=False),
+                    ref.neural_stack,
+                    pops=0.0,
                 ),
             ),
         ),

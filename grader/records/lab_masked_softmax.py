@@ -4,249 +4,131 @@ from __future__ import annotations
 
 import numpy as np
 
-from grader.engine.spec import FUNCTION, LAYER, Case, Exercise, Mistake, Part, Property
+from grader.engine import sampling as draw
+from grader.engine import selectors as on
+from grader.engine.spec import FUNCTION, Case, Exercise, Mistake, Part, Property, call_with_case
+from grader.reference import attention as ref
 
-# --- cases ---------------------------------------------------------------------------------
-
-
-def _lengths(rng, shape, maxlen, include=()):
-    """Integer lengths in [0, maxlen], with the values of `include` placed first."""
-    lens = rng.integers(0, maxlen + 1, size=shape)
-    flat = lens.reshape(-1)
-    for index, value in enumerate(include[: flat.size]):
-        flat[index] = value
-    return lens.astype(np.int64)
+# (shape of valid_lens, maxlen): (B,), (B, Tq), maxlen 1, a square one.
+SEQUENCE_MASKS = [((4,), 6), ((2, 3), 5), ((3,), 1), ((5,), 5)]
+# Lengths `per` example ("batch": (B,)), per query ("query": (B, Tq)) or None, the lengths
+# placed `first` (0: a fully masked row), `large` scores.
+SOFTMAX = [
+    dict(B=2, Tq=3, Tk=5, first=(2, 5)),
+    dict(B=3, Tq=4, Tk=6, per="query", first=(0, 6, 1)),
+    dict(B=2, Tq=2, Tk=4, first=(0, 3)),
+    dict(B=1, Tq=1, Tk=1, first=(1,)),
+    dict(B=2, Tq=3, Tk=4, per=None),
+    dict(B=2, Tq=3, Tk=6, per="query", first=(3, 6, 0), large=True),
+]
+FROM_MASK = [
+    dict(B=2, Tq=4, Tk=4, kind="causal"),
+    dict(B=3, Tq=2, Tk=5, kind="padding"),
+    dict(B=2, Tq=3, Tk=6, kind="random"),
+    dict(B=2, Tq=3, Tk=5, kind="random", large=True),
+]
+POOLING = [
+    dict(B=2, Tq=3, Tk=5, d_v=4, first=(2, 5)),
+    dict(B=3, Tq=2, Tk=4, d_v=3, first=(0, 4, 1)),
+    dict(B=1, Tq=1, Tk=1, d_v=1, first=(1,)),
+    dict(B=2, Tq=4, Tk=6, d_v=2, per="query", first=(0, 6, 3)),
+    dict(B=2, Tq=4, Tk=6, d_v=3, first=(0, 4), dtype="float32"),
+]
 
 
 def sequence_mask_cases(rng, hidden=False):
-    if hidden:
-        specs = [
-            (
-                tuple(int(v) for v in rng.integers(1, 5, size=int(rng.integers(1, 3)))),
-                int(rng.integers(1, 8)),
-            )
-            for _ in range(3)
-        ]
-    else:
-        # ((shape of valid_lens), maxlen): (B,), (B, Tq), maxlen 1, a square one.
-        specs = [((4,), 6), ((2, 3), 5), ((3,), 1), ((5,), 5)]
-    cases = []
-    for shape, maxlen in specs:
-        cases.append(
-            Case(
-                "sequence_mask",
-                FUNCTION,
-                f"valid_lens of shape {shape}, maxlen={maxlen}",
-                inputs={"valid_lens": _lengths(rng, shape, maxlen, include=(0, maxlen))},
-                params={"maxlen": maxlen},
-            )
+    specs = SEQUENCE_MASKS
+    if hidden:  # valid_lens (B,) or (B, Tq) with sizes in [1, 5), maxlen in [1, 8)
+        specs = []
+        for ndim in (int(rng.integers(1, 3)) for _ in range(3)):
+            specs.append((draw.random_shapes(rng, 1, ndim, 1, 5)[0], int(rng.integers(1, 8))))
+    return [
+        Case(
+            "sequence_mask",
+            FUNCTION,
+            f"valid_lens of shape {shape}, maxlen={maxlen}",
+            {"valid_lens": draw.valid_lengths(rng, shape, maxlen, (0, maxlen))},
+            {"maxlen": maxlen},
         )
-    return cases
+        for shape, maxlen in specs
+    ]
 
 
-def _scores(rng, shape, large=False):
-    scores = rng.standard_normal(shape)
-    return 1000.0 + 5.0 * scores if large else scores
+def lengths(rng, B, Tq, Tk, per, first):
+    """Valid lengths per example or per query, and how the label tells them."""
+    valid_lens = draw.valid_lengths(rng, (B,) if per == "batch" else (B, Tq), Tk, first)
+    empty = " (a fully masked row)" if 0 in valid_lens else ""
+    return valid_lens, f"valid_lens of shape {valid_lens.shape}{empty}"
 
 
-def _softmax_case(rng, b, tq, tk, lens="batch", large=False, include=(0,)):
-    label = f"B={b} Tq={tq} Tk={tk}"
-    inputs = {"scores": _scores(rng, (b, tq, tk), large)}
-    params = {}
-    if lens is None:
+def softmax_case(rng, B, Tq, Tk, per="batch", first=(0,), large=False):
+    shape = (B, Tq, Tk)
+    inputs = {"scores": draw.large_scores(rng, shape) if large else rng.standard_normal(shape)}
+    label, params = [draw.dims_label(B=B, Tq=Tq, Tk=Tk)], {}
+    if per is None:
         params["valid_lens"] = None
-        label += ", valid_lens=None"
+        label.append("valid_lens=None")
     else:
-        shape = (b,) if lens == "batch" else (b, tq)
-        inputs["valid_lens"] = _lengths(rng, shape, tk, include=include)
-        label += f", valid_lens of shape {shape}"
-        if 0 in inputs["valid_lens"]:
-            label += " (a fully masked row)"
-    if large:
-        label += ", large scores (about 1000: numerical stability)"
-    return Case("masked_softmax", FUNCTION, label, inputs=inputs, params=params)
+        inputs["valid_lens"], text = lengths(rng, B, Tq, Tk, per, first)
+        label.append(text)
+    label += [draw.LARGE_SCORES] if large else []
+    return Case("masked_softmax", FUNCTION, ", ".join(label), inputs, params)
+
+
+def mask_case(rng, B, Tq, Tk, kind, large=False):
+    if kind == "causal":
+        mask = ref.causal_mask(Tq, Tk)
+    elif kind == "padding":
+        mask = ref.sequence_mask(draw.valid_lengths(rng, (B,), Tk, (Tk, 1)), Tk)[:, None, :]
+    else:  # a fully masked row, and a row with nothing masked
+        mask = rng.random((B, Tq, Tk)) < 0.6
+        mask[0, 0, :], mask[0, 1:2, :] = False, True
+    named = "" if kind == "random" else f"{kind} "
+    empty = " (a fully masked row)" if kind == "random" else ""
+    label = f"{draw.dims_label(B=B, Tq=Tq, Tk=Tk)}, {named}mask of shape {mask.shape}{empty}"
+    label += f", {draw.LARGE_SCORES}" if large else ""
+    scores = draw.large_scores(rng, (B, Tq, Tk)) if large else rng.standard_normal((B, Tq, Tk))
+    return Case("masked_softmax_from_mask", FUNCTION, label, {"scores": scores, "mask": mask})
+
+
+def pooling_case(rng, B, Tq, Tk, d_v, per="batch", first=(0,), dtype="float64"):
+    valid_lens, text = lengths(rng, B, Tq, Tk, per, first)
+    dims = dict(B=B, Tq=Tq, Tk=Tk, d_v=d_v)
+    label = f"{draw.dims_label(**dims)}, {text}" + ("" if dtype == "float64" else f" {dtype}")
+    inputs = {"scores": "B Tq Tk", "values": "B Tk d_v", "valid_lens": valid_lens.astype(float)}
+    return draw.layer_case(
+        "MaskedAttentionPooling", rng, dims, inputs, "B Tq d_v", label=label, dtype=dtype
+    )
 
 
 def masked_softmax_cases(rng, hidden=False):
-    if hidden:
-        cases = []
-        for lens in ("batch", "query", "query"):
-            b, tq, tk = (int(v) for v in rng.integers(1, 7, size=3))
-            cases.append(_softmax_case(rng, b, tq, tk, lens, include=(0,)))
-        return cases
+    if not hidden:
+        return [softmax_case(rng, **setting) for setting in SOFTMAX]
     return [
-        _softmax_case(rng, 2, 3, 5, "batch", include=(2, 5)),
-        _softmax_case(rng, 3, 4, 6, "query", include=(0, 6, 1)),
-        _softmax_case(rng, 2, 2, 4, "batch", include=(0, 3)),
-        _softmax_case(rng, 1, 1, 1, "batch", include=(1,)),
-        _softmax_case(rng, 2, 3, 4, None),
-        _softmax_case(rng, 2, 3, 6, "query", large=True, include=(3, 6, 0)),
+        softmax_case(rng, *draw.random_shapes(rng, 1, 3)[0], per)
+        for per in ("batch", "query", "query")
     ]
-
-
-def _mask_case(rng, b, tq, tk, kind, large=False):
-    if kind == "causal":
-        mask = np.tril(np.ones((tq, tk), dtype=bool))
-        label = f"B={b} Tq={tq} Tk={tk}, causal mask of shape {mask.shape}"
-    elif kind == "padding":
-        lens = _lengths(rng, (b,), tk, include=(tk, 1))
-        mask = np.arange(tk)[None, None, :] < lens[:, None, None]
-        label = f"B={b} Tq={tq} Tk={tk}, padding mask of shape {mask.shape}"
-    else:
-        mask = rng.random((b, tq, tk)) < 0.6
-        mask[0, 0, :] = False  # a fully masked row
-        if tq > 1:
-            mask[0, 1, :] = True  # a row with nothing masked
-        label = f"B={b} Tq={tq} Tk={tk}, mask of shape {mask.shape} (a fully masked row)"
-    if large:
-        label += ", large scores (about 1000: numerical stability)"
-    return Case(
-        "masked_softmax_from_mask",
-        FUNCTION,
-        label,
-        inputs={"scores": _scores(rng, (b, tq, tk), large), "mask": mask},
-    )
 
 
 def from_mask_cases(rng, hidden=False):
-    if hidden:
-        cases = []
-        for kind in ("causal", "padding", "random"):
-            b, tq, tk = (int(v) for v in rng.integers(1, 7, size=3))
-            cases.append(_mask_case(rng, b, tq, tq if kind == "causal" else tk, kind))
-        return cases
-    return [
-        _mask_case(rng, 2, 4, 4, "causal"),
-        _mask_case(rng, 3, 2, 5, "padding"),
-        _mask_case(rng, 2, 3, 6, "random"),
-        _mask_case(rng, 2, 3, 5, "random", large=True),
-    ]
-
-
-def _pooling_case(rng, b, tq, tk, dv, lens="batch", include=(0,), dtype="float64"):
-    shape = (b,) if lens == "batch" else (b, tq)
-    valid_lens = _lengths(rng, shape, tk, include=include)
-    label = f"B={b} Tq={tq} Tk={tk} d_v={dv}, valid_lens of shape {shape}"
-    if 0 in valid_lens:
-        label += " (a fully masked row)"
-    if dtype != "float64":
-        label += f" {dtype}"
-    return Case(
-        "MaskedAttentionPooling",
-        LAYER,
-        label,
-        inputs={
-            "scores": rng.standard_normal((b, tq, tk)),
-            "values": rng.standard_normal((b, tk, dv)),
-            "valid_lens": valid_lens.astype(np.float64),
-        },
-        upstream=rng.standard_normal((b, tq, dv)),
-        dtype=dtype,
-    )
+    if not hidden:
+        return [mask_case(rng, **setting) for setting in FROM_MASK]
+    cases = []
+    for kind in ("causal", "padding", "random"):
+        b, tq, tk = draw.random_shapes(rng, 1, 3)[0]
+        cases.append(mask_case(rng, b, tq, tq if kind == "causal" else tk, kind))
+    return cases
 
 
 def pooling_cases(rng, hidden=False):
-    if hidden:
-        cases = []
-        for lens in ("batch", "query"):
-            b, tq, tk, dv = (int(v) for v in rng.integers(1, 7, size=4))
-            cases.append(_pooling_case(rng, b, tq, tk, dv, lens))
-        return cases
-    return [
-        _pooling_case(rng, 2, 3, 5, 4, include=(2, 5)),
-        _pooling_case(rng, 3, 2, 4, 3, include=(0, 4, 1)),
-        _pooling_case(rng, 1, 1, 1, 1, include=(1,)),
-        _pooling_case(rng, 2, 4, 6, 2, "query", include=(0, 6, 3)),
-        _pooling_case(rng, 2, 4, 6, 3, include=(0, 4), dtype="float32"),
-    ]
+    if not hidden:
+        return [pooling_case(rng, **setting) for setting in POOLING]
+    return [pooling_case(rng, *draw.random_shapes(rng, 1, 4)[0], per) for per in ("batch", "query")]
 
 
-# --- known mistakes, recomputed in NumPy ---------------------------------------------------
-
-
-def _softmax(scores, axis=-1):
-    shifted = np.exp(scores - scores.max(axis=axis, keepdims=True))
-    return shifted / shifted.sum(axis=axis, keepdims=True)
-
-
-def _masked(scores, mask, axis=-1):
-    mask = np.broadcast_to(mask, scores.shape)
-    weights = _softmax(np.where(mask, scores, -1e9), axis=axis)
-    return np.where(mask, weights, 0.0)
-
-
-def _mask_of(case, extra=0):
-    """The case's boolean mask broadcast to the scores' shape; `extra` widens lengths."""
-    scores = case.inputs["scores"]
-    if "mask" in case.inputs:
-        return np.broadcast_to(case.inputs["mask"], scores.shape)
-    lens = case.inputs.get("valid_lens")
-    if lens is None:
-        return np.ones(scores.shape, dtype=bool)
-    lens = lens.astype(np.int64)
-    lens = lens[:, None] if lens.ndim == 1 else lens
-    return np.broadcast_to(np.arange(scores.shape[-1]) < lens[..., None] + extra, scores.shape)
-
-
-def _pooled(case, weights):
-    if "values" in case.inputs:
-        return weights @ case.inputs["values"]
-    return weights
-
-
-def _uniform_when_empty(case):
-    """d2l's masked softmax: -1e6 fill and no zeroing, so an empty row comes out uniform."""
-    mask = _mask_of(case)
-    if mask.any(axis=-1).all():
-        return None  # no fully masked row: this mistake agrees with the right answer
-    return _pooled(case, _softmax(np.where(mask, case.inputs["scores"], -1e6)))
-
-
-def _not_renormalised(case):
-    mask = _mask_of(case)
-    if mask.all():
-        return None
-    return _pooled(case, _softmax(case.inputs["scores"]) * mask)
-
-
-def _off_by_one(case):
-    if "valid_lens" not in case.inputs:
-        return None
-    return _pooled(case, _masked(case.inputs["scores"], _mask_of(case, extra=1)))
-
-
-def _wrong_axis(case):
-    scores = case.inputs["scores"]
-    if scores.shape[-2] == 1:
-        return None
-    return _pooled(case, _masked(scores, _mask_of(case), axis=-2))
-
-
-def _inverted(case):
-    return _masked(case.inputs["scores"], ~_mask_of(case))
-
-
-def _sequence_mask(case, compare):
-    lens = case.inputs["valid_lens"]
-    return compare(np.arange(case.params["maxlen"]), lens[..., None])
-
-
-def _sequence_mask_transposed(case):
-    lens = case.inputs["valid_lens"]
-    if lens.ndim != 1 or lens.shape[0] != case.params["maxlen"]:
-        return None
-    return np.arange(case.params["maxlen"])[:, None] < lens[None, :]
-
-
-# --- properties ----------------------------------------------------------------------------
-
-
-def _masked_positions_are_zero(case, output):
-    mask = _mask_of(case)
-    output = np.asarray(output, np.float64)
-    if output.shape != mask.shape:
-        return None  # the shape is reported by the output check
-    leaks = (~mask) & (output != 0.0)
+def masked_positions_are_zero(case, output):
+    keep, output = call_with_case(ref.kept_keys, case), np.asarray(output, np.float64)
+    leaks = (~keep) & (output != 0.0) if output.shape == keep.shape else np.zeros(0, bool)
     if leaks.any():
         where = [int(i) for i in np.argwhere(leaks)[0]]
         return (
@@ -256,13 +138,11 @@ def _masked_positions_are_zero(case, output):
     return None
 
 
-def _rows_sum_to_one_or_zero(case, output):
-    mask = _mask_of(case)
-    output = np.asarray(output, np.float64)
-    if output.shape != mask.shape:
-        return None
-    sums = output.sum(axis=-1)
-    want = mask.any(axis=-1).astype(np.float64)
+def rows_sum_to_one_or_zero(case, output):
+    keep, output = call_with_case(ref.kept_keys, case), np.asarray(output, np.float64)
+    if output.shape != keep.shape:
+        return None  # the shape is reported by the output check
+    sums, want = output.sum(axis=-1), keep.any(axis=-1).astype(np.float64)
     bad = ~(np.abs(sums - want) <= 1e-6)
     if bad.any():
         where = tuple(int(i) for i in np.argwhere(bad)[0])
@@ -275,33 +155,40 @@ def _rows_sum_to_one_or_zero(case, output):
 
 
 PROPERTIES = (
-    Property("masked positions get zero weight", _masked_positions_are_zero),
-    Property("rows sum to one (zero when fully masked)", _rows_sum_to_one_or_zero),
+    Property("masked positions get zero weight", masked_positions_are_zero),
+    Property("rows sum to one (zero when fully masked)", rows_sum_to_one_or_zero),
 )
-
-UNIFORM = Mistake(
+UNIFORM = Mistake.of(
     "fully masked row uniform",
     "A row whose keys are all masked came out uniform (1/Tk each), as with a large negative "
     "fill value alone: set the masked weights to zero after the softmax, so such a row is all "
     "zeros.",
-    _uniform_when_empty,
+    ref.masked_attention,
+    when=on.given(ref.fully_masked_row),
+    masking="fill only",
 )
-NOT_RENORMALISED = Mistake(
+NOT_RENORMALISED = Mistake.of(
     "mask applied after the softmax",
     "The softmax ran over all keys and the masked weights were zeroed afterwards, so the kept "
     "weights no longer sum to one: mask the scores before the softmax.",
-    _not_renormalised,
+    ref.masked_attention,
+    when=on.given(ref.some_key_masked),
+    masking="after",
 )
-OFF_BY_ONE = Mistake(
+OFF_BY_ONE = Mistake.of(
     "one key too many",
     "Each row keeps valid_len + 1 keys: position j is valid for j < valid_len (positions "
     "start at 0).",
-    _off_by_one,
+    ref.masked_attention,
+    when=on.has_input("valid_lens"),
+    extra=1,
 )
-WRONG_AXIS = Mistake(
+WRONG_AXIS = Mistake.of(
     "softmax over the queries",
     "The softmax normalises over the queries (axis -2); it must run over the keys, the last axis.",
-    _wrong_axis,
+    ref.masked_attention,
+    when=on.several("scores", -2),
+    axis=-2,
 )
 
 RECORD = Exercise(
@@ -321,33 +208,35 @@ RECORD = Exercise(
         Part(
             name="sequence_mask",
             points=2,
-            targets=("sequence_mask",),
             make_cases=sequence_mask_cases,
             description="sequence_mask: True at positions j < valid_len.",
             mistakes=(
-                Mistake(
+                Mistake.of(
                     "one position too many",
                     "Position j is valid for j < valid_len; you kept j <= valid_len.",
-                    lambda case: _sequence_mask(case, np.less_equal),
+                    ref.sequence_mask,
+                    compare="<=",
                 ),
-                Mistake(
+                Mistake.of(
                     "inverted",
                     "The mask is inverted: True must mark the valid positions (the first "
                     "valid_len), False the padding.",
-                    lambda case: _sequence_mask(case, np.greater_equal),
+                    ref.sequence_mask,
+                    compare=">=",
                 ),
-                Mistake(
+                Mistake.of(
                     "axes swapped",
                     "The mask is transposed: its last axis runs over the maxlen positions, its "
                     "first over the lengths.",
-                    _sequence_mask_transposed,
+                    ref.sequence_mask,
+                    when=lambda case: case.inputs["valid_lens"].shape == (case.params["maxlen"],),
+                    transposed=True,
                 ),
             ),
         ),
         Part(
             name="masked_softmax",
             points=4,
-            targets=("masked_softmax",),
             make_cases=masked_softmax_cases,
             description="masked_softmax(scores, valid_lens): lengths (B,) or (B, Tq), or None.",
             mistakes=(UNIFORM, NOT_RENORMALISED, OFF_BY_ONE, WRONG_AXIS),
@@ -356,15 +245,15 @@ RECORD = Exercise(
         Part(
             name="masked_softmax_from_mask",
             points=2,
-            targets=("masked_softmax_from_mask",),
             make_cases=from_mask_cases,
             description="masked_softmax_from_mask(scores, mask): causal, padding and general "
             "boolean masks.",
             mistakes=(
-                Mistake(
+                Mistake.of(
                     "mask inverted",
                     "The mask is read the wrong way round: True means keep, False means mask.",
-                    _inverted,
+                    ref.masked_attention,
+                    mask=on.negated("mask"),
                 ),
                 UNIFORM,
                 NOT_RENORMALISED,
@@ -375,7 +264,6 @@ RECORD = Exercise(
         Part(
             name="MaskedAttentionPooling",
             points=2,
-            targets=("MaskedAttentionPooling",),
             make_cases=pooling_cases,
             description="MaskedAttentionPooling.call: masked weights times values; finite "
             "gradients, also for fully masked rows.",

@@ -2,196 +2,65 @@
 
 from __future__ import annotations
 
-import numpy as np
+from grader.engine import sampling as draw
+from grader.engine import selectors as on
+from grader.engine.spec import FUNCTION, Case, Exercise, Mistake, Part
+from grader.reference import heads as ref
 
-from grader.engine.spec import FUNCTION, LAYER, Case, Exercise, Mistake, Part
-
-# (B, T, h, d): one head, one step, several of each.
-HEAD_SHAPES = [(2, 3, 4, 2), (1, 1, 1, 1), (2, 5, 3, 4), (1, 4, 2, 3), (3, 2, 1, 5)]
-# (B, Tq, Tk, d_q, d_k, d_v, num_heads, key_dim, value_dim, output_dim); None: the default.
-MHA_SHAPES = [
+# One head, one step, several of each; hidden checks draw (B, T) then (h, d) in [1, 5).
+HEADS = draw.Dims(
+    "B T h d",
+    ((2, 3, 4, 2), (1, 1, 1, 1), (2, 5, 3, 4), (1, 4, 2, 3), (3, 2, 1, 5)),
+    (("B T", 1, 5), ("h d", 1, 5)),
+)
+# The layer's sizes, then its settings (None: the default); one more case in float32.
+SIZES, SETTINGS = "B Tq Tk d_q d_k d_v".split(), ("num_heads", "key_dim", "value_dim", "output_dim")
+LAYERS = [
     (2, 3, 5, 6, 4, 5, 2, 3, None, None),
     (1, 1, 1, 2, 2, 2, 1, 1, None, None),
     (2, 4, 3, 8, 8, 8, 4, 2, 3, 5),
     (1, 2, 6, 4, 3, 2, 3, 4, 2, None),
 ]
+FLOAT32 = (2, 3, 4, 6, 6, 6, 2, 3, None, None)
+INPUTS = {"query": "B Tq d_q", "key": "B Tk d_k", "value": "B Tk d_v"}
+# Drawn N(0, 1/fan-in); hk = h·key_dim, hv = h·value_dim, o = output_dim.
+KERNELS = dict(query_kernel="d_q hk", key_kernel="d_k hk", value_kernel="d_v hv")
+KERNELS["output_kernel"] = "hv o"
 
 
-def _random_heads(rng, count):
-    return [
-        tuple(int(v) for v in (*rng.integers(1, 5, size=2), *rng.integers(1, 5, size=2)))
-        for _ in range(count)
-    ]
+def head_case(target):
+    """split_heads gets x (B, T, h·d) and num_heads, merge_heads x (B, h, T, d)."""
+
+    def make(rng, dims):
+        b, t, h, d = dims.values()
+        if target == "split_heads":
+            shape, params, shown = (b, t, h * d), {"num_heads": h}, f", num_heads={h}"
+        else:
+            shape, params, shown = (b, h, t, d), {}, ""
+        x = {"x": rng.standard_normal(shape)}
+        return Case(target, FUNCTION, f"x of shape {shape}{shown}", x, params)
+
+    return make
 
 
-def split_cases(rng, hidden=False):
-    shapes = _random_heads(rng, 3) if hidden else HEAD_SHAPES
-    return [
-        Case(
-            "split_heads",
-            FUNCTION,
-            f"x of shape {(b, t, h * d)}, num_heads={h}",
-            inputs={"x": rng.standard_normal((b, t, h * d))},
-            params={"num_heads": h},
-        )
-        for b, t, h, d in shapes
-    ]
+def mha_case(rng, row):
+    d_q, h, key_dim, value_dim, output_dim = row[3], *row[6:]
+    dims = dict(zip(SIZES, row, strict=False))
+    params = {name: size for name, size in zip(SETTINGS, row[6:], strict=True) if size is not None}
+    shown = {"heads" if name == "num_heads" else name: size for name, size in params.items()}
+    label = f"{draw.dims_label(**dims)}, {draw.dims_label(**shown)}"
+    dims |= {"hk": h * key_dim, "hv": h * (value_dim or key_dim), "o": output_dim or d_q}
+    fields = dict(weights=KERNELS, fan_in=tuple(KERNELS), params=params, label=label)
+    return draw.layer_case("MultiHeadAttention", rng, dims, INPUTS, "B Tq o", **fields)
 
 
-def merge_cases(rng, hidden=False):
-    shapes = _random_heads(rng, 3) if hidden else HEAD_SHAPES
-    return [
-        Case(
-            "merge_heads",
-            FUNCTION,
-            f"x of shape {(b, h, t, d)}",
-            inputs={"x": rng.standard_normal((b, h, t, d))},
-        )
-        for b, t, h, d in shapes
-    ]
+def layer_sizes(rng):
+    """Sizes in [1, 6), then value_dim and output_dim, each drawn half the time."""
+    sizes = tuple(int(size) for size in rng.integers(1, 6, size=8))
+    return sizes + (draw.optional_size(rng, 1, 6), draw.optional_size(rng, 1, 6))
 
 
-def _kernel(rng, rows, columns):
-    return rng.standard_normal((rows, columns)) / np.sqrt(rows)
-
-
-def _mha_case(rng, sizes, dtype="float64"):
-    b, tq, tk, d_q, d_k, d_v, h, key_dim, value_dim, output_dim = sizes
-    params = {"num_heads": h, "key_dim": key_dim}
-    label = f"B={b} Tq={tq} Tk={tk} d_q={d_q} d_k={d_k} d_v={d_v}, heads={h} key_dim={key_dim}"
-    if value_dim is not None:
-        params["value_dim"] = value_dim
-        label += f" value_dim={value_dim}"
-    if output_dim is not None:
-        params["output_dim"] = output_dim
-        label += f" output_dim={output_dim}"
-    if dtype != "float64":
-        label += f" {dtype}"
-    width_v = h * (value_dim or key_dim)
-    out = output_dim or d_q
-    return Case(
-        "MultiHeadAttention",
-        LAYER,
-        label,
-        inputs={
-            "query": rng.standard_normal((b, tq, d_q)),
-            "key": rng.standard_normal((b, tk, d_k)),
-            "value": rng.standard_normal((b, tk, d_v)),
-        },
-        params=params,
-        weights={
-            "query_kernel": _kernel(rng, d_q, h * key_dim),
-            "key_kernel": _kernel(rng, d_k, h * key_dim),
-            "value_kernel": _kernel(rng, d_v, width_v),
-            "output_kernel": _kernel(rng, width_v, out),
-        },
-        upstream=rng.standard_normal((b, tq, out)),
-        dtype=dtype,
-    )
-
-
-def mha_cases(rng, hidden=False):
-    if hidden:
-        shapes = []
-        for _ in range(3):
-            b, tq, tk, d_q, d_k, d_v, h, key_dim = (int(v) for v in rng.integers(1, 6, size=8))
-            value_dim = int(rng.integers(1, 6)) if rng.random() < 0.5 else None
-            output_dim = int(rng.integers(1, 6)) if rng.random() < 0.5 else None
-            shapes.append((b, tq, tk, d_q, d_k, d_v, h, key_dim, value_dim, output_dim))
-    else:
-        shapes = MHA_SHAPES
-    cases = [_mha_case(rng, sizes) for sizes in shapes]
-    cases.append(_mha_case(rng, (2, 3, 4, 6, 6, 6, 2, 3, None, None), dtype="float32"))
-    return cases
-
-
-# --- known mistakes, recomputed in NumPy ---------------------------------------------------
-
-
-def _split(x, h, interleaved=False):
-    b, t, width = x.shape
-    if interleaved:
-        return x.reshape(b, t, width // h, h).transpose(0, 3, 1, 2)
-    return x.reshape(b, t, h, width // h).transpose(0, 2, 1, 3)
-
-
-def _merge(x, interleaved=False):
-    b, h, t, d = x.shape
-    if interleaved:
-        return x.transpose(0, 2, 3, 1).reshape(b, t, d * h)
-    return x.transpose(0, 2, 1, 3).reshape(b, t, h * d)
-
-
-def _split_reshaped(case):
-    x, h = case.inputs["x"], case.params["num_heads"]
-    b, t, width = x.shape
-    if h == 1 or t == 1:
-        return None
-    return x.reshape(b, h, t, width // h)
-
-
-def _split_interleaved(case):
-    x, h = case.inputs["x"], case.params["num_heads"]
-    if h == 1 or x.shape[-1] == h:
-        return None
-    return _split(x, h, interleaved=True)
-
-
-def _merge_reshaped(case):
-    x = case.inputs["x"]
-    b, h, t, d = x.shape
-    if h == 1 or t == 1:
-        return None
-    return x.reshape(b, t, h * d)
-
-
-def _merge_interleaved(case):
-    x = case.inputs["x"]
-    if x.shape[1] == 1 or x.shape[-1] == 1:
-        return None
-    return _merge(x, interleaved=True)
-
-
-def _softmax(scores, axis=-1):
-    shifted = np.exp(scores - scores.max(axis=axis, keepdims=True))
-    return shifted / shifted.sum(axis=axis, keepdims=True)
-
-
-def _mha(case, scale=None, axis=-1, heads=None, interleaved=False, project_output=True):
-    """The layer in NumPy; the keyword arguments plant one mistake each."""
-    w = case.weights
-    h = case.params["num_heads"] if heads is None else heads
-    key_dim = case.params["key_dim"]
-    q = _split(case.inputs["query"] @ w["query_kernel"], h, interleaved)
-    k = _split(case.inputs["key"] @ w["key_kernel"], h, interleaved)
-    v = _split(case.inputs["value"] @ w["value_kernel"], h, interleaved)
-    scores = q @ k.transpose(0, 1, 3, 2)
-    if scale is None:
-        scores = scores / np.sqrt(key_dim)
-    elif scale:
-        scores = scores / np.sqrt(scale)
-    merged = _merge(_softmax(scores, axis=axis) @ v, interleaved)
-    return merged @ w["output_kernel"] if project_output else merged
-
-
-def _heads(case):
-    return case.params["num_heads"]
-
-
-def _when(condition, compute):
-    return lambda case: compute(case) if condition(case) else None
-
-
-def _no_output_projection(case):
-    kernel = case.weights["output_kernel"]
-    return _mha(case, project_output=False) if kernel.shape[0] == kernel.shape[1] else None
-
-
-def _interleaved_differs(case):
-    key_dim = case.params["key_dim"]
-    value_dim = case.params.get("value_dim", key_dim)
-    return _heads(case) > 1 and max(key_dim, value_dim) > 1
-
+SEVERAL_HEADS = on.param_is_not("num_heads", 1)
 
 RECORD = Exercise(
     id="mha",
@@ -209,92 +78,111 @@ RECORD = Exercise(
         Part(
             name="split_heads",
             points=2,
-            targets=("split_heads",),
-            make_cases=split_cases,
+            make_cases=HEADS.cases(head_case("split_heads")),
             description="split_heads: (B, T, h·d) -> (B, h, T, d), head i owning features "
             "i·d .. (i+1)·d - 1.",
             mistakes=(
-                Mistake(
+                Mistake.of(
                     "reshaped straight to (B, h, T, d)",
                     "The shape is right but the values are not: a reshape straight to "
                     "(B, h, T, d) mixes time steps into the heads. Reshape to (B, T, h, d), "
                     "then transpose.",
-                    _split_reshaped,
+                    ref.split_heads,
+                    when=on.all_of(SEVERAL_HEADS, on.several("x", 1)),
+                    layout="reshaped",
                 ),
-                Mistake(
+                Mistake.of(
                     "heads interleaved",
                     "Head i got features i, i+h, i+2h, ... (a reshape to (B, T, d, h)); head i "
                     "owns the contiguous features i·d .. (i+1)·d - 1: reshape to (B, T, h, d).",
-                    _split_interleaved,
+                    ref.split_heads,
+                    when=on.all_of(
+                        SEVERAL_HEADS, on.differ(on.param("num_heads"), on.size_of("x"))
+                    ),
+                    layout="interleaved",
                 ),
             ),
         ),
         Part(
             name="merge_heads",
             points=1,
-            targets=("merge_heads",),
-            make_cases=merge_cases,
+            make_cases=HEADS.cases(head_case("merge_heads")),
             description="merge_heads: (B, h, T, d) -> (B, T, h·d), the inverse of split_heads.",
             mistakes=(
-                Mistake(
+                Mistake.of(
                     "reshaped without transposing",
                     "A reshape of (B, h, T, d) straight to (B, T, h·d) mixes heads and time "
                     "steps: transpose to (B, T, h, d) first.",
-                    _merge_reshaped,
+                    ref.merge_heads,
+                    when=on.all_of(on.several("x", 1), on.several("x", 2)),
+                    layout="reshaped",
                 ),
-                Mistake(
+                Mistake.of(
                     "heads interleaved",
                     "The features came out as (d, h) rather than (h, d): head i must fill "
                     "features i·d .. (i+1)·d - 1.",
-                    _merge_interleaved,
+                    ref.merge_heads,
+                    when=on.all_of(on.several("x", 1), on.several("x", -1)),
+                    layout="interleaved",
                 ),
             ),
         ),
         Part(
             name="MultiHeadAttention",
             points=5,
-            targets=("MultiHeadAttention",),
-            make_cases=mha_cases,
+            make_cases=draw.rows_cases(mha_case, LAYERS, layer_sizes, float32=FLOAT32),
             description="MultiHeadAttention.call: outputs and gradients w.r.t. query, key, "
             "value and the four kernels.",
             mistakes=(
-                Mistake(
+                Mistake.of(
                     "scaled by the total width",
                     "The scores were divided by √(h·key_dim); each head divides by √key_dim, "
                     "the size of its own queries and keys.",
-                    _when(
-                        lambda c: _heads(c) > 1,
-                        lambda c: _mha(c, scale=_heads(c) * c.params["key_dim"]),
-                    ),
+                    ref.flat_multi_head_attention,
+                    when=SEVERAL_HEADS,
+                    scale_dim=on.size_of("query_kernel"),
                 ),
-                Mistake(
+                Mistake.of(
                     "scale forgotten",
                     "The 1/√key_dim scale of the scores is missing.",
-                    _when(lambda c: c.params["key_dim"] > 1, lambda c: _mha(c, scale=0)),
+                    ref.flat_multi_head_attention,
+                    when=on.param_is_not("key_dim", 1),
+                    scale_dim=1,
                 ),
-                Mistake(
+                Mistake.of(
                     "softmax over the queries",
                     "The softmax normalises over the queries; it must run over the keys, the "
                     "last axis of each head's (Tq, Tk) scores.",
-                    _when(lambda c: c.inputs["query"].shape[1] > 1, lambda c: _mha(c, axis=-2)),
+                    ref.flat_multi_head_attention,
+                    when=on.several("query", 1),
+                    softmax_axis=-2,
                 ),
-                Mistake(
+                Mistake.of(
                     "heads not split",
                     "This is one attention over all h·key_dim features (the heads were never "
                     "split): split the projections into h heads and attend in each.",
-                    _when(lambda c: _heads(c) > 1, lambda c: _mha(c, heads=1)),
+                    ref.flat_multi_head_attention,
+                    when=SEVERAL_HEADS,
+                    num_heads=1,
                 ),
-                Mistake(
+                Mistake.of(
                     "heads interleaved",
                     "Head i got features i, i+h, i+2h, ... of each projection; head i owns the "
                     "contiguous features i·key_dim .. (i+1)·key_dim - 1.",
-                    _when(_interleaved_differs, lambda c: _mha(c, interleaved=True)),
+                    ref.flat_multi_head_attention,
+                    when=lambda case: (
+                        case.params["num_heads"] > 1
+                        and max(case.params["key_dim"], case.params.get("value_dim", 1)) > 1
+                    ),
+                    layout="interleaved",
                 ),
-                Mistake(
+                Mistake.of(
                     "output projection missing",
                     "The merged heads were returned without the output projection W_O "
                     "(output_kernel).",
-                    _no_output_projection,
+                    ref.flat_multi_head_attention,
+                    when=on.square("output_kernel"),
+                    output_kernel=None,
                 ),
             ),
         ),

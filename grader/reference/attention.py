@@ -1,4 +1,9 @@
-"""Independent float64 NumPy references for the attnkit tests (loops, not the layers' code)."""
+"""Independent float64 NumPy references for the attnkit tests (loops, not the layers' code).
+
+Parameters are named like the arrays of the grader's cases (query, key, kernel, scores,
+valid_lens, ...), so that a record's known mistake is one of these functions called with the
+case's arrays by name and one argument changed (`Mistake.of`).
+"""
 
 import numpy as np
 
@@ -18,11 +23,23 @@ def softmax(scores, axis=-1):
     return shifted / shifted.sum(axis=axis, keepdims=True)
 
 
-def masked_softmax(scores, mask=None):
-    """Softmax over the last axis that skips masked entries; all-masked rows give zeros."""
+def softmax_jacobian(scores, axis=-1, softmax_first=True, diagonal=True):
+    """diag(p) - p pᵀ over the last axis, p = softmax(scores) taken along `axis` (or the scores
+    themselves when not `softmax_first`); without the diag(p) term when not `diagonal`."""
+    probs = softmax(scores, axis) if softmax_first else as64(scores)
+    outer = probs[..., :, None] * probs[..., None, :]
+    if not diagonal:
+        return -outer
+    return np.einsum("...i,ij->...ij", probs, np.eye(probs.shape[-1])) - outer
+
+
+def masked_softmax(scores, mask=None, axis=-1):
+    """Softmax along `axis` (the last by default) that skips masked entries; all-masked rows
+    give zeros."""
     scores = as64(scores)
     keep_all = np.ones(scores.shape, bool) if mask is None else np.asarray(mask, bool)
-    keep_all = np.broadcast_to(keep_all, scores.shape)
+    keep_all = np.moveaxis(np.broadcast_to(keep_all, scores.shape), axis, -1)
+    scores = np.moveaxis(scores, axis, -1)
     out = np.zeros(scores.shape)
     for idx in np.ndindex(*scores.shape[:-1]):
         keep = keep_all[idx]
@@ -31,7 +48,7 @@ def masked_softmax(scores, mask=None):
         row = scores[idx][keep]
         e = np.exp(row - row.max())
         out[idx + (keep,)] = e / e.sum()
-    return out
+    return np.moveaxis(out, -1, axis)
 
 
 def length_mask(lengths, maxlen):
@@ -42,6 +59,59 @@ def length_mask(lengths, maxlen):
     return out
 
 
+def sequence_mask(valid_lens, maxlen, compare="<", transposed=False):
+    """mask[..., j] = j < valid_lens[...] for j < maxlen (`compare` "<=" or ">=" instead of
+    "<"), lengths of any shape: True at the valid positions. `transposed` swaps the two axes
+    of a 2-D mask."""
+    ufunc = {"<": np.less, "<=": np.less_equal, ">=": np.greater_equal}[compare]
+    mask = ufunc(np.arange(maxlen), np.asarray(valid_lens)[..., None])
+    return mask.T if transposed else mask
+
+
+def kept_keys(scores, valid_lens=None, mask=None, extra=0):
+    """Which keys each query keeps, broadcast to the scores' shape: where `mask` is True; else
+    the first valid_lens + extra keys, lengths (B,) or (B, Tq) (floats holding whole numbers
+    allowed); else all of them."""
+    shape = np.shape(scores)
+    if mask is not None:
+        return np.broadcast_to(np.asarray(mask, bool), shape)
+    if valid_lens is None:
+        return np.ones(shape, bool)
+    lengths = np.asarray(valid_lens).astype(np.int64)
+    lengths = lengths[:, None] if lengths.ndim == 1 else lengths
+    return np.broadcast_to(sequence_mask(lengths + extra, shape[-1]), shape)
+
+
+def fully_masked_row(scores, valid_lens=None, mask=None):
+    """Whether some query keeps no key at all."""
+    return not kept_keys(scores, valid_lens, mask).any(axis=-1).all()
+
+
+def some_key_masked(scores, valid_lens=None, mask=None):
+    """Whether some key of some query is masked."""
+    return not kept_keys(scores, valid_lens, mask).all()
+
+
+def masked_attention(
+    scores, valid_lens=None, mask=None, values=None, extra=0, axis=-1, masking="before"
+):
+    """Weights over the kept keys (see `kept_keys`), times `values` (B, Tk, d_v) when given.
+
+    masking "before": the softmax over the kept keys, zeros where masked and in rows with no
+    kept key; "after": the softmax over all keys, then the masked weights zeroed (the kept ones
+    no longer sum to one); "fill only": masked scores replaced by -1e6, as d2l does, and nothing
+    zeroed (a fully masked row comes out uniform).
+    """
+    keep = kept_keys(scores, valid_lens, mask, extra)
+    if masking == "after":
+        weights = softmax(scores, axis) * keep
+    elif masking == "fill only":
+        weights = softmax(np.where(keep, scores, -1e6), axis)
+    else:
+        weights = masked_softmax(scores, keep, axis)
+    return weights if values is None else weights @ as64(values)
+
+
 def causal_mask(tq, tk):
     out = np.zeros((tq, tk), bool)
     for i in range(tq):
@@ -50,8 +120,8 @@ def causal_mask(tq, tk):
     return out
 
 
-def dot_scores(q, k):
-    q, k = as64(q), as64(k)
+def dot_scores(query, key):
+    q, k = as64(query), as64(key)
     b, tq, _ = q.shape
     tk = k.shape[1]
     out = np.zeros((b, tq, tk))
@@ -62,25 +132,67 @@ def dot_scores(q, k):
     return out
 
 
-def scaled_dot_scores(q, k):
-    return dot_scores(q, k) / np.sqrt(np.shape(k)[-1])
+def scaled_dot_scores(query, key, power=0.5):
+    """q·k / d**power, d the size of the keys: (8.4) for power ½."""
+    return dot_scores(query, key) / float(np.shape(key)[-1]) ** power
 
 
-def bilinear_scores(q, k, kernel):
-    return np.einsum("bip,pq,bjq->bij", as64(q), as64(kernel), as64(k))
+def bilinear_scores(query, key, kernel, power=0.0):
+    """qᵀ W k, divided by d_k**power."""
+    scores = np.einsum("bip,pq,bjq->bij", as64(query), as64(kernel), as64(key))
+    return scores / float(np.shape(key)[-1]) ** power
 
 
-def additive_scores(q, k, query_kernel, key_kernel, score_vector):
-    q, k = as64(q), as64(k)
+def dot_product_variance(d, var_q=1.0, var_k=1.0, d_power=1):
+    """d ** d_power · var_q · var_k: Var(q·k) for d independent zero-mean terms (d_power 1);
+    Var(q·k / √d) for d_power 0, since dividing by √d divides the variance by d."""
+    return np.asarray(d**d_power * var_q * var_k)
+
+
+def bilinear_asymmetry(W, sign=-1):
+    """W + sign·Wᵀ: for sign -1, the A with s(x, q) - s(q, x) = xᵀ A q, s(x, q) = xᵀ W q."""
+    W = as64(W)
+    return W + sign * W.T
+
+
+def additive_scores(query, key, query_kernel, key_kernel, score_vector, tanh="of the sum"):
+    """vᵀ tanh(W_q q + W_k k) for every pair; `tanh` "of each projection" gives
+    vᵀ(tanh(W_q q) + tanh(W_k k)), None no tanh. score_vector 1 sums the features."""
+    q, k = as64(query), as64(key)
     b, tq, _ = q.shape
     tk = k.shape[1]
     out = np.zeros((b, tq, tk))
     for n in range(b):
         for i in range(tq):
             for j in range(tk):
-                hidden = np.tanh(q[n, i] @ as64(query_kernel) + k[n, j] @ as64(key_kernel))
-                out[n, i, j] = hidden @ as64(score_vector)
+                pq, pk = q[n, i] @ as64(query_kernel), k[n, j] @ as64(key_kernel)
+                if tanh == "of the sum":
+                    hidden = np.tanh(pq + pk)
+                elif tanh == "of each projection":
+                    hidden = np.tanh(pq) + np.tanh(pk)
+                else:
+                    hidden = pq + pk
+                out[n, i, j] = np.sum(hidden * as64(score_vector))
     return out
+
+
+def additive_attention(
+    query, key, value, query_kernel, key_kernel, score_vector, axis=-1, normalised=True
+):
+    """Σ_j α_ij v_j with α the softmax of the additive scores along `axis` (the keys), or the
+    raw scores when not `normalised`."""
+    scores = additive_scores(query, key, query_kernel, key_kernel, score_vector)
+    return attend(softmax(scores, axis) if normalised else scores, value)
+
+
+def additive_multiplications(tq, tk, d_q, d_k, units, project_first=True, v_products="Tq·Tk"):
+    """Multiplications of the (Tq, Tk) additive scores: each query and key projected once
+    (project_first) or once per pair, plus `units` for each vᵀ tanh(·), counted per pair
+    ("Tq·Tk", right), per query and key ("Tq+Tk"), or not at all (None)."""
+    v_count = {"Tq·Tk": tq * tk, "Tq+Tk": tq + tk, None: 0}[v_products]
+    if project_first:
+        return np.asarray(tq * d_q * units + tk * d_k * units + v_count * units)
+    return np.asarray(tq * tk * (d_q * units + d_k * units) + v_count * units)
 
 
 def cosine_scores(q, k, beta=1.0):

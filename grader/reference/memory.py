@@ -1,12 +1,15 @@
-"""External memory: cosine addressing, NTM read/write and addressing, memory networks (MemN2N).
+"""External memory: cosine addressing, NTM read/write and addressing, memory networks (MemN2N),
+and the neural stack of Grefenstette et al. 2015.
 
-Each function follows the formula of the paper or the book, written from scratch with Python
-loops over examples, slots and heads; none imports attnkit.
+Each function follows the formula of the paper or the book, written from scratch (Python loops
+over examples, slots and heads where that keeps it obviously right); none imports attnkit. The
+functions of exercises 8-4 and 8-5 take a batch, their parameters are named like the arrays of
+those exercises' cases, and their options are the known mistakes (`Mistake.of`).
 """
 
 import numpy as np
 
-from grader.reference.attention import as64, masked_softmax, sigmoid
+from grader.reference.attention import as64, masked_softmax, sigmoid, softmax
 from grader.reference.recurrent import lstm_step
 
 
@@ -56,26 +59,66 @@ def content_addressing(memory, key, beta, keep=None):
     return masked_softmax(scores, keep)
 
 
-def circular_shift(weights, shift):
-    """w̃_i = Σ_j w_j s((i − j) mod N), with s indexed by offsets −k..k."""
+def circular_shift(weights, shift, direction=1, wrap=True, centred=True, hard=False):
+    """w̃_i = Σ_o s_o w_((i − o) mod N), s indexed by the offsets o = −k..k; one shift per row
+    of a batch. The mistakes of exercise 8-5: `direction` −1 moves the other way, no `wrap`
+    loses what passes an end, not `centred` reads entry j as offset j, `hard` rolls by the most
+    likely offset only."""
     weights, shift = as64(weights), as64(shift)
-    n, k = len(weights), len(shift) // 2
-    kernel = np.zeros(n)  # kernel[o mod N] accumulates s at offset o
+    if weights.ndim > 1:
+        rows = zip(weights, shift, strict=True)
+        return np.stack([circular_shift(w, s, direction, wrap, centred, hard) for w, s in rows])
+    if hard:
+        shift = np.eye(len(shift))[np.argmax(shift)]
+    n, k = len(weights), len(shift) // 2 if centred else 0
+    out = np.zeros(n)
     for index, value in enumerate(shift):
-        kernel[(index - k) % n] += value
-    return np.array([sum(weights[j] * kernel[(i - j) % n] for j in range(n)) for i in range(n)])
+        offset = direction * (index - k)
+        for i in range(n):
+            j = (i - offset) % n if wrap else i - offset
+            if 0 <= j < n:
+                out[i] += value * weights[j]
+    return out
 
 
-def sharpen(weights, gamma):
-    powered = as64(weights) ** gamma
-    total = powered.sum()
-    return powered / total if total > 0 else np.zeros_like(powered)
+def sharpen(weights, gamma, renormalise=True, power=True):
+    """w_i^γ / Σ_j w_j^γ along the last axis (zeros where all are 0), γ a number or one per row.
+    Mistakes of exercise 8-5: not `renormalise`d, w^γ alone; not a `power`, softmax(γ w)."""
+    weights, gamma = as64(weights), as64(gamma)[..., None]
+    if not power:
+        return softmax(gamma * weights)
+    powered = weights**gamma
+    if not renormalise:
+        return powered
+    total = powered.sum(axis=-1, keepdims=True)
+    return np.divide(powered, total, out=np.zeros_like(powered), where=total > 0)
+
+
+def interpolate(w_content, w_previous, gate):
+    """w^g = g w^c + (1 − g) w_prev, g a number or one per row."""
+    gate = as64(gate)[..., None]
+    return gate * as64(w_content) + (1.0 - gate) * as64(w_previous)
+
+
+#: The location steps of NTM addressing, in order, after the content weights.
+NTM_STEPS = ("interpolate", "shift", "sharpen")
+
+
+def locate(focus, w_previous, gate, shift, gamma, steps=NTM_STEPS):
+    """The content weights `focus` through the `steps` of NTM addressing, in that order (a step
+    left out is skipped, a step moved is out of order: the mistakes of exercise 8-5)."""
+    for step in steps:
+        if step == "interpolate":
+            focus = interpolate(focus, w_previous, gate)
+        elif step == "shift":
+            focus = circular_shift(focus, shift)
+        else:
+            focus = sharpen(focus, gamma)
+    return focus
 
 
 def address(memory, previous, key, beta, gate, shift, gamma):
-    wc = content_addressing(memory, key, beta)
-    wg = gate * wc + (1.0 - gate) * as64(previous)
-    return sharpen(circular_shift(wg, shift), gamma)
+    return locate(content_addressing(memory, key, beta), previous, gate, shift, gamma)
 
 
 def ntm_sequence(inputs, w, cfg):
@@ -218,3 +261,179 @@ def memn2n(story, question, w, hops, tying, temporal, encoding, projection, keep
             logits.append(final @ as64(w["answer_kernel"]))
         attention.append(hop_attention)
     return np.array(logits), np.array(attention)
+
+
+# --- exercise 8-4: content read, erase/add write and a neural stack, on a batch -----------------
+
+
+def memory_read(memory, query, weighting="softmax", axis=-1, scaled=False, address_only=False):
+    """r = Σ_i α_i m_i, α_i = softmax_i(m_i · q): memory (B, N, d), query (B, d) -> (B, d), or
+    α (B, N) itself if `address_only`. The mistakes of exercise 8-4: `weighting` "scores" (the
+    raw m_i · q) or "uniform" (1/N each), the softmax along `axis` 0 (the batch), the scores
+    `scaled` by 1/√d."""
+    memory = as64(memory)
+    scores = np.einsum("bnd,bd->bn", memory, as64(query))
+    if scaled:
+        scores = scores / np.sqrt(memory.shape[-1])
+    if weighting == "scores":
+        alpha = scores
+    elif weighting == "uniform":
+        alpha = np.full(scores.shape, 1.0 / scores.shape[1])
+    else:
+        alpha = softmax(scores, axis=axis)
+    return alpha if address_only else np.einsum("bn,bnd->bd", alpha, memory)
+
+
+def memory_write(
+    memory, weights, erase, add, erase_weights=None, add_weights=None, add_first=False
+):
+    """m_i ⊙ (1 − α_i e) + α_i a for every slot: memory (B, N, d), weights α (B, N), erase e and
+    add a (B, d). The mistakes of exercise 8-4: `erase_weights` or `add_weights` in place of α in
+    one term (1: not weighted, 0: nothing erased), adding before erasing (`add_first`)."""
+    alpha = as64(weights)[..., None]
+    erase_alpha = alpha if erase_weights is None else as64(erase_weights)[..., None]
+    add_alpha = alpha if add_weights is None else as64(add_weights)[..., None]
+    keep = 1.0 - erase_alpha * as64(erase)[:, None, :]
+    added = add_alpha * as64(add)[:, None, :]
+    return (as64(memory) + added) * keep if add_first else as64(memory) * keep + added
+
+
+def strength_above(strengths, from_bottom=False):
+    """Σ_{j>i} s_j for every element i along the last axis (index −1 is the top of the stack),
+    or Σ_{j<i} s_j `from_bottom`."""
+    strengths = as64(strengths)
+    if from_bottom:
+        return np.cumsum(strengths, axis=-1) - strengths
+    return np.cumsum(strengths[..., ::-1], axis=-1)[..., ::-1] - strengths
+
+
+def stack_pop(strengths, pop, from_bottom=False, passed_on=True, clamp=True):
+    """s_i ← max(0, s_i − max(0, u − Σ_{j>i} s_j)): strengths (B, T), pop u (B,). The mistakes
+    of exercise 8-4: popped `from_bottom`, u taken from every element (not `passed_on` down
+    from the top), the result not clamped at 0."""
+    strengths = as64(strengths)
+    above = strength_above(strengths, from_bottom) if passed_on else 0.0
+    left = strengths - np.maximum(0.0, as64(pop)[..., None] - above)
+    return np.maximum(0.0, left) if clamp else left
+
+
+def stack_read(values, strengths, from_bottom=False, capped=True, clamp=True):
+    """Σ_i min(s_i, max(0, 1 − Σ_{j>i} s_j)) v_i: values (B, T, m), strengths (B, T). The
+    mistakes of exercise 8-4: read `from_bottom`, not `capped` at one unit (Σ s_i v_i), the
+    room 1 − Σ_{j>i} s_j not clamped at 0."""
+    strengths = as64(strengths)
+    share = strengths
+    if capped:
+        room = 1.0 - strength_above(strengths, from_bottom)
+        share = np.minimum(strengths, np.maximum(0.0, room) if clamp else room)
+    return np.einsum("bt,btm->bm", share, as64(values))
+
+
+def neural_stack(values, pushes, pops, steps=("pop", "push", "read"), carry=True):
+    """The read at every step of a neural stack that starts empty: values (B, T, m), pushes and
+    pops (B, T) -> (B, T, m). At step t, in the order of `steps`: pop u_t, push v_t with
+    strength d_t, read. The mistakes of exercise 8-4: another order, a stack that does not
+    `carry` its strengths from step to step (pops 0: pops ignored)."""
+    values, pushes = as64(values), as64(pushes)
+    pops = np.broadcast_to(as64(pops), pushes.shape)
+    strengths, reads = pushes[:, :0], []
+    for t in range(pushes.shape[1]):
+        if not carry:
+            strengths = pushes[:, :0]
+        bottom = t - strengths.shape[1]  # the index of the value at the bottom of the stack
+        for step in steps:
+            if step == "pop":
+                strengths = stack_pop(strengths, pops[:, t])
+            elif step == "push":
+                strengths = np.concatenate([strengths, pushes[:, t : t + 1]], axis=1)
+            else:
+                held = values[:, bottom : bottom + strengths.shape[1]]
+                reads.append(stack_read(held, strengths))
+    return np.stack(reads, axis=1)
+
+
+def address_problem(memory, output):
+    """Property of `memory_read`'s weights α (B, N): None when they are positive and sum to one
+    over the slots of each example, else what is wrong."""
+    alpha = np.asarray(output, dtype=np.float64)
+    if alpha.shape != np.shape(memory)[:2]:
+        return None  # a wrong shape is reported by the output check
+    if np.any(alpha < -1e-12):
+        return "some weights are negative: softmax weights are positive"
+    if not np.allclose(alpha.sum(axis=-1), 1.0, rtol=0, atol=1e-6):
+        return (
+            "the weights of an example do not sum to one over the slots: the softmax must "
+            "normalise over the N slots (the last axis)"
+        )
+    return None
+
+
+def read_problem(memory, output):
+    """Property of `memory_read`'s read (B, d): None when it lies within the range of the slots
+    of its example (a convex combination of them), else what is wrong."""
+    memory, read = as64(memory), np.asarray(output, dtype=np.float64)
+    if read.shape != memory.shape[::2]:
+        return None
+    slack = 1e-6 * max(1.0, float(np.abs(memory).max()))
+    if np.all(read >= memory.min(axis=1) - slack) and np.all(read <= memory.max(axis=1) + slack):
+        return None
+    return (
+        "the read lies outside the range of the slots: a read with weights that are positive "
+        "and sum to one is a convex combination of the slots"
+    )
+
+
+def pop_problem(strengths, pop, output):
+    """Property of `stack_pop`: None when the new strengths `output` lie in [0, s_i] and
+    min(u, Σ s_i) was removed in total, else what is wrong."""
+    strengths, new = as64(strengths), np.asarray(output, dtype=np.float64)
+    if new.shape != strengths.shape:
+        return None
+    if np.any(new < -1e-9) or np.any(new > strengths + 1e-9):
+        return "a strength went negative or grew: a pop only removes strength, down to 0"
+    removed = strengths.sum(axis=-1) - new.sum(axis=-1)
+    if not np.allclose(removed, np.minimum(pop, strengths.sum(axis=-1)), rtol=0, atol=1e-6):
+        return (
+            "a pop of strength u must remove exactly min(u, Σ s_i) in total: u if the stack "
+            "holds that much, else everything"
+        )
+    return None
+
+
+# --- exercise 8-5: memory-network hops and NTM addressing, on a batch --------------------------
+
+
+def memn2n_hop(query, memory_in, memory_out, residual=True, normalised=True):
+    """q + Σ_i p_i c_i, p = softmax_i(a_iᵀ q): query (B, d), memory_in A and memory_out C
+    (B, n, d). The mistakes of exercise 8-5: not `residual` (o alone), not `normalised` (the raw
+    scores as weights)."""
+    query = as64(query)
+    scores = np.einsum("bd,bnd->bn", query, as64(memory_in))
+    read = np.einsum("bn,bnd->bd", softmax(scores) if normalised else scores, as64(memory_out))
+    return query + read if residual else read
+
+
+def memn2n_read(query, memory_in, memory_out, hops, extra_hops=0):
+    """`hops` hops of `memn2n_hop` with the same memories; `extra_hops` more or fewer (a mistake
+    of exercise 8-5)."""
+    for _ in range(int(hops) + extra_hops):
+        query = memn2n_hop(query, memory_in, memory_out)
+    return as64(query)
+
+
+def content_weights(memory, key, beta, row_norms=True, key_norm=True, axis=-1):
+    """softmax_i(β cos(k, M_i)) over the N rows: memory (B, N, W), key (B, W), β (B,) or a
+    number. The mistakes of exercise 8-5: no `row_norms` or no `key_norm` in the cosine (the dot
+    product without both), the softmax along `axis` 0 (the batch)."""
+    memory, key = as64(memory), as64(key)
+    scores = np.einsum("bnw,bw->bn", memory, key)
+    if row_norms:
+        scores = scores / np.sqrt(np.sum(memory * memory, axis=-1))
+    if key_norm:
+        scores = scores / np.sqrt(np.sum(key * key, axis=-1))[:, None]
+    return softmax(as64(beta)[..., None] * scores, axis=axis)
+
+
+def ntm_address(memory, key, beta, gate, w_previous, shift, gamma, steps=NTM_STEPS):
+    """NTM addressing of one head for a batch: content weights, then the location `steps`."""
+    return locate(content_weights(memory, key, beta), w_previous, gate, shift, gamma, steps)

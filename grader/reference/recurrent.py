@@ -54,3 +54,46 @@ def gru_sequence(xs, weights, keep=None, h0=None, reverse=False):
             h = gru_step(xs[t], h, *weights)
             outputs[t] = h
     return outputs, h
+
+
+# ---- parameter counts (exercise 8-1) --------------------------------------------------------
+# Keyword arguments with defaults name the terms of a count that a known mistake gets wrong.
+
+BLOCKS = {"lstm": 4, "gru": 3, "simple_rnn": 1}
+KINDS = tuple(BLOCKS)
+
+
+def param_count(kind, input_dim, units, reset_after=True, blocks=None, biases=None, recurrent=True):
+    """Keras's count: blocks × (input weights + recurrent weights + biases), each block with
+    one bias vector (two for a GRU with reset_after)."""
+    blocks = BLOCKS[kind] if blocks is None else blocks
+    biases = (2 if kind == "gru" and reset_after else 1) if biases is None else biases
+    return np.asarray(blocks * (input_dim * units + recurrent * units * units + biases * units))
+
+
+def param_count_coefficients(kind, input_dim, biases=None, input_weights=True, highest_first=True):
+    """(a, b, c) with count(units) = a·units² + b·units + c (GRU with reset_after)."""
+    blocks = BLOCKS[kind]
+    biases = 1 + (kind == "gru") if biases is None else biases
+    coefficients = np.array([blocks, blocks * (input_weights * input_dim + biases), 0.0])
+    return coefficients if highest_first else coefficients[::-1]
+
+
+def doubling_ratio(kind, input_dim, units, upside_down=False, difference=False, **terms):
+    """count(2·units) / count(units), or its inverse, or count(2·units) - count(units); `terms`
+    change the count (see `param_count`)."""
+    big, small = (param_count(kind, input_dim, u, **terms) for u in (2 * units, units))
+    if difference:
+        return np.asarray(big - small, dtype=float)
+    return np.asarray(small / big if upside_down else big / small, dtype=float)
+
+
+def ratio_in_range(output):
+    """What is wrong with a doubling ratio that is not a number in [2, 4] (None if it is)."""
+    value = np.asarray(output, dtype=float)
+    if value.shape != () or not 2.0 - 1e-9 <= float(value) <= 4.0 + 1e-9:
+        return (
+            f"the ratio is {value.tolist()}, not a number in [2, 4]: doubling units doubles "
+            "a count that is linear in units and quadruples one that is quadratic"
+        )
+    return None

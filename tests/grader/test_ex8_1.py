@@ -1,5 +1,6 @@
-"""Exercise 8-1 graded end to end: the reference (equal to Keras's own counts), the stub, a
-correct alternative and planted mistakes."""
+"""Exercise 8-1 graded end to end: the reference (equal to Keras's own counts) and what its
+grading checks, a correct alternative and planted mistakes (tests/grader/test_records.py grades
+the reference and the stub)."""
 
 import keras
 import pytest
@@ -7,13 +8,14 @@ import pytest
 from grader.engine.grading import grade
 from grader.records import ex8_1 as record
 from grader.records import get_exercise
+from grader.reference import recurrent as recurrent_ref
 from solutions import ex8_1 as reference
+from tests.grader.test_records import HIDDEN_SEEDS
 from tests.support.grading import (
     assert_full_marks,
     assert_planted_mistake,
-    assert_reference_scores_full_marks,
-    assert_stub_reports_not_implemented,
     failures,
+    reference_result,
     submit,
 )
 
@@ -22,18 +24,14 @@ pytestmark = pytest.mark.ex8_1
 EXERCISE = "8-1"
 
 
-def test_reference_scores_full_marks_on_public_and_hidden_checks():
-    result = assert_reference_scores_full_marks(EXERCISE, hidden_seed=5)
+def test_reference_is_checked_for_a_ratio_between_2_and_4():
+    result = reference_result(EXERCISE, HIDDEN_SEEDS[EXERCISE])
     names = [check.name for part in result.parts for check in part.checks]
     assert any(name.startswith("between 2 and 4") for name in names)
 
 
-def test_stub_reports_not_implemented_for_every_part():
-    assert_stub_reports_not_implemented(EXERCISE)
-
-
 @pytest.mark.parametrize("input_dim,units", record.SIZES)
-def test_reference_and_record_equal_keras_count_params(input_dim, units):
+def test_reference_and_numpy_count_equal_keras_count_params(input_dim, units):
     layers = [
         ("lstm", {}, keras.layers.LSTM(units)),
         ("gru", {}, keras.layers.GRU(units)),
@@ -45,10 +43,13 @@ def test_reference_and_record_equal_keras_count_params(input_dim, units):
         expected = layer.count_params()
         counted = getattr(reference, f"{kind}_param_count")(input_dim, units, **options)
         assert counted == expected, (kind, options)
-        # The record's own NumPy count, which the known mistakes are variations of.
-        assert record.count(kind, input_dim, units, **options) == expected, (kind, options)
+        # The NumPy count of grader.reference, which the known mistakes are variations of.
+        counted = recurrent_ref.param_count(kind, input_dim, units, **options)
+        assert counted == expected, (kind, options)
         if not options:
             a, b, c = reference.param_count_coefficients(kind, input_dim)
+            assert a * units**2 + b * units + c == expected, kind
+            a, b, c = recurrent_ref.param_count_coefficients(kind, input_dim)
             assert a * units**2 + b * units + c == expected, kind
 
 
@@ -56,9 +57,9 @@ def test_growth_functions_show_the_quadratic_regime():
     # Doubling a layer much wider than its input nearly quadruples it; a narrow one, doubles.
     assert reference.doubling_ratio("lstm", 16, 4096) == pytest.approx(4.0, abs=0.01)
     assert reference.doubling_ratio("lstm", 4096, 1) == pytest.approx(2.0, abs=0.01)
-    for kind in record.KINDS:
+    for kind in recurrent_ref.KINDS:
         a, _, c = reference.param_count_coefficients(kind, 10)
-        assert (a, c) == (record.BLOCKS[kind], 0)
+        assert (a, c) == (recurrent_ref.BLOCKS[kind], 0)
     with pytest.raises(ValueError, match="kind"):
         reference.param_count_coefficients("transformer", 3)
 

@@ -1,47 +1,39 @@
-"""Exercise 8-2 graded end to end: the reference, the stub, correct alternatives, planted mistakes
-and submissions that misbehave."""
+"""Exercise 8-2 graded end to end: what the reference is checked on, correct alternatives,
+planted mistakes and submissions that misbehave. Full marks and the stub:
+tests/grader/test_records.py."""
 
 from pathlib import Path
 
 import pytest
 
 from grader.engine.grading import grade
-from grader.engine.results import ERROR, FAILED, NOT_IMPLEMENTED, PASSED, TIMEOUT
+from grader.engine.results import ERROR, FAILED, PASSED, TIMEOUT
 from grader.instructor.stubs import package_dir
+from tests.grader.test_records import HIDDEN_SEEDS
 from tests.support import grading as grading_helpers
-from tests.support.grading import failures, first_failures
+from tests.support.grading import (
+    assert_planted_mistake,
+    failures,
+    first_failures,
+    reference_result,
+)
 
 pytestmark = pytest.mark.ex8_2
 
-HEADER = "import keras\nfrom keras import ops\nimport numpy as np\n\n"
+EXERCISE = "8-2"
 
 
 def submit(tmp_path, body: str) -> str:
-    return grading_helpers.submit(tmp_path, "8-2", body, HEADER)
+    return grading_helpers.submit(tmp_path, EXERCISE, body)
 
 
-@pytest.fixture(scope="module")
-def reference_result():
-    return grade("8-2", package_dir("solutions"))
-
-
-def test_reference_scores_full_marks(reference_result):
-    assert reference_result.score == reference_result.max_score == 10.0
-    assert {part.status for part in reference_result.parts} == {PASSED}
-    checks = [check for part in reference_result.parts for check in part.checks]
+def test_the_reference_is_checked_on_gradients_and_dtypes():
+    result = reference_result(EXERCISE, HIDDEN_SEEDS[EXERCISE])
+    assert result.score == result.max_score == 10.0
+    checks = [check for part in result.parts for check in part.checks]
     # Outputs, dtypes and gradients of every layer case were compared, not only values.
     assert any(c.name.startswith("gradient wrt kernel") for c in checks)
     assert any("float32" in c.name and c.name.startswith("dtype") for c in checks)
-
-
-def test_stub_reports_not_implemented_for_every_part():
-    result = grade("8-2", package_dir("exercises"))
-    assert result.score == 0.0
-    for part in result.parts:
-        assert part.status == NOT_IMPLEMENTED, part
-        assert all(
-            c.message.startswith("not implemented yet (Exercise 8-2: ") for c in failures(part)
-        )
 
 
 ALTERNATIVE_NUMPY_EINSUM = """
@@ -108,7 +100,7 @@ def softmax_jacobian(scores):
     "body", [ALTERNATIVE_NUMPY_EINSUM, ALTERNATIVE_TENSORFLOW], ids=["einsum-numpy", "tensorflow"]
 )
 def test_correct_alternatives_score_full_marks(tmp_path, body):
-    result = grade("8-2", submit(tmp_path, body))
+    result = grade(EXERCISE, submit(tmp_path, body))
     assert result.score == 10.0, [(p.name, failures(p)[:1]) for p in result.parts]
 
 
@@ -254,12 +246,7 @@ PLANTED = [
 def test_planted_mistake_fails_its_part_with_a_named_message(
     tmp_path, part_name, body, mistake, phrase
 ):
-    result = grade("8-2", submit(tmp_path, body), parts=[part_name])
-    part = result.part(part_name)
-    assert part.status in (FAILED, ERROR) and part.score == 0.0
-    assert any(phrase in check.message for check in failures(part)), failures(part)
-    if mistake:
-        assert mistake in part.mistakes
+    assert_planted_mistake(tmp_path, EXERCISE, part_name, body, mistake, phrase)
 
 
 def test_numpy_monkeypatching_changes_nothing(tmp_path):
@@ -272,12 +259,12 @@ def test_numpy_monkeypatching_changes_nothing(tmp_path):
     def bilinear_asymmetry(W):
         return np.zeros_like(W)
     """
-    result = grade("8-2", submit(tmp_path, body), parts=["bilinear_asymmetry"])
+    result = grade(EXERCISE, submit(tmp_path, body), parts=["bilinear_asymmetry"])
     assert result.part("bilinear_asymmetry").status == FAILED
 
 
 def test_syntax_error_names_file_and_line_and_scores_zero(tmp_path):
-    result = grade("8-2", submit(tmp_path, "def softmax_jacobian(scores)\n    return scores\n"))
+    result = grade(EXERCISE, submit(tmp_path, "def softmax_jacobian(scores)\n    return scores\n"))
     assert result.score == 0.0
     for part in result.parts:
         assert part.status == ERROR
@@ -286,7 +273,7 @@ def test_syntax_error_names_file_and_line_and_scores_zero(tmp_path):
 
 def test_import_error_scores_zero_everywhere_with_the_reason(tmp_path):
     result = grade(
-        "8-2",
+        EXERCISE,
         submit(tmp_path, "import attention_helpers_that_do_not_exist\n"),
         parts=["variances", "bilinear_asymmetry"],
     )
@@ -298,11 +285,11 @@ def test_import_error_scores_zero_everywhere_with_the_reason(tmp_path):
 
 
 def test_missing_file_and_missing_name_are_explained(tmp_path):
-    missing = grade("8-2", str(tmp_path), parts=["variances"])
+    missing = grade(EXERCISE, str(tmp_path), parts=["variances"])
     assert missing.part("variances").status == ERROR
     assert "ex8_2.py not found" in missing.part("variances").checks[0].message
 
-    result = grade("8-2", submit(tmp_path, "x = 1\n"), parts=["BilinearScore"])
+    result = grade(EXERCISE, submit(tmp_path, "x = 1\n"), parts=["BilinearScore"])
     part = result.part("BilinearScore")
     assert part.status == ERROR
     assert "defines no `BilinearScore`" in part.checks[0].message
@@ -312,7 +299,7 @@ def test_a_hanging_part_times_out_alone_and_the_others_are_graded(tmp_path):
     body = (
         ALTERNATIVE_NUMPY_EINSUM + "\n\ndef bilinear_asymmetry(W):\n    while True:\n        pass\n"
     )
-    result = grade("8-2", submit(tmp_path, body), timeout=8)
+    result = grade(EXERCISE, submit(tmp_path, body), timeout=8)
     assert result.part("bilinear_asymmetry").status == TIMEOUT
     assert "stopped after 8 s" in result.part("bilinear_asymmetry").checks[0].message
     others = [p for p in result.parts if p.name != "bilinear_asymmetry"]
@@ -330,7 +317,7 @@ def test_a_hanging_part_times_out_alone_and_the_others_are_graded(tmp_path):
 )
 def test_a_process_that_dies_costs_its_part_only(tmp_path, statement, phrase):
     body = ALTERNATIVE_NUMPY_EINSUM + f"\n\ndef bilinear_asymmetry(W):\n    {statement}\n"
-    result = grade("8-2", submit(tmp_path, body), parts=["bilinear_asymmetry", "variances"])
+    result = grade(EXERCISE, submit(tmp_path, body), parts=["bilinear_asymmetry", "variances"])
     part = result.part("bilinear_asymmetry")
     assert part.status == ERROR and part.score == 0.0
     assert phrase in part.checks[0].message
@@ -362,7 +349,7 @@ def test_a_hanging_first_part_costs_that_part_only(tmp_path):
         "            pass\n"
     )
     folder, counter = counting_imports(tmp_path, ALTERNATIVE_NUMPY_EINSUM + hang)
-    result = grade("8-2", folder, timeout=4)
+    result = grade(EXERCISE, folder, timeout=4)
     assert result.part("ScaledDotScore").status == TIMEOUT
     assert result.part("ScaledDotScore").score == 0.0
     assert "stopped after 4 s" in result.part("ScaledDotScore").checks[0].message
@@ -382,7 +369,7 @@ def test_a_crash_mid_exercise_costs_the_running_part_and_shows_its_own_output(tm
         "    return np.asarray(W) - np.asarray(W).T\n"
     )
     folder, counter = counting_imports(tmp_path, "print('importing', flush=True)\n" + body)
-    result = grade("8-2", folder)
+    result = grade(EXERCISE, folder)
     variances = result.part("variances")
     assert variances.status == ERROR and variances.score == 0.0
     message = variances.checks[0].message
@@ -396,7 +383,7 @@ def test_a_crash_mid_exercise_costs_the_running_part_and_shows_its_own_output(tm
 
 def test_a_submission_that_hangs_on_import_times_out_everywhere_once(tmp_path):
     folder, counter = counting_imports(tmp_path, "while True:\n    pass\n")
-    result = grade("8-2", folder, timeout=3)
+    result = grade(EXERCISE, folder, timeout=3)
     assert [p.status for p in result.parts] == [TIMEOUT] * 5
     assert result.score == 0.0
     assert all("stopped after 3 s" in p.checks[0].message for p in result.parts)
@@ -406,7 +393,7 @@ def test_a_submission_that_hangs_on_import_times_out_everywhere_once(tmp_path):
 def test_a_submission_that_dies_on_import_shows_why_in_every_part(tmp_path):
     body = "print('loading my helpers', flush=True)\nimport os\nos._exit(5)\n"
     folder, counter = counting_imports(tmp_path, body)
-    result = grade("8-2", folder)
+    result = grade(EXERCISE, folder)
     assert [p.status for p in result.parts] == [ERROR] * 5
     for part in result.parts:
         assert "exited with status 5" in part.checks[0].message
@@ -429,7 +416,7 @@ def test_each_part_prints_under_its_own_output_cap(tmp_path):
         "    return _jacobian(scores)\n"
     )
     result = grade(
-        "8-2",
+        EXERCISE,
         submit(tmp_path, body),
         parts=["bilinear_asymmetry", "softmax_jacobian"],
         limits={"output_mb": 1},
@@ -456,15 +443,15 @@ def test_submitted_code_cannot_write_to_the_grading_helpers_pipe(tmp_path):
         "            pass\n"
         "    return np.asarray(W) - np.asarray(W).T\n"
     )
-    first = grade("8-2", submit(tmp_path, body))
+    first = grade(EXERCISE, submit(tmp_path, body))
     assert {p.status for p in first.parts} == {PASSED}, first_failures(first)
     # Nothing it wrote is read by the next check either.
-    again = grade("8-2", package_dir("solutions"))
+    again = grade(EXERCISE, package_dir("solutions"))
     assert again.score == 10.0, first_failures(again)
 
 
-def test_results_follow_the_documented_json_format(reference_result):
-    data = reference_result.to_dict()
+def test_results_follow_the_documented_json_format():
+    data = reference_result(EXERCISE, HIDDEN_SEEDS[EXERCISE]).to_dict()
     assert set(data) == {"exercise", "score", "max_score", "parts"}
     assert data["exercise"] == "8-2" and isinstance(data["score"], float)
     for part in data["parts"]:

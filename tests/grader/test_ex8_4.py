@@ -1,17 +1,18 @@
-"""Exercise 8-4 graded end to end: the reference, the stub, correct alternatives written into the
-stub (so that the given wrapper layers carry the gradients), and planted mistakes."""
+"""Exercise 8-4 graded end to end: the gradients and properties the reference is checked on,
+correct alternatives written into the stub (so that the given wrapper layers carry the
+gradients), and planted mistakes. Full marks and the stub: tests/grader/test_records.py."""
 
 import pytest
 
 from grader.engine.grading import grade
 from grader.records import get_exercise
 from tests.grader.test_ex8_3 import fill_stub
+from tests.grader.test_records import HIDDEN_SEEDS
 from tests.support.grading import (
     assert_full_marks,
     assert_planted_mistake,
-    assert_reference_scores_full_marks,
-    assert_stub_reports_not_implemented,
     failures,
+    reference_result,
     submit,
 )
 
@@ -20,17 +21,13 @@ pytestmark = pytest.mark.ex8_4
 EXERCISE = "8-4"
 
 
-def test_reference_scores_full_marks_on_public_and_hidden_checks():
-    result = assert_reference_scores_full_marks(EXERCISE, hidden_seed=4)
+def test_the_reference_is_checked_on_every_gradient_and_property():
+    result = reference_result(EXERCISE, HIDDEN_SEEDS[EXERCISE])
     names = [check.name for part in result.parts for check in part.checks]
     for wrt in ("memory", "query", "weights", "erase", "add", "values", "pushes", "pops"):
         assert any(f"gradient wrt {wrt}," in name for name in names), wrt
     for prop in ("weights sum to one", "a convex combination", "slots with weight 0 unchanged"):
         assert any(prop in name for name in names), prop
-
-
-def test_stub_reports_not_implemented_for_every_part():
-    assert_stub_reports_not_implemented(EXERCISE)
 
 
 # Everything computed element by element from the top of the stack down, carrying what is left

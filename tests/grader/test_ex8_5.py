@@ -1,14 +1,16 @@
-"""Exercise 8-5 graded end to end: the reference (public and hidden cases), the stub, correct
-alternatives, and planted mistakes that must fail the right part with the named message."""
+"""Exercise 8-5 graded end to end: what the reference is checked on, correct alternatives, and
+planted mistakes that must fail the right part with the named message. Full marks and the stub:
+tests/grader/test_records.py."""
 
 import pytest
 
 from grader.engine.grading import ANSWER_PLACEHOLDER, grade
-from grader.engine.results import FAILED, NOT_IMPLEMENTED, PASSED
+from grader.engine.results import FAILED, PASSED
 from grader.instructor.stubs import package_dir
 from grader.records import get_exercise
+from tests.grader.test_records import HIDDEN_SEEDS
 from tests.support import grading as grading_helpers
-from tests.support.grading import failures
+from tests.support.grading import failures, reference_result
 
 pytestmark = pytest.mark.ex8_5
 
@@ -38,32 +40,15 @@ def messages(part):
     return [(check.name, check.message) for check in failures(part)][:3]
 
 
-@pytest.fixture(scope="module")
-def reference_result():
-    """The reference graded on the public cases and on hidden ones (fresh shapes)."""
-    return grade("8-5", package_dir("solutions"), hidden_seed=11)
-
-
-def test_reference_scores_full_marks_on_public_and_hidden_cases(reference_result):
-    assert reference_result.score == reference_result.max_score == 10.0
-    assert {part.status for part in reference_result.parts} == {PASSED}
-    names = [check.name for part in reference_result.parts for check in part.checks]
+def test_the_reference_is_checked_on_hidden_cases_gradients_and_float32():
+    result = reference_result("8-5", HIDDEN_SEEDS["8-5"])
+    assert result.score == result.max_score == 10.0
+    names = [check.name for part in result.parts for check in part.checks]
     assert any(name.startswith("output, hidden") for name in names)
     # The given layers carry gradient and dtype checks through the student's functions.
     for wrt in ("query", "memory_in", "memory_out", "key", "beta", "gate", "shift", "gamma"):
         assert any(f"gradient wrt {wrt}," in name for name in names), wrt
     assert any(name.startswith("NTMAddressing: dtype") and "float32" in name for name in names)
-
-
-def test_stub_reports_not_implemented_for_every_part():
-    result = grade("8-5", package_dir("exercises"))
-    assert result.score == 0.0
-    for part in result.parts:
-        assert part.status == NOT_IMPLEMENTED, part
-        assert all(
-            check.message.startswith("not implemented yet (Exercise 8-5: ")
-            for check in failures(part)
-        )
 
 
 def test_the_answer_template_asks_the_question_and_counts_as_not_written():

@@ -1,27 +1,33 @@
-"""Exercise 8-6 graded end to end: the reference (public and hidden cases), the stub, correct
-alternatives, planted mistakes, and dynamics that raise the energy caught by the energy property."""
+"""Exercise 8-6 graded end to end: what the reference's grading checks, correct alternatives,
+planted mistakes, and dynamics that raise the energy caught by the energy property
+(tests/grader/test_records.py grades the reference and the stub)."""
 
 import numpy as np
 import pytest
 
 from grader.engine.cases import make_cases
 from grader.engine.grading import grade
-from grader.engine.results import FAILED, NOT_IMPLEMENTED, PASSED
+from grader.engine.results import FAILED
 from grader.instructor.stubs import package_dir
 from grader.records import get_exercise
-from grader.records.ex8_6 import final_energy, trajectory_energy
+from grader.reference.hopfield import energy_of
+from tests.grader.test_records import HIDDEN_SEEDS
 from tests.support import grading as grading_helpers
-from tests.support.grading import failures
+from tests.support.grading import failures, reference_result
 
 pytestmark = pytest.mark.ex8_6
 
-HEADER = "import keras\nfrom keras import ops\nimport numpy as np\n\n"
+EXERCISE = "8-6"
 REFERENCE = (package_dir("solutions") / "ex8_6.py").read_text(encoding="utf-8")
 ENERGY_CHECK = "energy never rises"
+RECORD = get_exercise(EXERCISE)
+# The record's energy properties: along a trajectory, and from a state to the one returned.
+trajectory_energy = RECORD.part("async_trajectory").properties[0].check
+final_energy = RECORD.part("async_update").properties[0].check
 
 
 def submit(tmp_path, body: str) -> str:
-    return grading_helpers.submit(tmp_path, "8-6", body, HEADER)
+    return grading_helpers.submit(tmp_path, EXERCISE, body)
 
 
 def messages(part):
@@ -34,33 +40,14 @@ def override(function: str, *lines: str) -> str:
     return REFERENCE + "\n\n" + signature + "\n" + "\n".join("    " + line for line in lines) + "\n"
 
 
-@pytest.fixture(scope="module")
-def reference_result():
-    """The reference graded on the public cases and on hidden ones (fresh sizes)."""
-    return grade("8-6", package_dir("solutions"), hidden_seed=11)
-
-
-def test_reference_scores_full_marks_on_public_and_hidden_cases(reference_result):
-    assert reference_result.score == reference_result.max_score == 10.0
-    assert {part.status for part in reference_result.parts} == {PASSED}
-    trajectory = reference_result.part("async_trajectory")
+def test_the_energy_is_checked_on_many_trajectories_public_and_hidden():
+    trajectory = reference_result(EXERCISE, HIDDEN_SEEDS[EXERCISE]).part("async_trajectory")
     energy_checks = [c for c in trajectory.checks if c.name.startswith(ENERGY_CHECK)]
     assert len(energy_checks) >= 12 and any("hidden" in c.name for c in energy_checks)
 
 
-def test_stub_reports_not_implemented_for_every_part():
-    result = grade("8-6", package_dir("exercises"))
-    assert result.score == 0.0
-    for part in result.parts:
-        assert part.status == NOT_IMPLEMENTED, part
-        assert all(
-            check.message.startswith("not implemented yet (Exercise 8-6: ")
-            for check in failures(part)
-        )
-
-
 def test_the_cases_hold_many_trajectories_with_ties():
-    record = get_exercise("8-6")
+    record = get_exercise(EXERCISE)
     for seed, hidden_seed in ((0, None), (1, 2)):
         cases = make_cases(record, seed, hidden_seed)["async_trajectory"]
         trajectories = sum(
@@ -80,8 +67,7 @@ def test_the_cases_hold_many_trajectories_with_ties():
 
 
 def _trajectory_case():
-    record = get_exercise("8-6")
-    return make_cases(record, 0)["async_trajectory"][3]  # one state, integer weights
+    return make_cases(RECORD, 0)["async_trajectory"][3]  # one state, integer weights
 
 
 def _reference_trajectory(case):
@@ -94,7 +80,7 @@ def test_the_energy_property_accepts_the_reference_and_names_the_step_that_rose(
     case = _trajectory_case()
     path = _reference_trajectory(case)
     assert trajectory_energy(case, path) is None
-    energies = [-0.5 * s @ case.inputs["W"] @ s for s in path]
+    energies = energy_of(case.inputs["W"], path)
     step = next(t for t in range(1, len(path)) if energies[t] < energies[t - 1])
     rising = path.copy()
     rising[step] = path[step - 1]  # undo one descent: from step to step + 1 the energy rises
@@ -111,7 +97,7 @@ def test_the_energy_property_explains_outputs_it_cannot_read():
     broken = path.copy()
     broken[2, 0] = np.nan
     assert "NaN" in trajectory_energy(case, broken)
-    update_case = make_cases(get_exercise("8-6"), 0)["async_update"][1]  # a batch, with bias
+    update_case = make_cases(RECORD, 0)["async_update"][1]  # a batch, with bias
     assert final_energy(update_case, -update_case.inputs["state"][:, :1]) is not None
 
 
@@ -196,7 +182,7 @@ def recall(W, state, sweeps):
     "body", [ALTERNATIVE_LOOPS, ALTERNATIVE_KERAS], ids=["numpy-loops", "keras-ops"]
 )
 def test_correct_alternatives_score_full_marks(tmp_path, body):
-    result = grade("8-6", submit(tmp_path, body), hidden_seed=5)
+    result = grade(EXERCISE, submit(tmp_path, body), hidden_seed=5)
     assert result.score == 10.0, [(p.name, messages(p)) for p in result.parts]
 
 
@@ -384,7 +370,7 @@ PLANTED = [
 def test_planted_mistake_fails_its_part_with_a_named_message(
     tmp_path, part_name, body, mistake, phrase
 ):
-    result = grade("8-6", submit(tmp_path, body), parts=[part_name])
+    result = grade(EXERCISE, submit(tmp_path, body), parts=[part_name])
     part = result.part(part_name)
     assert part.status == FAILED and part.score == 0.0, messages(part)
     assert any(phrase in check.message for check in failures(part)), messages(part)
@@ -406,7 +392,7 @@ WRONG_SIGN_TRAJECTORY = override("async_trajectory", *trajectory(WRONG_SIGN))
 )
 def test_dynamics_that_raise_the_energy_fail_the_energy_property(tmp_path, body, mistake):
     """Synchronous updates and updates against the field both raise the energy somewhere."""
-    result = grade("8-6", submit(tmp_path, body), parts=["async_trajectory"])
+    result = grade(EXERCISE, submit(tmp_path, body), parts=["async_trajectory"])
     part = result.part("async_trajectory")
     assert part.status == FAILED, messages(part)
     broken = [c for c in failures(part) if c.name.startswith(ENERGY_CHECK)]
@@ -421,6 +407,6 @@ def test_every_known_mistake_is_planted():
     planted = {(part, mistake) for part, _, mistake, _ in PLANTED if mistake}
     planted.add(("async_trajectory", "fields from the old state (a synchronous update)"))
     planted.add(("async_trajectory", "update against the field"))
-    record = get_exercise("8-6")
+    record = get_exercise(EXERCISE)
     known = {(part.name, mistake.name) for part in record.parts for mistake in part.mistakes}
     assert known <= planted, known - planted

@@ -1,14 +1,14 @@
-"""Lab additive graded end to end: the reference, the stub, a correct alternative and planted
-mistakes."""
+"""Lab additive graded end to end: what the reference is checked on, a correct alternative and
+planted mistakes. Full marks and the stub: tests/grader/test_records.py."""
 
 import pytest
 
 from grader.engine.grading import grade
+from tests.grader.test_records import HIDDEN_SEEDS
 from tests.support.grading import (
     assert_full_marks,
     assert_planted_mistake,
-    assert_reference_scores_full_marks,
-    assert_stub_reports_not_implemented,
+    reference_result,
     submit,
 )
 
@@ -17,15 +17,11 @@ pytestmark = pytest.mark.labs
 LAB = "additive"
 
 
-def test_reference_scores_full_marks_on_public_and_hidden_checks():
-    result = assert_reference_scores_full_marks(LAB, hidden_seed=3)
+def test_the_reference_is_checked_on_the_gradient_of_every_weight():
+    result = reference_result(LAB, HIDDEN_SEEDS[LAB])
     names = [check.name for part in result.parts for check in part.checks]
     for weight in ("query_kernel", "key_kernel", "score_vector"):
         assert any(name.startswith(f"gradient wrt {weight},") for name in names)
-
-
-def test_stub_reports_not_implemented_for_every_part():
-    assert_stub_reports_not_implemented(LAB)
 
 
 BASE = """

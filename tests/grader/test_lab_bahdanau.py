@@ -1,14 +1,15 @@
-"""Lab bahdanau (one decoder step of Bahdanau attention) graded end to end: the reference, the
-stub, correct alternatives and planted mistakes."""
+"""Lab bahdanau (one decoder step of Bahdanau attention) graded end to end: what the reference's
+grading checks, correct alternatives and planted mistakes (tests/grader/test_records.py grades
+the reference and the stub)."""
 
 import pytest
 
 from grader.engine.grading import grade
+from tests.grader.test_records import HIDDEN_SEEDS
 from tests.support.grading import (
     assert_full_marks,
     assert_planted_mistake,
-    assert_reference_scores_full_marks,
-    assert_stub_reports_not_implemented,
+    reference_result,
     submit,
 )
 
@@ -17,16 +18,12 @@ pytestmark = pytest.mark.labs
 LAB = "bahdanau"
 
 
-def test_reference_scores_full_marks_on_public_and_hidden_checks():
-    result = assert_reference_scores_full_marks(LAB, hidden_seed=7)
+def test_reference_is_checked_for_every_gradient_and_the_distributions():
+    result = reference_result(LAB, HIDDEN_SEEDS[LAB])
     names = [check.name for part in result.parts for check in part.checks]
     for weight in ("W_s", "W_h", "v", "previous_state", "encoder_states"):
         assert any(name.startswith(f"gradient wrt {weight},") for name in names), weight
     assert any(name.startswith("rows are distributions") for name in names)
-
-
-def test_stub_reports_not_implemented_for_every_part():
-    assert_stub_reports_not_implemented(LAB)
 
 
 # TensorFlow with a -inf fill from tf.sequence_mask, and the alignment in NumPy with a loop.

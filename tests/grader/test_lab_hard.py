@@ -1,14 +1,15 @@
-"""Lab hard (hard attention) graded end to end: the reference, the stub, a correct alternative
-and planted mistakes, gradient mistakes of the straight-through estimator included."""
+"""Lab hard (hard attention) graded end to end: what the graded reference shows, a correct
+alternative and planted mistakes, gradient mistakes of the straight-through estimator included
+(full marks and the stub: tests/grader/test_records.py)."""
 
 import pytest
 
 from grader.engine.grading import grade
+from tests.grader.test_records import HIDDEN_SEEDS
 from tests.support.grading import (
     assert_full_marks,
     assert_planted_mistake,
-    assert_reference_scores_full_marks,
-    assert_stub_reports_not_implemented,
+    reference_result,
     submit,
 )
 
@@ -17,15 +18,11 @@ pytestmark = pytest.mark.labs
 LAB = "hard"
 
 
-def test_reference_scores_full_marks_on_public_and_hidden_checks():
-    result = assert_reference_scores_full_marks(LAB, hidden_seed=4)
+def test_reference_is_checked_for_frequencies_and_gradients():
+    result = reference_result(LAB, HIDDEN_SEEDS[LAB])
     names = [check.name for part in result.parts for check in part.checks]
     assert any(name.startswith("frequencies follow α") for name in names)
     assert any(name.startswith("gradient wrt scores") for name in names)
-
-
-def test_stub_reports_not_implemented_for_every_part():
-    assert_stub_reports_not_implemented(LAB)
 
 
 ALTERNATIVE_NUMPY_AND_TENSORFLOW = """

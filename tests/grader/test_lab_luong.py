@@ -1,14 +1,15 @@
-"""Lab luong (global attention with three scores, and local-p) graded end to end: the
-reference, the stub, correct alternatives and planted mistakes."""
+"""Lab luong (global attention with three scores, and local-p) graded end to end: what the
+reference's grading checks, correct alternatives and planted mistakes
+(tests/grader/test_records.py grades the reference and the stub)."""
 
 import pytest
 
 from grader.engine.grading import grade
+from tests.grader.test_records import HIDDEN_SEEDS
 from tests.support.grading import (
     assert_full_marks,
     assert_planted_mistake,
-    assert_reference_scores_full_marks,
-    assert_stub_reports_not_implemented,
+    reference_result,
     submit,
 )
 
@@ -17,16 +18,12 @@ pytestmark = pytest.mark.labs
 LAB = "luong"
 
 
-def test_reference_scores_full_marks_on_public_and_hidden_checks():
-    result = assert_reference_scores_full_marks(LAB, hidden_seed=3)
+def test_reference_is_checked_for_every_gradient_and_the_window():
+    result = reference_result(LAB, HIDDEN_SEEDS[LAB])
     names = [check.name for part in result.parts for check in part.checks]
     for weight in ("W_a", "v_a", "W_c", "W_p", "v_p", "query", "encoder_states"):
         assert any(name.startswith(f"gradient wrt {weight},") for name in names), weight
     assert any(name.startswith("zero outside the window") for name in names)
-
-
-def test_stub_reports_not_implemented_for_every_part():
-    assert_stub_reports_not_implemented(LAB)
 
 
 BUILD_GLOBAL = """

@@ -1,14 +1,15 @@
-"""Lab masked-softmax graded end to end: the reference, the stub, a correct alternative and
-planted mistakes (the NaN gradient of a log-mask included)."""
+"""Lab masked-softmax graded end to end: what the reference is checked on, a correct alternative
+and planted mistakes (the NaN gradient of a log-mask included). Full marks and the stub:
+tests/grader/test_records.py."""
 
 import pytest
 
 from grader.engine.grading import grade
+from tests.grader.test_records import HIDDEN_SEEDS
 from tests.support.grading import (
     assert_full_marks,
     assert_planted_mistake,
-    assert_reference_scores_full_marks,
-    assert_stub_reports_not_implemented,
+    reference_result,
     submit,
 )
 
@@ -17,15 +18,11 @@ pytestmark = pytest.mark.labs
 LAB = "masked-softmax"
 
 
-def test_reference_scores_full_marks_on_public_and_hidden_checks():
-    result = assert_reference_scores_full_marks(LAB, hidden_seed=5)
+def test_the_reference_is_checked_on_properties_and_gradients():
+    result = reference_result(LAB, HIDDEN_SEEDS[LAB])
     names = [check.name for part in result.parts for check in part.checks]
     assert any(name.startswith("masked positions get zero weight") for name in names)
     assert any(name.startswith("gradient wrt scores") for name in names)
-
-
-def test_stub_reports_not_implemented_for_every_part():
-    assert_stub_reports_not_implemented(LAB)
 
 
 ALTERNATIVE_NUMPY_AND_TENSORFLOW = """

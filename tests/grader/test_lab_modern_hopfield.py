@@ -1,14 +1,15 @@
 """Lab modern-hopfield (the update, one-step retrieval, the update as attention) graded end to
-end: the reference, the stub, correct alternatives and planted mistakes."""
+end: what the reference's grading checks, correct alternatives and planted mistakes
+(tests/grader/test_records.py grades the reference and the stub)."""
 
 import pytest
 
 from grader.engine.grading import grade
+from tests.grader.test_records import HIDDEN_SEEDS
 from tests.support.grading import (
     assert_full_marks,
     assert_planted_mistake,
-    assert_reference_scores_full_marks,
-    assert_stub_reports_not_implemented,
+    reference_result,
     submit,
 )
 
@@ -17,17 +18,13 @@ pytestmark = pytest.mark.labs
 LAB = "modern-hopfield"
 
 
-def test_reference_scores_full_marks_on_public_and_hidden_checks():
-    result = assert_reference_scores_full_marks(LAB, hidden_seed=9)
+def test_reference_is_checked_for_gradients_retrieval_and_scaled_attention():
+    result = reference_result(LAB, HIDDEN_SEEDS[LAB])
     names = [check.name for part in result.parts for check in part.checks]
     for source in ("queries", "patterns"):
         assert any(name.startswith(f"gradient wrt {source},") for name in names), source
     assert any(name.startswith("retrieves the closest stored pattern") for name in names)
     assert any("scaled dot-product attention" in name for name in names)
-
-
-def test_stub_reports_not_implemented_for_every_part():
-    assert_stub_reports_not_implemented(LAB)
 
 
 # TensorFlow, with the column convention kept (2-D states made from 1-D ones).

@@ -1,14 +1,15 @@
-"""Lab nw (Nadaraya–Watson kernel regression) graded end to end: the reference, the stub, a
-correct alternative and planted mistakes."""
+"""Lab nw (Nadaraya–Watson kernel regression) graded end to end: what the reference's grading
+checks, a correct alternative and planted mistakes (tests/grader/test_records.py grades the
+reference and the stub)."""
 
 import pytest
 
 from grader.engine.grading import grade
+from tests.grader.test_records import HIDDEN_SEEDS
 from tests.support.grading import (
     assert_full_marks,
     assert_planted_mistake,
-    assert_reference_scores_full_marks,
-    assert_stub_reports_not_implemented,
+    reference_result,
     submit,
 )
 
@@ -17,15 +18,11 @@ pytestmark = pytest.mark.labs
 LAB = "nw"
 
 
-def test_reference_scores_full_marks_on_public_and_hidden_checks():
-    result = assert_reference_scores_full_marks(LAB, hidden_seed=11)
+def test_reference_is_checked_for_the_gradient_wrt_w_and_the_row_sums():
+    result = reference_result(LAB, HIDDEN_SEEDS[LAB])
     names = [check.name for part in result.parts for check in part.checks]
     assert any(name.startswith("gradient wrt w,") for name in names)
     assert any(name.startswith("rows sum to one") for name in names)
-
-
-def test_stub_reports_not_implemented_for_every_part():
-    assert_stub_reports_not_implemented(LAB)
 
 
 ALTERNATIVE_NUMPY_AND_TENSORFLOW = """

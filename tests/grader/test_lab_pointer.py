@@ -1,14 +1,15 @@
 """Lab pointer (pointer scores, greedy decoding, the likelihood of a target sequence) graded end
-to end: the reference, the stub, correct alternatives and planted mistakes."""
+to end: what the reference's grading checks, correct alternatives and planted mistakes
+(tests/grader/test_records.py grades the reference and the stub)."""
 
 import pytest
 
 from grader.engine.grading import grade
+from tests.grader.test_records import HIDDEN_SEEDS
 from tests.support.grading import (
     assert_full_marks,
     assert_planted_mistake,
-    assert_reference_scores_full_marks,
-    assert_stub_reports_not_implemented,
+    reference_result,
     submit,
 )
 
@@ -17,16 +18,12 @@ pytestmark = pytest.mark.labs
 LAB = "pointer"
 
 
-def test_reference_scores_full_marks_on_public_and_hidden_checks():
-    result = assert_reference_scores_full_marks(LAB, hidden_seed=5)
+def test_reference_is_checked_for_every_gradient_and_distinct_positions():
+    result = reference_result(LAB, HIDDEN_SEEDS[LAB])
     names = [check.name for part in result.parts for check in part.checks]
     for weight in ("W_1", "W_2", "v", "encoder_states", "decoder_states"):
         assert any(name.startswith(f"gradient wrt {weight},") for name in names), weight
     assert any(name.startswith("distinct positions") for name in names)
-
-
-def test_stub_reports_not_implemented_for_every_part():
-    assert_stub_reports_not_implemented(LAB)
 
 
 BUILD = """
