@@ -3,6 +3,7 @@
 import keras
 from keras import ops
 
+from attnkit import precision
 from attnkit.attention import masking
 from attnkit.checks import check_positive_int, get_initializer
 from attnkit.scoring.dot import DotScore
@@ -157,7 +158,7 @@ class HierarchicalAttention(keras.layers.Layer):
         scores = ops.cast(self.score(query, u), self.compute_dtype)  # (B, 1, T)
         mask = masking.attention_mask(query, u, key_mask=keep)
         weights = masking.masked_softmax(scores, mask)
-        return ops.squeeze(ops.matmul(weights, states), 1), ops.squeeze(weights, 1)
+        return ops.squeeze(precision.matmul(weights, states), 1), ops.squeeze(weights, 1)
 
     def call(self, inputs, mask=None, return_attention_scores=False, training=None):
         if self.embedding is not None:

@@ -6,13 +6,12 @@ outputs y_i are the values: f(x) = Σ_i α(x, x_i) y_i with α a normalised kern
 Source: slides "注意力池化" (Nadaraya 1964, Watson 1964); d2l "attention pooling".
 """
 
-import numbers
-
 import keras
 from keras import ops
 
+from attnkit import precision
 from attnkit.attention import masking
-from attnkit.checks import get_initializer
+from attnkit.checks import check_choice, check_positive_number, get_initializer
 from attnkit.scoring.base import work_dtype
 
 __all__ = ["KERNELS", "NadarayaWatson", "ParametricNadarayaWatson"]
@@ -89,22 +88,16 @@ class _KernelRegression(keras.layers.Layer):
         x_i = _scalars(key, dtype)  # (B, Tk)
         diff = ops.expand_dims(x, -1) - ops.expand_dims(x_i, -2)  # (B, Tq, Tk)
         scores, support = self._scores(diff)
-        mask = masking.attention_mask(
-            ops.expand_dims(x, -1),
-            ops.expand_dims(x_i, -1),
-            query_mask=query_mask,
-            key_mask=key_mask,
-            key_lengths=key_lengths,
-            attention_mask=attention_mask,
-        )
+        masks = masking.Masks(query_mask, key_mask, key_lengths, attention_mask)
+        mask = masks.keep(ops.expand_dims(x, -1), ops.expand_dims(x_i, -1))
         # The kernel's support (compact kernels) is one more mask on the same path.
         mask = masking.combine_masks(mask, support)
         weights = ops.cast(masking.masked_softmax(scores, mask), self.compute_dtype)
         value = ops.cast(value, self.compute_dtype)
         if len(value.shape) == 2:
-            output = ops.squeeze(ops.matmul(weights, ops.expand_dims(value, -1)), -1)
+            output = ops.squeeze(precision.matmul(weights, ops.expand_dims(value, -1)), -1)
         else:
-            output = ops.matmul(weights, value)
+            output = precision.matmul(weights, value)
         if return_attention_scores:
             return output, weights
         return output
@@ -192,25 +185,11 @@ class NadarayaWatson(_KernelRegression):
 
     def __init__(self, kernel="gaussian", bandwidth=1.0, **kwargs):
         super().__init__(**kwargs)
-        if not isinstance(kernel, str) or kernel not in KERNELS:
-            raise ValueError(
-                f"`kernel` must be one of {', '.join(map(repr, KERNELS))}. "
-                f"Received: kernel={kernel!r}"
-            )
-        if (
-            isinstance(bandwidth, bool)
-            or not isinstance(bandwidth, numbers.Real)
-            or not float(bandwidth) > 0
-            or float(bandwidth) == float("inf")
-        ):
-            raise ValueError(
-                f"`bandwidth` must be a positive finite float. Received: bandwidth={bandwidth!r}"
-            )
-        self.kernel = kernel
-        self.bandwidth = float(bandwidth)
+        self.kernel = check_choice("kernel", kernel, KERNELS)
+        self.bandwidth = check_positive_number("bandwidth", bandwidth)
 
     def _scores(self, diff):
-        u = diff / ops.cast(self.bandwidth, diff.dtype)
+        u = diff / precision.constant(self.bandwidth, diff.dtype)
         u2 = ops.square(u)
         if self.kernel == "gaussian":
             return -0.5 * u2, None

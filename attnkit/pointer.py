@@ -1,10 +1,12 @@
 """Pointer network: the attention distribution itself is the output, NNDL (8.12)-(8.15)."""
 
+import dataclasses
+
 import keras
 from keras import ops
 
 from attnkit.attention import masking
-from attnkit.checks import check_positive_int
+from attnkit.checks import check_bool, check_positive_int, renamed_argument
 from attnkit.scoring.additive import AdditiveScore
 
 __all__ = ["PointerNetwork"]
@@ -33,7 +35,7 @@ class PointerNetwork(keras.layers.Layer):
         p(c_{1:M} | x_{1:N}) = Π_m p(c_m | c_{1:m-1}, x_{1:N})       NNDL (8.12)-(8.13)
 
     The softmax goes through `attnkit.attention.masking.masked_softmax` (float32 under mixed
-    precision): padded inputs (`input_lengths`, `input_mask`) and, with `mask_chosen=True`,
+    precision): padded inputs (`key_lengths`, `input_mask`) and, with `mask_chosen=True`,
     the positions already chosen at earlier steps get exactly zero probability, so the
     output is a permutation when M = N. A step whose every position is masked gives all-zero
     probabilities, never NaN. Train with a cross-entropy on the probabilities (not logits),
@@ -52,7 +54,8 @@ class PointerNetwork(keras.layers.Layer):
         targets: optional integer tensor `(batch_size, M)`, the true output indices c_m in
             [0, N) for teacher forcing. Without it, the call decodes greedily for N steps
             (see `decode`).
-        input_lengths: optional integer tensor `(batch_size,)`, the valid input lengths.
+        key_lengths: optional integer tensor `(batch_size,)`, the valid input lengths
+            (formerly `input_lengths`, which still works with a DeprecationWarning).
         input_mask: optional boolean tensor `(batch_size, N)`, `False` for padded inputs.
         training: bool, passed to the LSTMs.
 
@@ -66,10 +69,8 @@ class PointerNetwork(keras.layers.Layer):
     def __init__(self, units, mask_chosen=True, **kwargs):
         super().__init__(**kwargs)
         check_positive_int("units", units)
-        if not isinstance(mask_chosen, bool):
-            raise ValueError(f"`mask_chosen` must be a bool. Received: mask_chosen={mask_chosen!r}")
         self.units = units
-        self.mask_chosen = mask_chosen
+        self.mask_chosen = check_bool("mask_chosen", mask_chosen)
         policy = self.dtype_policy
         self.encoder = keras.layers.LSTM(
             units, return_sequences=True, return_state=True, dtype=policy, name="encoder"
@@ -90,11 +91,9 @@ class PointerNetwork(keras.layers.Layer):
         )
 
     # --------------------------------------------------------------- helpers
-    def _encode(self, inputs, input_lengths, input_mask, training):
+    def _encode(self, inputs, masks, training):
         inputs = ops.cast(inputs, self.compute_dtype)
-        keep = masking.attention_mask(
-            inputs[:, :1], inputs, key_mask=input_mask, key_lengths=input_lengths
-        )  # (B, 1, N) or None: the valid inputs, which the encoder reads
+        keep = masks.keep(inputs[:, :1], inputs)  # (B, 1, N) or None: the inputs the encoder reads
         encoder_mask = None if keep is None else keep[:, 0]
         states, h, c = self.encoder(inputs, mask=encoder_mask, training=training)
         return inputs, states, [h, c]
@@ -104,10 +103,20 @@ class PointerNetwork(keras.layers.Layer):
         return ops.zeros_like(inputs[:, 0]) + start  # (B, d)
 
     # ---------------------------------------------------------- teacher forcing
-    def call(self, inputs, targets=None, input_lengths=None, input_mask=None, training=None):
+    def call(
+        self,
+        inputs,
+        targets=None,
+        key_lengths=None,
+        input_mask=None,
+        training=None,
+        input_lengths=None,
+    ):
+        key_lengths = renamed_argument("key_lengths", key_lengths, "input_lengths", input_lengths)
         if targets is None:
-            return self.decode(inputs, input_lengths=input_lengths, input_mask=input_mask)[1]
-        inputs, states, initial = self._encode(inputs, input_lengths, input_mask, training)
+            return self.decode(inputs, key_lengths=key_lengths, input_mask=input_mask)[1]
+        masks = masking.Masks(key_mask=input_mask, key_lengths=key_lengths)
+        inputs, states, initial = self._encode(inputs, masks, training)
         targets = ops.cast(targets, "int32")
         # The decoder reads the start vector, then x_{c_1}, ..., x_{c_{M-1}}.
         index = ops.expand_dims(targets[:, :-1], -1) + ops.zeros_like(inputs[:, :1], "int32")
@@ -122,24 +131,19 @@ class PointerNetwork(keras.layers.Layer):
             one_hot = ops.one_hot(targets, ops.shape(inputs)[1], dtype="int32")  # (B, M, N)
             before = ops.cumsum(one_hot, axis=1) - one_hot  # chosen at steps < m
             not_chosen = ops.equal(before, 0)
-        mask = masking.attention_mask(
-            decoder_states,
-            states,
-            key_mask=input_mask,
-            key_lengths=input_lengths,
-            attention_mask=not_chosen,
-        )
+        mask = dataclasses.replace(masks, attention_mask=not_chosen).keep(decoder_states, states)
         return masking.masked_softmax(ops.cast(scores, self.compute_dtype), mask)
 
     # --------------------------------------------------------- greedy decoding
-    def decode(self, inputs, num_steps=None, input_lengths=None, input_mask=None):
+    def decode(self, inputs, num_steps=None, key_lengths=None, input_mask=None, input_lengths=None):
         """Greedy decoding: at each step, points at the most probable input position.
 
         Args:
             inputs: tensor `(batch_size, N, d)`.
             num_steps: positive int M, the number of output steps. Defaults to N (which must
                 then be known statically).
-            input_lengths: optional integer tensor `(batch_size,)`.
+            key_lengths: optional integer tensor `(batch_size,)` (formerly `input_lengths`,
+                which still works with a DeprecationWarning).
             input_mask: optional boolean tensor `(batch_size, N)`.
 
         Returns:
@@ -154,9 +158,11 @@ class PointerNetwork(keras.layers.Layer):
                     f"Received: num_steps={num_steps!r}"
                 )
         check_positive_int("num_steps", num_steps)
+        key_lengths = renamed_argument("key_lengths", key_lengths, "input_lengths", input_lengths)
         if not self.built:
             self.build(tuple(inputs.shape))
-        inputs, states, (h, c) = self._encode(inputs, input_lengths, input_mask, False)
+        masks = masking.Masks(key_mask=input_mask, key_lengths=key_lengths)
+        inputs, states, (h, c) = self._encode(inputs, masks, False)
         n = ops.shape(inputs)[1]
         batch = ops.shape(inputs)[0]
         chosen = ops.zeros((batch, n), "bool")
@@ -168,15 +174,8 @@ class PointerNetwork(keras.layers.Layer):
             output, (h, c) = self.decoder.cell(previous, [h, c], training=False)
             scores = self.score(ops.expand_dims(output, 1), states)  # (B, 1, N)
             query = ops.expand_dims(output, 1)
-            mask = masking.attention_mask(
-                query,
-                states,
-                key_mask=input_mask,
-                key_lengths=input_lengths,
-                attention_mask=(
-                    ops.expand_dims(ops.logical_not(chosen), 1) if self.mask_chosen else None
-                ),
-            )
+            not_chosen = ops.expand_dims(ops.logical_not(chosen), 1) if self.mask_chosen else None
+            mask = dataclasses.replace(masks, attention_mask=not_chosen).keep(query, states)
             p = masking.masked_softmax(ops.cast(scores, self.compute_dtype), mask)[:, 0]
             index = ops.cast(ops.argmax(p, axis=-1), "int32")
             chosen = ops.logical_or(chosen, ops.cast(ops.one_hot(index, n), "bool"))
@@ -200,9 +199,7 @@ class PointerNetwork(keras.layers.Layer):
         steps = inputs_shape[1] if targets_shape is None else tuple(targets_shape)[1]
         return (inputs_shape[0], steps, inputs_shape[1])
 
-    def compute_output_spec(
-        self, inputs, targets=None, input_lengths=None, input_mask=None, training=None
-    ):
+    def compute_output_spec(self, inputs, targets=None, *masks_and_training, **keywords):
         shape = self.compute_output_shape(inputs.shape, None if targets is None else targets.shape)
         return keras.KerasTensor(shape, dtype=self.compute_dtype)
 

@@ -5,12 +5,15 @@ permuting the input sequence permutes the output the same way. These layers add 
 that depends on the position to every input vector, so that order matters.
 """
 
-import numbers
-
 import keras
 from keras import ops
 
-from attnkit.checks import check_positive_int, get_initializer
+from attnkit.checks import (
+    check_optional_positive_int,
+    check_positive_int,
+    check_positive_number,
+    get_initializer,
+)
 
 __all__ = ["LearnedPositionEmbedding", "SinusoidalPositionEncoding"]
 
@@ -64,19 +67,8 @@ class SinusoidalPositionEncoding(keras.layers.Layer):
 
     def __init__(self, max_length=None, max_wavelength=10000.0, **kwargs):
         super().__init__(**kwargs)
-        if max_length is not None:
-            check_positive_int("max_length", max_length)
-        if (
-            isinstance(max_wavelength, bool)
-            or not isinstance(max_wavelength, numbers.Real)
-            or not max_wavelength > 0
-        ):
-            raise ValueError(
-                "`max_wavelength` must be a positive number. "
-                f"Received: max_wavelength={max_wavelength!r}"
-            )
-        self.max_length = max_length
-        self.max_wavelength = float(max_wavelength)
+        self.max_length = check_optional_positive_int("max_length", max_length)
+        self.max_wavelength = check_positive_number("max_wavelength", max_wavelength, finite=False)
         self.supports_masking = True
 
     def build(self, input_shape):

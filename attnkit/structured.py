@@ -3,6 +3,7 @@
 import keras
 from keras import ops
 
+from attnkit import precision
 from attnkit.attention import masking
 from attnkit.attention.scored import attention_output_spec, check_same_positions
 from attnkit.checks import get_initializer
@@ -162,19 +163,12 @@ class StructuredAttention(keras.layers.Layer):
             key = value
         dtype = work_dtype(self.compute_dtype)
         unary = ops.cast(self.score_layer(query, key), dtype)  # (B, Tq, Tk)
-        mask = masking.attention_mask(
-            query,
-            key,
-            query_mask=query_mask,
-            key_mask=value_mask,
-            key_lengths=key_lengths,
-            attention_mask=attention_mask,
-        )
+        mask = masking.Masks(query_mask, value_mask, key_lengths, attention_mask).keep(query, key)
         keep = ops.ones_like(unary, "bool")
         if mask is not None:
             keep = ops.logical_and(keep, mask)
         weights = ops.cast(self.marginals(unary, keep), self.compute_dtype)
-        output = ops.matmul(weights, ops.cast(value, self.compute_dtype))
+        output = precision.matmul(weights, ops.cast(value, self.compute_dtype))
         if return_attention_scores:
             return output, weights
         return output

@@ -2,11 +2,13 @@
 
     python benchmarks/attention_bench.py speed     # forward + backward time, eager and XLA
     python benchmarks/attention_bench.py memory    # peak memory, one process per configuration
-    python benchmarks/attention_bench.py --quick   # both, on small sizes, in seconds (CI)
+    python benchmarks/attention_bench.py masks     # what masks add to the blockwise path's peak
+    python benchmarks/attention_bench.py --quick   # all, on small sizes, in seconds (CI)
 
 Every figure is a ratio against a baseline measured in the same run: time against Keras's own
 layer of the same shapes, the achieved FLOP rate against a plain matmul of the same FLOP count,
-and peak memory against Keras's layer.
+peak memory against Keras's layer, and the blockwise path's peak with a causal and a padding
+mask against its peak without masks (op by op, where nothing prunes an unused mask).
 """
 
 from __future__ import annotations
@@ -32,23 +34,27 @@ def attention_flops(batch: int, length: int, model: int) -> float:
     return 3.0 * (projections + scores_and_pooling)
 
 
-def make_layer(kind: str, implementation: str = "plain"):
+def make_layer(kind: str, implementation: str = "plain", causal: bool = False, heads=HEADS):
     import keras
 
     import attnkit
 
     if kind == "keras":
-        return keras.layers.MultiHeadAttention(HEADS, MODEL // HEADS)
-    return attnkit.MultiHeadSelfAttention(HEADS, MODEL // HEADS, implementation=implementation)
+        return keras.layers.MultiHeadAttention(heads, MODEL // heads)
+    return attnkit.MultiHeadSelfAttention(
+        heads, MODEL // heads, implementation=implementation, use_causal_mask=causal
+    )
 
 
-def step_function(layer, kind: str, jit: bool):
+def step_function(layer, kind: str, jit: bool, mask=None):
+    """Forward + backward of `layer` on x; with `mask` (a (B, T) padding mask), attnkit's layer
+    gets it as its padding mask."""
     import tensorflow as tf
 
     def step(x):
         with tf.GradientTape() as tape:
             tape.watch(x)
-            y = layer(x, x) if kind == "keras" else layer(x)
+            y = layer(x, x) if kind == "keras" else layer(x, mask=mask)
             loss = tf.reduce_sum(y * y)
         return tape.gradient(loss, [x, *layer.trainable_variables])
 
@@ -128,11 +134,16 @@ def speed(lengths: list[int], repeats: int, batch: int) -> list[dict]:
     return rows
 
 
-def peak_memory_child(kind: str, implementation: str, length: int, batch: int) -> None:
-    """Runs in its own process: peak resident memory of one forward + backward, in MiB.
+def peak_memory_child(settings: dict) -> None:
+    """Runs in its own process: peak resident memory of one step of `settings["kind"]`'s layer,
+    in MiB.
 
-    The kernel's high-water mark is reset after the set-up (writing 5 to clear_refs), so the
-    figure is what the step itself adds at its peak.
+    Settings: `kind`, `implementation`, `length`, `batch`, and optionally `heads` (default
+    `HEADS`), `backward` (forward + backward, the default, or forward only), `eager`
+    (op by op instead of `tf.function`) and `masked` (attnkit's layer gets a causal mask and a
+    padding mask: the second half of the last example padded). The kernel's high-water mark is
+    reset after the set-up (writing 5 to clear_refs), so the figure is what the step itself adds
+    at its peak.
     """
     import tensorflow as tf
 
@@ -141,11 +152,28 @@ def peak_memory_child(kind: str, implementation: str, length: int, batch: int) -
             line = next(line for line in handle if line.startswith(field + ":"))
         return int(line.split()[1]) / 1024
 
-    layer = make_layer(kind, implementation)
+    kind, length, batch = settings["kind"], settings["length"], settings["batch"]
+    masked = settings.get("masked", False)
+    layer = make_layer(
+        kind, settings["implementation"], causal=masked, heads=settings.get("heads", HEADS)
+    )
     x = tf.random.normal((batch, length, MODEL))
+    mask = None
+    if masked:
+        mask = tf.sequence_mask([length] * (batch - 1) + [length // 2], length)
     layer(x[:, :8], x[:, :8]) if kind == "keras" else layer(x[:, :8])
-    step = tf.function(step_function(layer, kind, jit=False))
-    step.get_concrete_function(x)  # trace before measuring
+    if settings.get("backward", True):
+        step = step_function(layer, kind, jit=False, mask=mask)
+    else:
+
+        def step(x):
+            return [layer(x, x) if kind == "keras" else layer(x, mask=mask)]
+
+    if settings.get("eager", False):
+        [g.numpy() for g in step(x) if g is not None]  # the first call builds what it builds
+    else:
+        step = tf.function(step)
+        step.get_concrete_function(x)  # trace before measuring
     with open("/proc/self/clear_refs", "w") as handle:
         handle.write("5")
     before = status("VmRSS")
@@ -153,32 +181,68 @@ def peak_memory_child(kind: str, implementation: str, length: int, batch: int) -
     print(json.dumps({"peak_mib": status("VmHWM") - before}))
 
 
+def peak_mib(unmap_freed=False, **settings):
+    """`peak_memory_child(settings)` in a process of its own; None when it failed.
+
+    With `unmap_freed`, every allocation of 128 KiB or more gets pages of its own, returned when
+    it is freed (glibc's `MALLOC_MMAP_THRESHOLD_`): the resident size then follows what is alive,
+    so that the peak of a step that runs op by op is not hidden by pages its warm-up left behind.
+    """
+    environment = os.environ | ({"MALLOC_MMAP_THRESHOLD_": "131072"} if unmap_freed else {})
+    done = subprocess.run(
+        [sys.executable, __file__, "--child", json.dumps(settings)],
+        capture_output=True,
+        text=True,
+        env=environment,
+    )
+    if done.returncode != 0:
+        return None
+    return json.loads(done.stdout.strip().splitlines()[-1])["peak_mib"]
+
+
 def memory(lengths: list[int], batch: int) -> list[dict]:
     rows = []
     for length in lengths:
         row = {"T": length}
         for kind, implementation in CONFIGURATIONS:
-            done = subprocess.run(
-                [
-                    sys.executable,
-                    __file__,
-                    "--child",
-                    kind,
-                    implementation,
-                    str(length),
-                    str(batch),
-                ],
-                capture_output=True,
-                text=True,
-            )
             key = f"{kind}_{implementation}" if kind == "attnkit" else "keras"
-            if done.returncode != 0:
-                row[key] = None
-                continue
-            row[key] = json.loads(done.stdout.strip().splitlines()[-1])["peak_mib"]
+            row[key] = peak_mib(
+                kind=kind, implementation=implementation, length=length, batch=batch
+            )
         if row.get("keras") and row.get("attnkit_blockwise") is not None:
             row["blockwise_vs_keras"] = row["attnkit_blockwise"] / row["keras"]
         rows.append(row)
+    return rows
+
+
+def mask_memory(lengths: list[int], batch: int) -> list[dict]:
+    """The blockwise path op by op (one head, so that a block of scores is small next to a
+    (B, T, T) mask), with a causal and a padding mask against none: the masks should add nothing
+    like a (B, T, T) tensor, since the layer asks for them one block of keys at a time. In a
+    compiled step nothing would show: an unused tensor is pruned from the graph."""
+    rows = []
+    for length in lengths:
+        for backward in (False, True):
+            row = {
+                "T": length,
+                "step": "fwd+bwd" if backward else "forward",
+                "BxTxT_bool_mib": batch * length * length / 2**20,
+            }
+            for masked in (False, True):
+                row["masked_mib" if masked else "unmasked_mib"] = peak_mib(
+                    kind="attnkit",
+                    implementation="blockwise",
+                    length=length,
+                    batch=batch,
+                    heads=1,
+                    eager=True,
+                    backward=backward,
+                    masked=masked,
+                    unmap_freed=True,
+                )
+            if row["unmasked_mib"] and row["masked_mib"] is not None:
+                row["masked/unmasked"] = row["masked_mib"] / row["unmasked_mib"]
+            rows.append(row)
     return rows
 
 
@@ -199,13 +263,14 @@ def show(title: str, rows: list[dict]) -> None:
 
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("what", nargs="?", choices=["speed", "memory", "all"], default="all")
+    parser.add_argument(
+        "what", nargs="?", choices=["speed", "memory", "masks", "all"], default="all"
+    )
     parser.add_argument("--quick", action="store_true", help="small sizes, one repeat")
-    parser.add_argument("--child", nargs=4, help=argparse.SUPPRESS)
+    parser.add_argument("--child", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.child:
-        kind, implementation, length, batch = args.child
-        peak_memory_child(kind, implementation, int(length), int(batch))
+        peak_memory_child(json.loads(args.child))
         return
     if args.what in ("speed", "all"):
         lengths = [64] if args.quick else [128, 256, 512, 1024, 2048]
@@ -223,6 +288,15 @@ def main(argv=None) -> None:
             f"Peak memory of forward + backward (MiB above the set-up), B=1, heads={HEADS}, "
             f"d_model={MODEL}, one process each",
             memory(lengths, 1),
+        )
+    if args.what in ("masks", "all"):
+        lengths = [256] if args.quick else [2048, 4096]
+        batch = 1 if args.quick else 4
+        show(
+            f"Peak memory of the blockwise path op by op (MiB above the set-up), B={batch}, "
+            f"heads=1, d_model={MODEL}, with a causal and a padding mask against none; "
+            "BxTxT_bool_mib = the size of the whole mask the path never builds",
+            mask_memory(lengths, batch),
         )
 
 

@@ -4,6 +4,7 @@ from attnkit.attention.attention import Attention
 from attnkit.attention.blockwise import blockwise_attention
 from attnkit.attention.hard import HardAttention
 from attnkit.attention.masking import (
+    Masks,
     attention_mask,
     causal_mask,
     combine_masks,
@@ -18,6 +19,7 @@ from attnkit.attention.self_attention import MultiHeadSelfAttention, SelfAttenti
 __all__ = [
     "Attention",
     "HardAttention",
+    "Masks",
     "MultiHeadAttention",
     "MultiHeadSelfAttention",
     "MultiQueryAttention",

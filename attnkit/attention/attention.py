@@ -3,6 +3,7 @@
 import keras
 from keras import ops
 
+from attnkit import precision
 from attnkit.attention import masking
 from attnkit.attention.scored import ScoredAttention, attention_output_spec
 from attnkit.checks import check_rate, check_seed
@@ -78,16 +79,15 @@ class Attention(ScoredAttention):
     ):
         if key is None:
             key = value
-        scores, mask = self._scores_and_mask(
-            query, key, query_mask, value_mask, key_lengths, attention_mask, use_causal_mask
-        )
+        masks = masking.Masks(query_mask, value_mask, key_lengths, attention_mask, use_causal_mask)
+        scores, mask = self._scores_and_mask(query, key, masks)
         weights = masking.masked_softmax(scores, mask)
         pooled_weights = weights
         if training and self.dropout > 0:
             pooled_weights = keras.random.dropout(
                 weights, rate=self.dropout, seed=self.seed_generator
             )
-        output = ops.matmul(pooled_weights, ops.cast(value, weights.dtype))
+        output = precision.matmul(pooled_weights, ops.cast(value, weights.dtype))
         if return_attention_scores:
             return output, weights
         return output

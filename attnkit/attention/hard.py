@@ -3,9 +3,10 @@
 import keras
 from keras import ops
 
+from attnkit import precision
 from attnkit.attention import masking
 from attnkit.attention.scored import ScoredAttention
-from attnkit.checks import check_bool, check_seed
+from attnkit.checks import check_bool, check_choice, check_seed
 
 __all__ = ["HardAttention"]
 
@@ -77,9 +78,7 @@ class HardAttention(ScoredAttention):
         self, score="scaled_dot", mode="argmax", straight_through=False, seed=None, **kwargs
     ):
         super().__init__(score, **kwargs)
-        if mode not in _MODES:
-            raise ValueError(f"`mode` must be one of {_MODES}. Received: mode={mode!r}")
-        self.mode = mode
+        self.mode = check_choice("mode", mode, _MODES)
         self.straight_through = check_bool("straight_through", straight_through)
         self.seed = check_seed(seed)
         self.seed_generator = keras.random.SeedGenerator(seed) if mode == "sample" else None
@@ -125,9 +124,8 @@ class HardAttention(ScoredAttention):
     ):
         if key is None:
             key = value
-        scores, mask = self._scores_and_mask(
-            query, key, query_mask, value_mask, key_lengths, attention_mask, use_causal_mask
-        )
+        masks = masking.Masks(query_mask, value_mask, key_lengths, attention_mask, use_causal_mask)
+        scores, mask = self._scores_and_mask(query, key, masks)
         weights = masking.masked_softmax(scores, mask)
         indices = self._select(scores, mask)
         # e_ĵ as a row of Tk numbers; an index of -1 gives a zero row.
@@ -138,7 +136,7 @@ class HardAttention(ScoredAttention):
             selection = one_hot + (weights - ops.stop_gradient(weights))
         else:
             selection = one_hot
-        selected = ops.matmul(selection, ops.cast(value, selection.dtype))
+        selected = precision.matmul(selection, ops.cast(value, selection.dtype))
         if return_attention_scores:
             return selected, indices, weights
         return selected, indices

@@ -1,7 +1,9 @@
 """The one mask path of `attnkit`: padding masks, valid lengths, causal masks, masked softmax.
 
 Every layer in `attnkit` turns its masks into a single boolean tensor with
-`attention_mask(...)` and normalises its scores with `masked_softmax(...)`. Masks follow the
+`attention_mask(...)` (the attention layers hold their mask arguments in one `Masks` until a path
+asks for the keep-mask, whole or one block of keys at a time) and normalises its scores with
+`masked_softmax(...)`. Masks follow the
 Keras convention: boolean, `True` where a position is kept (attended to), `False` where it is
 masked out.
 
@@ -9,10 +11,13 @@ Source: d2l "masked softmax" (valid lengths); the note on why `-inf` masking giv
 fully masked row, and why the fill value must fit in the compute dtype.
 """
 
+import dataclasses
+
 import keras
 from keras import ops
 
 __all__ = [
+    "Masks",
     "attention_mask",
     "causal_mask",
     "combine_masks",
@@ -179,6 +184,70 @@ def attention_mask(
     if use_causal_mask:
         parts.append(causal_mask(ops.shape(query)[-2], ops.shape(key)[-2], key_start=key_start))
     return combine_masks(*parts)
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class Masks:
+    """The mask arguments of one attention call, as given, until a path asks for its keep-mask.
+
+    The attention layers take the same five (`query_mask`, `value_mask`, `key_lengths`,
+    `attention_mask`, `use_causal_mask`, in the order of their call arguments); holding them
+    here costs nothing, so a path that never forms the `(B, Tq, Tk)` scores (blockwise) never
+    forms the `(B, Tq, Tk)` mask either: it asks for one block of keys at a time.
+
+    Attributes:
+        query_mask: optional boolean `(B, Tq)`, `False` for padded queries.
+        key_mask: optional boolean `(B, Tk)`, `False` for padded keys (a layer's
+            `value_mask`).
+        key_lengths: optional integer `(B,)`, the number of valid keys.
+        attention_mask: optional boolean `(B, Tq, Tk)` or `(Tq, Tk)`.
+        use_causal_mask: bool, whether query `i` may only see keys `j <= i`.
+    """
+
+    query_mask: object = None
+    key_mask: object = None
+    key_lengths: object = None
+    attention_mask: object = None
+    use_causal_mask: bool = False
+
+    def keep(self, query, key, start=0, stop=None):
+        """The keep-mask of keys `[start, stop)` (all of them by default), broadcastable to
+        `(B, Tq, stop - start)`, or `None` when nothing is masked.
+
+        Args:
+            query: tensor `(B, Tq, ...)` (e.g. with heads); only its shape is used.
+            key: tensor `(B, Tk, ...)` of all the keys; only its shape is used.
+            start: int, the first key of the block.
+            stop: optional int, the end of the block (exclusive); `None` for Tk.
+        """
+        query, key = _positions(query), _positions(key)
+        if start == 0 and stop is None:
+            return attention_mask(query, key, **self._arguments())
+        stop = ops.shape(key)[1] if stop is None else stop
+
+        def columns(mask):
+            return None if mask is None else mask[..., start:stop]
+
+        return attention_mask(
+            query,
+            key[:, start:stop],
+            query_mask=self.query_mask,
+            key_mask=columns(self.key_mask),
+            key_lengths=self.key_lengths,
+            attention_mask=columns(self.attention_mask),
+            use_causal_mask=self.use_causal_mask,
+            key_start=start,
+        )
+
+    def _arguments(self):
+        return {field.name: getattr(self, field.name) for field in dataclasses.fields(self)}
+
+
+def _positions(x):
+    """`x` of shape `(B, T, ...)` cut to `(B, T, d)`: the shape `attention_mask` reads."""
+    while len(x.shape) > 3:
+        x = x[..., 0, :]
+    return x
 
 
 def masked_softmax(scores, mask=None, axis=-1):

@@ -5,13 +5,20 @@ import math
 import keras
 from keras import ops
 
+from attnkit import precision
 from attnkit.attention import masking
-from attnkit.attention.blockwise import SMALLEST_DEFAULT_BLOCK, blockwise_attention
+from attnkit.attention.blockwise import attend_in_blocks
+from attnkit.attention.dispatch import (
+    IMPLEMENTATIONS,
+    check_implementation,
+    choose_implementation,
+)
 from attnkit.attention.scored import attention_output_spec, check_same_positions
 from attnkit.checks import (
     check_bool,
     check_optional_positive_int,
     check_positive_int,
+    check_rank_3,
     check_rate,
     check_seed,
     get_initializer,
@@ -30,23 +37,15 @@ def clone_initializer(initializer):
     return initializer.__class__.from_config(initializer.get_config())
 
 
-def check_rank_3(name, shape):
-    if len(shape) != 3:
-        raise ValueError(
-            f"`{name}` must have shape (batch_size, length, features). "
-            f"Received: {name}_shape={shape}"
-        )
-
-
 # ------------------------------------------------------------- the attention proper
 def multi_head_scaled_dot_attention(
     query, key, value, mask=None, dropout=0.0, seed_generator=None, training=False
 ):
     """Scaled dot-product attention of every head at once: softmax(Q Kᵀ / √d_k) V.
 
-    This is the whole attention computation of `MultiHeadAttention` after the projections,
-    and the single place to put another implementation of it (e.g. a blockwise,
-    memory-efficient one) that gives the same result.
+    This is the plain path of `MultiHeadAttention` after the projections, the only one that
+    forms the weights; `attnkit.attention.blockwise.attend_in_blocks` and `fused_attention`
+    give the same output (the choice among them: `attnkit.attention.dispatch`).
 
     Args:
         query: tensor `(batch_size, Tq, num_heads, d_k)`, the projected queries.
@@ -67,11 +66,11 @@ def multi_head_scaled_dot_attention(
     """
     d_k = query.shape[-1]
     if d_k is None:
-        scale = ops.rsqrt(ops.cast(ops.shape(query)[-1], "float32"))
+        scale = ops.cast(ops.rsqrt(ops.cast(ops.shape(query)[-1], "float32")), query.dtype)
     else:
-        scale = 1.0 / math.sqrt(d_k)
+        scale = precision.constant(1.0 / math.sqrt(d_k), query.dtype)
     # The query is scaled before the product, which keeps float16 products in range.
-    query = query * ops.cast(scale, query.dtype)
+    query = query * scale
     scores = ops.einsum("bqhd,bkhd->bhqk", query, key)
     if mask is not None:
         mask = ops.expand_dims(mask, -3)  # (B, 1, Tq, Tk) or (1, Tq, Tk): every head
@@ -83,81 +82,12 @@ def multi_head_scaled_dot_attention(
     return output, weights
 
 
-IMPLEMENTATIONS = ("auto", "plain", "blockwise", "fused")
-
-
-def check_implementation(implementation, allowed, dropout):
-    if implementation not in allowed:
-        raise ValueError(
-            f"`implementation` must be one of {', '.join(map(repr, allowed))}. "
-            f"Received: implementation={implementation!r}"
-        )
-    if implementation in ("blockwise", "fused") and dropout > 0:
-        raise ValueError(
-            f"implementation={implementation!r} never forms the attention weights, so it cannot "
-            f"apply dropout to them: use implementation='plain' or dropout=0. Received: "
-            f"dropout={dropout}"
-        )
-    return implementation
-
-
-def _gpu_visible() -> bool:
-    backend = keras.backend.backend()
-    if backend == "jax":
-        import jax
-
-        return any(device.platform == "gpu" for device in jax.devices())
-    if backend == "torch":
-        import torch
-
-        return torch.cuda.is_available()
-    return False
-
-
-def _traced(tensor) -> bool:
-    """Whether `tensor` belongs to a computation being compiled (tf.function, XLA, jax.jit)
-    rather than one running op by op."""
-    backend = keras.backend.backend()
-    if backend == "tensorflow":
-        import tensorflow as tf
-
-        return not tf.executing_eagerly()
-    if backend == "jax":
-        import jax
-
-        return isinstance(tensor, jax.core.Tracer)
-    return False
-
-
-def choose_implementation(implementation, return_attention_scores, dropout_active, key=None):
-    """The path one call takes.
-
-    "auto" is, when neither the weights nor dropout are asked for: the backend's fused kernel
-    where it has one (JAX and PyTorch on a GPU); else, in a compiled computation with at
-    least two default blocks of keys, the blockwise path (on this project's CPU it ran
-    1.4-1.8x faster than the plain path with XLA at T = 512-2048, about as fast without
-    XLA, and holds no Tq × Tk tensor); else the plain path (op by op, small blocks cost more
-    than they save)."""
-    if implementation in ("blockwise", "fused") and return_attention_scores:
-        raise ValueError(
-            f"implementation={implementation!r} never forms the attention weights; ask for them "
-            "with implementation='plain'. Received: return_attention_scores=True"
-        )
-    if implementation != "auto":
-        return implementation
-    if return_attention_scores or dropout_active:
-        return "plain"
-    if _gpu_visible():
-        return "fused"
-    num_keys = None if key is None else key.shape[1]
-    if num_keys is not None and num_keys >= 2 * SMALLEST_DEFAULT_BLOCK and _traced(key):
-        return "blockwise"
-    return "plain"
-
-
 def fused_attention(query, key, value, mask=None):
     """`keras.ops.dot_product_attention` (a fused kernel on JAX and PyTorch GPUs), with
-    attnkit's convention that a query whose keys are all masked gets a zero output."""
+    attnkit's convention that a query whose keys are all masked gets a zero output.
+
+    It computes in float32 on JAX and PyTorch, which is why `dispatch.choose_implementation`
+    sends float64 inputs to the plain path instead."""
     if mask is None:
         return ops.dot_product_attention(query, key, value)
     while len(mask.shape) < 3:
@@ -189,11 +119,12 @@ class MultiHeadAttention(keras.layers.Layer):
     The key bias changes nothing (it adds q·b_k to every score of a row, which the softmax
     ignores, so its gradient is zero); it is there to match Keras's layer.
 
-    All masks go through `attnkit.attention.attention_mask`, the same for every head; masked
-    keys get exactly zero weight. A fully masked query row gets zero weights in every head,
-    so its heads' outputs are zero and its output is the output bias (zero when
-    `use_bias=False`), never NaN. (`keras.layers.MultiHeadAttention` gives such a row
-    uniform weights instead.) The softmax is computed in float32 under mixed precision.
+    All masks go through `attnkit.attention.attention_mask` (one block of keys at a time on
+    the blockwise path), the same for every head; masked keys get exactly zero weight. A fully
+    masked query row gets zero weights in every head, so its heads' outputs are zero and its
+    output is the output bias (zero when `use_bias=False`), never NaN, as in
+    `keras.layers.MultiHeadAttention` (Keras 3.15 also gives such a row zero weights). The
+    softmax is computed in float32 under mixed precision; float64 stays float64 on every path.
 
     Args:
         num_heads: positive int, the number of heads H.
@@ -216,7 +147,9 @@ class MultiHeadAttention(keras.layers.Layer):
             `"auto"` (the default), when neither the weights nor dropout are asked for, is
             `"fused"` on a JAX or PyTorch GPU, `"blockwise"` in a compiled call (tf.function,
             XLA, jax.jit) with at least 256 keys, else `"plain"`: see
-            `choose_implementation`. Only `"plain"` can return the weights or apply dropout.
+            `attnkit.attention.dispatch.choose_implementation`. Only `"plain"` can return the
+            weights or apply dropout. Float64 inputs never take `"fused"` (the backends'
+            kernels compute in float32): they take `"plain"` instead.
         block_size: positive int, keys per block of the `"blockwise"` path, or `None` (the
             default) for `attnkit.attention.blockwise.default_block_size(Tk)`.
         **kwargs: base layer keyword arguments, such as `name` and `dtype`.
@@ -357,15 +290,7 @@ class MultiHeadAttention(keras.layers.Layer):
     ):
         if key is None:
             key = value
-        mask = masking.attention_mask(
-            query,
-            key,
-            query_mask=query_mask,
-            key_mask=value_mask,
-            key_lengths=key_lengths,
-            attention_mask=attention_mask,
-            use_causal_mask=use_causal_mask,
-        )
+        masks = masking.Masks(query_mask, value_mask, key_lengths, attention_mask, use_causal_mask)
         q = self._project(query, self.query_kernel, self.query_bias)
         k = self._project(key, self.key_kernel, self.key_bias)
         v = self._project(value, self.value_kernel, self.value_bias)
@@ -375,31 +300,7 @@ class MultiHeadAttention(keras.layers.Layer):
             bool(training) and self.dropout > 0,
             key=k,
         )
-        weights = None
-        if path == "blockwise":
-            heads = blockwise_attention(
-                q,
-                k,
-                v,
-                query_mask=query_mask,
-                key_mask=value_mask,
-                key_lengths=key_lengths,
-                attention_mask=attention_mask,
-                use_causal_mask=use_causal_mask,
-                block_size=self.block_size,
-            )
-        elif path == "fused":
-            heads = fused_attention(q, k, v, mask)
-        else:
-            heads, weights = multi_head_scaled_dot_attention(
-                q,
-                k,
-                v,
-                mask,
-                dropout=self.dropout,
-                seed_generator=self.seed_generator,
-                training=training,
-            )
+        heads, weights = self._attend(path, q, k, v, masks, training)
         # [head_1; ...; head_H] W^O, written without the concatenation.
         output = ops.einsum("bqhv,hvo->bqo", heads, ops.cast(self.output_kernel, heads.dtype))
         if self.output_bias is not None:
@@ -407,6 +308,23 @@ class MultiHeadAttention(keras.layers.Layer):
         if return_attention_scores:
             return output, weights
         return output
+
+    def _attend(self, path, q, k, v, masks, training):
+        """The heads' outputs `(B, Tq, H, d_v)` and, on the plain path, their weights."""
+        if path == "blockwise":
+            return attend_in_blocks(q, k, v, masks, self.block_size), None
+        mask = masks.keep(q, k)  # the whole (B, Tq, Tk) mask: only for the paths that use it
+        if path == "fused":
+            return fused_attention(q, k, v, mask), None
+        return multi_head_scaled_dot_attention(
+            q,
+            k,
+            v,
+            mask,
+            dropout=self.dropout,
+            seed_generator=self.seed_generator,
+            training=training,
+        )
 
     def compute_mask(self, query, query_mask=None, **kwargs):
         return query_mask

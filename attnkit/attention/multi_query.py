@@ -98,15 +98,8 @@ class MultiQueryAttention(ScoredAttention):
         flat_query = ops.reshape(query, (batch, -1, ops.shape(query)[-1]))
         scores = ops.cast(self.score_layer(flat_query, key), self.compute_dtype)
         scores = ops.reshape(scores, (batch, t_q, m, t_k))
-        mask = masking.attention_mask(
-            query[:, :, 0, :],  # the positions, for the shapes only
-            key,
-            query_mask=query_mask,
-            key_mask=value_mask,
-            key_lengths=key_lengths,
-            attention_mask=attention_mask,
-            use_causal_mask=use_causal_mask,
-        )
+        masks = masking.Masks(query_mask, value_mask, key_lengths, attention_mask, use_causal_mask)
+        mask = masks.keep(query, key)  # per position: the M queries of a position alike
         if mask is not None:
             mask = ops.expand_dims(mask, -2)  # the same mask for the M queries
         weights = masking.masked_softmax(scores, mask)

@@ -7,7 +7,6 @@ the scores into masked weights through the one mask path. That lives here once.
 
 import keras
 
-from attnkit.attention import masking
 from attnkit.scoring.registry import resolve_score
 
 
@@ -33,21 +32,11 @@ class ScoredAttention(keras.layers.Layer):
         if not self.score_layer.built:
             self.score_layer.build(query_shape, key_shape)
 
-    def _scores_and_mask(
-        self, query, key, query_mask, value_mask, key_lengths, attention_mask, use_causal_mask
-    ):
-        """The scores (B, Tq, Tk) in the compute dtype and the one combined mask (or None)."""
+    def _scores_and_mask(self, query, key, masks):
+        """The scores (B, Tq, Tk) in the compute dtype and the keep-mask of `masks` (a
+        `masking.Masks`), or None."""
         scores = keras.ops.cast(self.score_layer(query, key), self.compute_dtype)
-        mask = masking.attention_mask(
-            query,
-            key,
-            query_mask=query_mask,
-            key_mask=value_mask,
-            key_lengths=key_lengths,
-            attention_mask=attention_mask,
-            use_causal_mask=use_causal_mask,
-        )
-        return scores, mask
+        return scores, masks.keep(query, key)
 
     def compute_mask(self, query, query_mask=None, **kwargs):
         return query_mask

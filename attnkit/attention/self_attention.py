@@ -5,22 +5,20 @@ import math
 import keras
 from keras import ops
 
+from attnkit import precision
 from attnkit.attention import masking
-from attnkit.attention.blockwise import blockwise_attention
-from attnkit.attention.multi_head import (
-    MultiHeadAttention,
-    check_implementation,
-    check_rank_3,
-    choose_implementation,
-    clone_initializer,
-)
+from attnkit.attention.blockwise import attend_in_blocks
+from attnkit.attention.dispatch import check_implementation, choose_implementation
+from attnkit.attention.multi_head import MultiHeadAttention, clone_initializer
 from attnkit.checks import (
     check_bool,
     check_optional_positive_int,
     check_positive_int,
+    check_rank_3,
     check_rate,
     check_seed,
     get_initializer,
+    renamed_argument,
 )
 
 try:
@@ -39,20 +37,25 @@ class _PaddingMaskMixin:
     """Shared mask handling of the two self-attention layers.
 
     Keras fills a `mask` call argument from the input's Keras mask only when `inputs` is the
-    only tensor argument; `__call__` also fills it when `lengths` is given as a tensor.
+    only tensor argument; `__call__` also fills it when `key_lengths` is given as a tensor.
+    `lengths`, the old name of `key_lengths`, still works, with a DeprecationWarning.
     """
 
-    def __call__(self, inputs, *args, **kwargs):
-        if not args and kwargs.get("mask") is None and kwargs.get("lengths") is not None:
+    def __call__(self, inputs, *args, lengths=None, **kwargs):
+        if lengths is not None:
+            kwargs["key_lengths"] = renamed_argument(
+                "key_lengths", kwargs.get("key_lengths"), "lengths", lengths
+            )
+        if not args and kwargs.get("mask") is None and kwargs.get("key_lengths") is not None:
             kwargs["mask"] = _get_keras_mask(inputs)
         return super().__call__(inputs, *args, **kwargs)
 
     @staticmethod
-    def _padding_mask(inputs, mask, lengths):
-        """(B, T) keep-mask of the real positions: the Keras mask AND `j < lengths[b]`."""
+    def _padding_mask(inputs, mask, key_lengths):
+        """(B, T) keep-mask of the real positions: the Keras mask AND `j < key_lengths[b]`."""
         length_mask = None
-        if lengths is not None:
-            length_mask = masking.length_mask(lengths, ops.shape(inputs)[-2])
+        if key_lengths is not None:
+            length_mask = masking.length_mask(key_lengths, ops.shape(inputs)[-2])
         return masking.combine_masks(mask, length_mask)
 
     def compute_mask(self, inputs, mask=None, **kwargs):
@@ -73,7 +76,7 @@ class SelfAttention(_PaddingMaskMixin, keras.layers.Layer):
     effect, since it adds q·b_k to every score of a row). There is no output projection
     (that is `MultiHeadSelfAttention`'s W^O).
 
-    Padding (a Keras mask or `lengths`) masks both the keys and the queries: a padded
+    Padding (a Keras mask or `key_lengths`) masks both the keys and the queries: a padded
     position is attended to by nobody and its own output row is zero. All masks go through
     `attnkit.attention.attention_mask`; masked weights are exactly zero and a fully masked
     row gives zeros, never NaN. The softmax is computed in float32 under mixed precision.
@@ -104,8 +107,9 @@ class SelfAttention(_PaddingMaskMixin, keras.layers.Layer):
         mask: optional boolean tensor `(batch_size, T)`, `False` at padded positions. Filled
             in automatically from a Keras mask carried by `inputs` (e.g. after
             `Embedding(mask_zero=True)`).
-        lengths: optional integer tensor `(batch_size,)`, the number of real positions of
-            each sequence (the same as `mask[b, j] = j < lengths[b]`).
+        key_lengths: optional integer tensor `(batch_size,)`, the number of real positions of
+            each sequence (the same as `mask[b, j] = j < key_lengths[b]`); formerly
+            `lengths`, which still works with a DeprecationWarning.
         return_attention_scores: bool, whether to also return the attention weights.
         training: bool, whether dropout is applied.
 
@@ -182,35 +186,29 @@ class SelfAttention(_PaddingMaskMixin, keras.layers.Layer):
 
     @staticmethod
     def _project(x, kernel, bias):
-        x = ops.matmul(x, ops.cast(kernel, x.dtype))
+        x = precision.matmul(x, ops.cast(kernel, x.dtype))
         return x if bias is None else x + ops.cast(bias, x.dtype)
 
-    def call(self, inputs, mask=None, lengths=None, return_attention_scores=False, training=None):
+    def call(
+        self, inputs, mask=None, key_lengths=None, return_attention_scores=False, training=None
+    ):
         q = self._project(inputs, self.query_kernel, self.query_bias)  # (8.16)
         k = self._project(inputs, self.key_kernel, self.key_bias)  # (8.17)
         v = self._project(inputs, self.value_kernel, self.value_bias)  # (8.18)
-        padding = self._padding_mask(inputs, mask, lengths)
+        padding = self._padding_mask(inputs, mask, key_lengths)
+        masks = masking.Masks(padding, padding, use_causal_mask=self.use_causal_mask)
         if choose_implementation(self.implementation, return_attention_scores, False) != "plain":
-            heads = blockwise_attention(
-                *(ops.expand_dims(x, 2) for x in (q, k, v)),  # one head
-                query_mask=padding,
-                key_mask=padding,
-                use_causal_mask=self.use_causal_mask,
-                block_size=self.block_size,
-            )
-            return ops.squeeze(heads, 2)
-        attention_mask = masking.attention_mask(
-            q, k, query_mask=padding, key_mask=padding, use_causal_mask=self.use_causal_mask
-        )
+            one_head = (ops.expand_dims(x, 2) for x in (q, k, v))
+            return ops.squeeze(attend_in_blocks(*one_head, masks, self.block_size), 2)
+        attention_mask = masks.keep(q, k)
         # (8.22), rows for columns: scale Q first, which keeps float16 products in range.
-        scores = ops.matmul(
-            q * ops.cast(1.0 / math.sqrt(self.key_dim), q.dtype), ops.swapaxes(k, -1, -2)
-        )
+        scale = precision.constant(1.0 / math.sqrt(self.key_dim), q.dtype)
+        scores = precision.matmul(q * scale, ops.swapaxes(k, -1, -2))
         weights = masking.masked_softmax(scores, attention_mask)
         pooled = weights
         if training and self.dropout > 0:
             pooled = keras.random.dropout(weights, rate=self.dropout, seed=self.seed_generator)
-        output = ops.matmul(pooled, v)
+        output = precision.matmul(pooled, v)
         if return_attention_scores:
             return output, weights
         return output
@@ -219,7 +217,7 @@ class SelfAttention(_PaddingMaskMixin, keras.layers.Layer):
         return (*tuple(input_shape)[:-1], self._value_dim)
 
     def compute_output_spec(
-        self, inputs, mask=None, lengths=None, return_attention_scores=False, training=None
+        self, inputs, mask=None, key_lengths=None, return_attention_scores=False, training=None
     ):
         output = keras.KerasTensor(
             self.compute_output_shape(inputs.shape), dtype=self.compute_dtype
@@ -259,7 +257,7 @@ class MultiHeadSelfAttention(_PaddingMaskMixin, keras.layers.Layer):
     own W^Q, W^K, W^V, so the heads can capture different kinds of interaction between the
     positions; the concatenated heads are projected by W^O. The weights live in the
     sublayer `attention` (a `MultiHeadAttention`, with the names and shapes of
-    `keras.layers.MultiHeadAttention`'s). Padding (a Keras mask or `lengths`) masks both
+    `keras.layers.MultiHeadAttention`'s). Padding (a Keras mask or `key_lengths`) masks both
     keys and queries; a padded position's weights are zero and its output is the output
     bias. Masks go through `attnkit.attention.attention_mask`; the softmax is computed in
     float32 under mixed precision.
@@ -287,7 +285,8 @@ class MultiHeadSelfAttention(_PaddingMaskMixin, keras.layers.Layer):
         inputs: tensor of shape `(batch_size, T, d)`.
         mask: optional boolean tensor `(batch_size, T)`, `False` at padded positions. Filled
             in automatically from a Keras mask carried by `inputs`.
-        lengths: optional integer tensor `(batch_size,)`, the number of real positions.
+        key_lengths: optional integer tensor `(batch_size,)`, the number of real positions
+            (formerly `lengths`, which still works with a DeprecationWarning).
         return_attention_scores: bool, whether to also return the attention weights.
         training: bool, whether dropout is applied.
 
@@ -338,8 +337,10 @@ class MultiHeadSelfAttention(_PaddingMaskMixin, keras.layers.Layer):
         check_rank_3("inputs", input_shape)
         self.attention.build(input_shape, input_shape)
 
-    def call(self, inputs, mask=None, lengths=None, return_attention_scores=False, training=None):
-        padding = self._padding_mask(inputs, mask, lengths)
+    def call(
+        self, inputs, mask=None, key_lengths=None, return_attention_scores=False, training=None
+    ):
+        padding = self._padding_mask(inputs, mask, key_lengths)
         return self.attention(
             inputs,
             inputs,
@@ -354,7 +355,7 @@ class MultiHeadSelfAttention(_PaddingMaskMixin, keras.layers.Layer):
         return self.attention.compute_output_shape(input_shape, input_shape)
 
     def compute_output_spec(
-        self, inputs, mask=None, lengths=None, return_attention_scores=False, training=None
+        self, inputs, mask=None, key_lengths=None, return_attention_scores=False, training=None
     ):
         return self.attention.compute_output_spec(
             inputs, inputs, return_attention_scores=return_attention_scores

@@ -3,7 +3,8 @@
 import keras
 from keras import ops
 
-from attnkit.checks import check_positive_int
+from attnkit import precision
+from attnkit.checks import check_bool, check_choice, check_positive_int, check_seed
 from attnkit.scoring.base import work_dtype
 
 __all__ = ["HopfieldNetwork"]
@@ -63,13 +64,10 @@ class HopfieldNetwork(keras.layers.Layer):
     ):
         super().__init__(**kwargs)
         check_positive_int("units", units)
-        if update not in _UPDATES:
-            raise ValueError(f"`update` must be one of {_UPDATES}. Received: update={update!r}")
+        check_choice("update", update, _UPDATES)
         check_positive_int("max_iterations", max_iterations)
-        if not isinstance(shuffle, bool):
-            raise ValueError(f"`shuffle` must be a bool. Received: shuffle={shuffle!r}")
-        if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int)):
-            raise ValueError(f"`seed` must be None or an integer. Received: seed={seed!r}")
+        check_bool("shuffle", shuffle)
+        check_seed(seed)
         self.units = units
         self.update = update
         self.max_iterations = max_iterations
@@ -127,7 +125,7 @@ class HopfieldNetwork(keras.layers.Layer):
             )
         dtype = self.kernel.dtype
         x = ops.cast(patterns, dtype)
-        weights = ops.matmul(ops.transpose(x), x) / ops.cast(shape[0], dtype)
+        weights = precision.matmul(ops.transpose(x), x) / ops.cast(shape[0], dtype)
         weights = weights * (1.0 - ops.eye(self.units, dtype=dtype))
         self.kernel.assign(weights)
         if bias is not None:
@@ -174,7 +172,7 @@ class HopfieldNetwork(keras.layers.Layer):
         """
         s, compute = self._states(states)
         w, b = self._params(compute)
-        return -0.5 * ops.sum(ops.matmul(s, w) * s, axis=-1) - ops.sum(s * b, axis=-1)
+        return -0.5 * ops.sum(precision.matmul(s, w) * s, axis=-1) - ops.sum(s * b, axis=-1)
 
     def synchronous_step(self, states):
         """One synchronous update of every unit: s ← sgn(W s + b) (0 keeps the unit).
@@ -187,7 +185,7 @@ class HopfieldNetwork(keras.layers.Layer):
         """
         s, compute = self._states(states)
         w, b = self._params(compute)
-        return ops.cast(self._sign_keep(ops.matmul(s, w) + b, s), self.compute_dtype)
+        return ops.cast(self._sign_keep(precision.matmul(s, w) + b, s), self.compute_dtype)
 
     def _update_unit(self, s, w, b, unit):
         row = ops.take(w, unit, axis=0)  # W symmetric: row i = column i
@@ -253,7 +251,7 @@ class HopfieldNetwork(keras.layers.Layer):
             if self.update == "asynchronous":
                 new = self._sweep(state, w, b, ops.take(orders, step, axis=0))
             else:
-                new = self._sign_keep(ops.matmul(state, w) + b, state)
+                new = self._sign_keep(precision.matmul(state, w) + b, state)
             return step + 1, new, ops.any(ops.not_equal(new, state))
 
         _, s, _ = ops.while_loop(

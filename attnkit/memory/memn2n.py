@@ -3,8 +3,16 @@
 import keras
 from keras import ops
 
+from attnkit import precision
 from attnkit.attention import masking
-from attnkit.checks import check_positive_int, get_initializer
+from attnkit.checks import (
+    check_bool,
+    check_choice,
+    check_optional_positive_int,
+    check_positive_int,
+    get_initializer,
+    renamed_argument,
+)
 from attnkit.memory.read_write import memory_read
 from attnkit.scoring.dot import DotScore
 
@@ -62,7 +70,7 @@ class EndToEndMemoryNetwork(keras.layers.Layer):
 
     Token 0 is padding: padded words contribute nothing, and a memory slot whose words are all
     padding is masked (zero attention weight) through `attnkit.attention.masking`, together
-    with the optional `memory_mask` and `memory_lengths`.
+    with the optional `memory_mask` and `key_lengths`.
 
     Args:
         vocab_size: positive int V, the number of token ids (including the padding id 0).
@@ -87,7 +95,8 @@ class EndToEndMemoryNetwork(keras.layers.Layer):
         question: integer tensor of shape `(batch_size, question_length)`.
         memory_mask: optional boolean tensor `(batch_size, memory_slots)`, `False` for padded
             slots (combined with the slots that are all padding).
-        memory_lengths: optional integer tensor `(batch_size,)`, the number of real slots.
+        key_lengths: optional integer tensor `(batch_size,)`, the number of real slots
+            (formerly `memory_lengths`, which still works with a DeprecationWarning).
         return_attention_scores: bool, whether to also return the attention of every hop.
 
     Returns:
@@ -116,31 +125,12 @@ class EndToEndMemoryNetwork(keras.layers.Layer):
         check_positive_int("vocab_size", vocab_size)
         check_positive_int("embedding_dim", embedding_dim)
         check_positive_int("hops", hops)
-        if weight_tying not in _TYING:
-            raise ValueError(
-                f"`weight_tying` must be one of {_TYING}. Received: weight_tying={weight_tying!r}"
-            )
-        if not isinstance(temporal_encoding, bool):
-            raise ValueError(
-                "`temporal_encoding` must be a bool. "
-                f"Received: temporal_encoding={temporal_encoding!r}"
-            )
-        if memory_size is not None:
-            check_positive_int("memory_size", memory_size)
-        if sentence_encoding not in _ENCODINGS:
-            raise ValueError(
-                f"`sentence_encoding` must be one of {_ENCODINGS}. "
-                f"Received: sentence_encoding={sentence_encoding!r}"
-            )
-        if not isinstance(use_hop_projection, bool):
-            raise ValueError(
-                "`use_hop_projection` must be a bool. "
-                f"Received: use_hop_projection={use_hop_projection!r}"
-            )
-        if activation not in _ACTIVATIONS:
-            raise ValueError(
-                f'`activation` must be "softmax" or None. Received: activation={activation!r}'
-            )
+        check_choice("weight_tying", weight_tying, _TYING)
+        check_bool("temporal_encoding", temporal_encoding)
+        check_optional_positive_int("memory_size", memory_size)
+        check_choice("sentence_encoding", sentence_encoding, _ENCODINGS)
+        check_bool("use_hop_projection", use_hop_projection)
+        check_choice("activation", activation, _ACTIVATIONS)
         if embeddings_initializer is None:
             embeddings_initializer = keras.initializers.RandomNormal(stddev=0.1)
         self.vocab_size = vocab_size
@@ -272,10 +262,12 @@ class EndToEndMemoryNetwork(keras.layers.Layer):
         story,
         question,
         memory_mask=None,
-        memory_lengths=None,
+        key_lengths=None,
         return_attention_scores=False,
+        memory_lengths=None,
     ):
         self._check_shapes(tuple(story.shape), tuple(question.shape))
+        key_lengths = renamed_argument("key_lengths", key_lengths, "memory_lengths", memory_lengths)
         story = ops.cast(story, "int32")
         question = ops.cast(question, "int32")
         slot_mask = ops.any(ops.not_equal(story, 0), axis=-1)
@@ -301,13 +293,13 @@ class EndToEndMemoryNetwork(keras.layers.Layer):
                 self.score,
                 keys=keys,
                 memory_mask=slot_mask,
-                memory_lengths=memory_lengths,
+                memory_lengths=key_lengths,
                 return_weights=True,
             )
             attention.append(p)
             if k < self.hops - 1:
                 if self.use_hop_projection:
-                    q = ops.matmul(q, ops.cast(self.hop_kernel, self.compute_dtype)) + r
+                    q = precision.matmul(q, ops.cast(self.hop_kernel, self.compute_dtype)) + r
                 else:
                     q = q + r
         final = q + r
@@ -315,7 +307,7 @@ class EndToEndMemoryNetwork(keras.layers.Layer):
             answer = ops.transpose(ops.cast(self.embeddings[-1], self.compute_dtype))
         else:
             answer = ops.cast(self.answer_kernel, self.compute_dtype)
-        output = ops.matmul(final, answer)
+        output = precision.matmul(final, answer)
         if self.activation == "softmax":
             output = masking.masked_softmax(output)
         if return_attention_scores:
@@ -330,8 +322,9 @@ class EndToEndMemoryNetwork(keras.layers.Layer):
         story,
         question,
         memory_mask=None,
-        memory_lengths=None,
+        key_lengths=None,
         return_attention_scores=False,
+        memory_lengths=None,
     ):
         self._check_shapes(tuple(story.shape), tuple(question.shape))
         output = keras.KerasTensor(

@@ -1,11 +1,10 @@
 """Modern (continuous) Hopfield network (Ramsauer et al. 2020): one update is attention."""
 
-import numbers
-
 import keras
 from keras import ops
 
-from attnkit.checks import check_positive_int
+from attnkit import precision
+from attnkit.checks import check_positive_int, check_positive_number, renamed_argument
 from attnkit.memory.read_write import check_memory, memory_read
 from attnkit.scoring.dot import DotScore
 
@@ -24,7 +23,7 @@ class ModernHopfield(keras.layers.Layer):
     E = −β⁻¹ log Σ_i exp(β x_iᵀ ξ) + ½ ξᵀξ + const; it usually converges in one step, and
     the network can retrieve exponentially many (in d) well-separated patterns, far more than
     the ≈ 0.14 d of the classical `HopfieldNetwork`. Padded patterns (`patterns_mask`,
-    `pattern_lengths`) get zero weight through `attnkit.attention.masking`.
+    `key_lengths`) get zero weight through `attnkit.attention.masking`.
 
     Args:
         beta: positive float β, the inverse temperature. Defaults to 1.
@@ -35,8 +34,8 @@ class ModernHopfield(keras.layers.Layer):
         query: the state patterns ξ, shape `(batch_size, d)` or `(batch_size, Tq, d)`.
         patterns: the stored patterns X, shape `(batch_size, N, d)`.
         patterns_mask: optional boolean tensor `(batch_size, N)`, `False` for padding.
-        pattern_lengths: optional integer tensor `(batch_size,)`, the number of real
-            patterns.
+        key_lengths: optional integer tensor `(batch_size,)`, the number of real patterns
+            (formerly `pattern_lengths`, which still works with a DeprecationWarning).
         return_attention_scores: bool, whether to also return softmax(β ξ Xᵀ) of the last
             update.
 
@@ -51,13 +50,7 @@ class ModernHopfield(keras.layers.Layer):
 
     def __init__(self, beta=1.0, num_iterations=1, **kwargs):
         super().__init__(**kwargs)
-        if (
-            isinstance(beta, bool)
-            or not isinstance(beta, numbers.Real)
-            or not float(beta) > 0.0
-            or float(beta) == float("inf")
-        ):
-            raise ValueError(f"`beta` must be a positive float. Received: beta={beta!r}")
+        beta = check_positive_number("beta", beta)
         check_positive_int("num_iterations", num_iterations)
         self.beta = float(beta)
         self.num_iterations = num_iterations
@@ -97,13 +90,17 @@ class ModernHopfield(keras.layers.Layer):
         query,
         patterns,
         patterns_mask=None,
-        pattern_lengths=None,
+        key_lengths=None,
         return_attention_scores=False,
+        pattern_lengths=None,
     ):
         self._check(query.shape, patterns.shape)
+        key_lengths = renamed_argument(
+            "key_lengths", key_lengths, "pattern_lengths", pattern_lengths
+        )
         patterns = check_memory(patterns, "patterns")
         xi = ops.cast(query, patterns.dtype)
-        beta = ops.cast(self.beta, patterns.dtype)
+        beta = precision.constant(self.beta, patterns.dtype)
         weights = None
         for _ in range(self.num_iterations):
             xi, weights = memory_read(
@@ -111,7 +108,7 @@ class ModernHopfield(keras.layers.Layer):
                 beta * xi,
                 self.score,
                 memory_mask=patterns_mask,
-                memory_lengths=pattern_lengths,
+                memory_lengths=key_lengths,
                 return_weights=True,
             )
         if return_attention_scores:
@@ -127,8 +124,9 @@ class ModernHopfield(keras.layers.Layer):
         query,
         patterns,
         patterns_mask=None,
-        pattern_lengths=None,
+        key_lengths=None,
         return_attention_scores=False,
+        pattern_lengths=None,
     ):
         output = keras.KerasTensor(
             self.compute_output_shape(query.shape, patterns.shape), dtype=self.compute_dtype

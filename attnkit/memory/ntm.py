@@ -14,8 +14,9 @@ Reading is r = Σ_i w_i M_i and writing is the erase/add rule of `memory_write`.
 import keras
 from keras import ops
 
+from attnkit import precision
 from attnkit.attention import masking
-from attnkit.checks import check_positive_int, get_initializer
+from attnkit.checks import check_bool, check_choice, check_positive_int, get_initializer
 from attnkit.memory.read_write import check_memory, memory_address, memory_write
 from attnkit.scoring.base import work_dtype
 from attnkit.scoring.cosine import CosineScore
@@ -211,15 +212,15 @@ def sharpen(weights, gamma):
     gamma = ops.cast(_per_head(gamma, weights.shape, "gamma"), compute)
     positive = ops.greater(w, 0.0)
     tiny = ops.cast(1e-30, compute)
-    powered = ops.where(positive, ops.exp(gamma * ops.log(ops.maximum(w, tiny))), 0.0)
+    powered = ops.where(positive, ops.exp(gamma * ops.log(precision.maximum(w, tiny))), 0.0)
     total = ops.sum(powered, axis=-1, keepdims=True)
-    out = powered / ops.maximum(total, tiny)
+    out = powered / precision.maximum(total, tiny)
     return ops.cast(out, dtype)
 
 
 def _read(memory, weights):
     """r_h = Σ_i w_{h,i} M_i for weights (B, H, N): (B, H, width)."""
-    return ops.matmul(weights, memory)
+    return precision.matmul(weights, memory)
 
 
 @keras.saving.register_keras_serializable(package="attnkit")
@@ -302,15 +303,8 @@ class NTMCell(keras.layers.Layer):
             ("shift_range", shift_range),
         ):
             check_positive_int(name, value)
-        if controller not in _CONTROLLERS:
-            raise ValueError(
-                f"`controller` must be one of {_CONTROLLERS}. Received: controller={controller!r}"
-            )
-        if not isinstance(return_addressing, bool):
-            raise ValueError(
-                "`return_addressing` must be a bool. "
-                f"Received: return_addressing={return_addressing!r}"
-            )
+        check_choice("controller", controller, _CONTROLLERS)
+        check_bool("return_addressing", return_addressing)
         try:
             self.activation = keras.activations.get(activation)
         except (ValueError, TypeError) as error:
@@ -557,11 +551,7 @@ class NeuralTuringMachine(keras.layers.Layer):
         **kwargs,
     ):
         super().__init__(**kwargs)
-        if not isinstance(return_sequences, bool):
-            raise ValueError(
-                "`return_sequences` must be a bool. "
-                f"Received: return_sequences={return_sequences!r}"
-            )
+        check_bool("return_sequences", return_sequences)
         self.cell = NTMCell(
             units,
             memory_size=memory_size,

@@ -21,6 +21,7 @@ import inspect
 import keras
 from keras import ops
 
+from attnkit import precision
 from attnkit.attention import masking
 from attnkit.scoring.registry import resolve_score
 
@@ -217,7 +218,7 @@ def memory_read(
     if len(_shape(weights)) == 2:
         read = ops.sum(ops.expand_dims(weights, -1) * memory, axis=1)
     else:
-        read = ops.matmul(weights, memory)
+        read = precision.matmul(weights, memory)
     if return_weights:
         return read, weights
     return read

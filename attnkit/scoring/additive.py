@@ -3,6 +3,7 @@
 import keras
 from keras import ops
 
+from attnkit import precision
 from attnkit.checks import check_positive_int, get_initializer
 from attnkit.scoring.base import BaseScore, check_rank
 
@@ -60,11 +61,11 @@ class AdditiveScore(BaseScore):
 
     def call(self, query, key):
         dtype = query.dtype
-        q = ops.matmul(query, ops.cast(self.query_kernel, dtype))  # (B, Tq, u)
-        k = ops.matmul(key, ops.cast(self.key_kernel, dtype))  # (B, Tk, u)
+        q = precision.matmul(query, ops.cast(self.query_kernel, dtype))  # (B, Tq, u)
+        k = precision.matmul(key, ops.cast(self.key_kernel, dtype))  # (B, Tk, u)
         features = ops.tanh(ops.expand_dims(q, -2) + ops.expand_dims(k, -3))  # (B, Tq, Tk, u)
         v = ops.expand_dims(ops.cast(self.score_vector, dtype), -1)  # (u, 1)
-        return ops.squeeze(ops.matmul(features, v), -1)
+        return ops.squeeze(precision.matmul(features, v), -1)
 
     def get_config(self):
         config = super().get_config()

@@ -3,6 +3,7 @@
 import keras
 from keras import ops
 
+from attnkit import precision
 from attnkit.checks import get_initializer
 from attnkit.scoring.base import BaseScore, check_rank
 
@@ -45,8 +46,8 @@ class BilinearScore(BaseScore):
         )
 
     def call(self, query, key):
-        projected = ops.matmul(query, ops.cast(self.kernel, query.dtype))
-        return ops.matmul(projected, ops.swapaxes(key, -1, -2))
+        projected = precision.matmul(query, ops.cast(self.kernel, query.dtype))
+        return precision.matmul(projected, ops.swapaxes(key, -1, -2))
 
     def get_config(self):
         config = super().get_config()

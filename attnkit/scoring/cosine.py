@@ -1,10 +1,10 @@
 """Cosine-similarity score with a sharpness β (NTM content-based addressing)."""
 
-import numbers
-
 import keras
 from keras import ops
 
+from attnkit import precision
+from attnkit.checks import check_positive_number
 from attnkit.scoring.base import BaseScore, check_rank, work_dtype
 
 #: Added to the squared norm before the square root: q / sqrt(Σ q² + EPSILON). It keeps the
@@ -50,18 +50,12 @@ class CosineScore(BaseScore):
 
     def __init__(self, sharpness=None, **kwargs):
         super().__init__(**kwargs)
-        if sharpness is None or (isinstance(sharpness, str) and sharpness == "learned"):
-            pass
-        elif (
-            isinstance(sharpness, numbers.Real)
-            and not isinstance(sharpness, bool)
-            and float(sharpness) > 0
-        ):
-            sharpness = float(sharpness)
-        else:
-            raise ValueError(
-                '`sharpness` must be None, a positive float or the string "learned". '
-                f"Received: sharpness={sharpness!r}"
+        if not (sharpness is None or (isinstance(sharpness, str) and sharpness == "learned")):
+            sharpness = check_positive_number(
+                "sharpness",
+                sharpness,
+                finite=False,
+                what='None, a positive float or the string "learned"',
             )
         self.sharpness = sharpness
 
@@ -81,7 +75,7 @@ class CosineScore(BaseScore):
         compute = work_dtype(dtype)
         q = _normalize(ops.cast(query, compute))
         k = _normalize(ops.cast(key, compute))
-        scores = ops.matmul(q, ops.swapaxes(k, -1, -2))
+        scores = precision.matmul(q, ops.swapaxes(k, -1, -2))
         if sharpness is not None:
             beta = ops.cast(sharpness, compute)
             rank = len(beta.shape)
@@ -96,7 +90,7 @@ class CosineScore(BaseScore):
         elif self.sharpness == "learned":
             scores = scores * ops.cast(self.sharpness_weight, compute)
         elif self.sharpness is not None:
-            scores = scores * ops.cast(self.sharpness, compute)
+            scores = scores * precision.constant(self.sharpness, compute)
         return ops.cast(scores, dtype)
 
     def get_config(self):

@@ -5,6 +5,7 @@ import math
 import keras
 from keras import ops
 
+from attnkit import precision
 from attnkit.scoring.base import BaseScore, check_rank, check_same_size
 
 
@@ -38,7 +39,7 @@ class DotScore(BaseScore):
         check_same_size(type(self).__name__, query_shape, key_shape)
 
     def call(self, query, key):
-        return ops.matmul(query, ops.swapaxes(key, -1, -2))
+        return precision.matmul(query, ops.swapaxes(key, -1, -2))
 
     def get_config(self):
         return super().get_config()
@@ -78,10 +79,10 @@ class ScaledDotScore(BaseScore):
     def call(self, query, key):
         d = key.shape[-1]
         if d is not None:
-            scale = ops.cast(1.0 / math.sqrt(d), query.dtype)
+            scale = precision.constant(1.0 / math.sqrt(d), query.dtype)
         else:
             scale = ops.cast(ops.rsqrt(ops.cast(ops.shape(key)[-1], "float32")), query.dtype)
-        return ops.matmul(query * scale, ops.swapaxes(key, -1, -2))
+        return precision.matmul(query * scale, ops.swapaxes(key, -1, -2))
 
     def get_config(self):
         return super().get_config()

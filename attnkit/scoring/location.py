@@ -3,6 +3,7 @@
 import keras
 from keras import ops
 
+from attnkit import precision
 from attnkit.checks import check_positive_int, get_initializer
 from attnkit.scoring.base import BaseScore, check_rank
 
@@ -63,7 +64,7 @@ class LocationScore(BaseScore):
 
     def call(self, query, key):
         self._check_length(key.shape)
-        scores = ops.matmul(query, ops.cast(self.kernel, query.dtype))
+        scores = precision.matmul(query, ops.cast(self.kernel, query.dtype))
         return scores[..., : ops.shape(key)[-2]]
 
     def get_config(self):

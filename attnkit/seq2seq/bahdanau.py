@@ -3,8 +3,9 @@
 import keras
 from keras import ops
 
+from attnkit import precision
 from attnkit.attention import masking
-from attnkit.checks import check_positive_int
+from attnkit.checks import check_positive_int, renamed_argument
 from attnkit.scoring.additive import AdditiveScore
 
 __all__ = ["BahdanauDecoder"]
@@ -40,7 +41,7 @@ class BahdanauDecoder(keras.layers.Layer):
         logits_t = W_o [s_t; c_t] + b_o
 
     Padded source positions (from `encoder_outputs_mask`, a Keras mask carried by
-    `encoder_outputs`, or from `source_lengths`, d2l's valid lengths) get exactly zero
+    `encoder_outputs`, or from `key_lengths`, d2l's valid lengths) get exactly zero
     weight; an example with no valid source position gets a zero context, never NaN. The
     softmax goes through `attnkit.attention.masking.masked_softmax` (float32 under mixed
     precision). `call` is teacher forcing (the true previous tokens are fed in); `decode` is
@@ -65,7 +66,8 @@ class BahdanauDecoder(keras.layers.Layer):
         encoder_outputs_mask: optional boolean tensor `(batch_size, T_in)`, `False` for
             padded source positions. Filled in from a Keras mask carried by
             `encoder_outputs`.
-        source_lengths: optional integer tensor `(batch_size,)`, the valid source lengths.
+        key_lengths: optional integer tensor `(batch_size,)`, the valid source lengths
+            (formerly `source_lengths`, which still works with a DeprecationWarning).
         return_attention_scores: bool, whether to also return the attention history.
         return_state: bool, whether to also return the final decoder state.
         training: bool, passed to the sublayers.
@@ -112,20 +114,17 @@ class BahdanauDecoder(keras.layers.Layer):
         self.output_projection.build((batch, self.units + d_enc))
 
     # ------------------------------------------------------------------ one step
-    def _source_mask(self, encoder_outputs, encoder_outputs_mask, source_lengths):
+    def _source_mask(self, encoder_outputs, encoder_outputs_mask, key_lengths, source_lengths):
         """(B, 1, T_in) boolean mask of the valid source positions, or None."""
-        return masking.attention_mask(
-            encoder_outputs[:, :1],
-            encoder_outputs,
-            key_mask=encoder_outputs_mask,
-            key_lengths=source_lengths,
-        )
+        key_lengths = renamed_argument("key_lengths", key_lengths, "source_lengths", source_lengths)
+        masks = masking.Masks(key_mask=encoder_outputs_mask, key_lengths=key_lengths)
+        return masks.keep(encoder_outputs[:, :1], encoder_outputs)
 
     def _step(self, state, embedded, encoder_outputs, mask, training):
         """One decoder step: (s_{t-1}, embed(y_{t-1})) -> (s_t, logits_t, α_t)."""
         scores = self.score(ops.expand_dims(state, 1), encoder_outputs)  # (B, 1, T_in)
         alpha = masking.masked_softmax(ops.cast(scores, self.compute_dtype), mask)
-        context = ops.squeeze(ops.matmul(alpha, encoder_outputs), 1)  # (B, d_enc)
+        context = ops.squeeze(precision.matmul(alpha, encoder_outputs), 1)  # (B, d_enc)
         step_input = ops.concatenate([embedded, context], axis=-1)
         new_state, _ = self.cell(step_input, [state], training=training)
         logits = self.output_projection(ops.concatenate([new_state, context], axis=-1))
@@ -143,13 +142,14 @@ class BahdanauDecoder(keras.layers.Layer):
         encoder_outputs,
         initial_state=None,
         encoder_outputs_mask=None,
-        source_lengths=None,
+        key_lengths=None,
         return_attention_scores=False,
         return_state=False,
         training=None,
+        source_lengths=None,
     ):
         encoder_outputs = ops.cast(encoder_outputs, self.compute_dtype)
-        mask = self._source_mask(encoder_outputs, encoder_outputs_mask, source_lengths)
+        mask = self._source_mask(encoder_outputs, encoder_outputs_mask, key_lengths, source_lengths)
         state = self._initial_state(encoder_outputs, initial_state)
         embedded = ops.transpose(self.embedding(inputs), (1, 0, 2))  # (T_out, B, E)
         batch = ops.shape(encoder_outputs)[0]
@@ -181,8 +181,9 @@ class BahdanauDecoder(keras.layers.Layer):
         max_length,
         initial_state=None,
         encoder_outputs_mask=None,
-        source_lengths=None,
+        key_lengths=None,
         end_token=None,
+        source_lengths=None,
     ):
         """Greedy decoding: feeds the decoder its own argmax for `max_length` steps.
 
@@ -192,7 +193,8 @@ class BahdanauDecoder(keras.layers.Layer):
             max_length: positive int, the number of steps.
             initial_state: optional tensor `(batch_size, units)`; defaults to zeros.
             encoder_outputs_mask: optional boolean tensor `(batch_size, T_in)`.
-            source_lengths: optional integer tensor `(batch_size,)`.
+            key_lengths: optional integer tensor `(batch_size,)` (formerly `source_lengths`,
+                which still works with a DeprecationWarning).
             end_token: optional int, the end-of-sequence token: once an example has produced
                 it, its later tokens are `end_token` and its later attention rows are zero.
 
@@ -204,7 +206,7 @@ class BahdanauDecoder(keras.layers.Layer):
         if not self.built:
             self.build((None, None), tuple(encoder_outputs.shape))
         encoder_outputs = ops.cast(encoder_outputs, self.compute_dtype)
-        mask = self._source_mask(encoder_outputs, encoder_outputs_mask, source_lengths)
+        mask = self._source_mask(encoder_outputs, encoder_outputs_mask, key_lengths, source_lengths)
         batch = ops.shape(encoder_outputs)[0]
         state = self._initial_state(encoder_outputs, initial_state)
         tokens = ops.full((batch,), start_token, dtype="int32")
@@ -241,10 +243,11 @@ class BahdanauDecoder(keras.layers.Layer):
         encoder_outputs,
         initial_state=None,
         encoder_outputs_mask=None,
-        source_lengths=None,
+        key_lengths=None,
         return_attention_scores=False,
         return_state=False,
         training=None,
+        source_lengths=None,
     ):
         shape = self.compute_output_shape(inputs.shape, encoder_outputs.shape)
         outputs = [keras.KerasTensor(shape, dtype=self.compute_dtype)]

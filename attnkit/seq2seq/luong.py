@@ -3,8 +3,9 @@
 import keras
 from keras import ops
 
+from attnkit import precision
 from attnkit.attention import masking
-from attnkit.checks import check_positive_int
+from attnkit.checks import check_choice, check_positive_int
 from attnkit.scoring.additive import AdditiveScore
 from attnkit.scoring.base import work_dtype
 from attnkit.scoring.bilinear import BilinearScore
@@ -99,14 +100,8 @@ class LuongAttention(keras.layers.Layer):
     def __init__(self, units, score="dot", mode="global", window=10, max_length=None, **kwargs):
         super().__init__(**kwargs)
         check_positive_int("units", units)
-        if not isinstance(score, str) or score not in SCORES:
-            raise ValueError(
-                f"`score` must be one of {', '.join(map(repr, SCORES))}. Received: score={score!r}"
-            )
-        if not isinstance(mode, str) or mode not in MODES:
-            raise ValueError(
-                f"`mode` must be one of {', '.join(map(repr, MODES))}. Received: mode={mode!r}"
-            )
+        check_choice("score", score, SCORES)
+        check_choice("mode", mode, MODES)
         check_positive_int("window", window)
         if max_length is not None:
             check_positive_int("max_length", max_length)
@@ -196,20 +191,13 @@ class LuongAttention(keras.layers.Layer):
             source = ops.arange(ops.shape(value)[1], dtype=dtype)  # s = 0, ..., Tk-1
             distance = ops.expand_dims(source, 0) - ops.expand_dims(centres, -1)  # (B,Tq,Tk)
             inside = ops.less_equal(ops.abs(distance), float(self.window))
-        mask = masking.attention_mask(
-            query,
-            value,
-            query_mask=query_mask,
-            key_mask=value_mask,
-            key_lengths=key_lengths,
-            attention_mask=inside,
-        )
+        mask = masking.Masks(query_mask, value_mask, key_lengths, inside).keep(query, value)
         weights = masking.masked_softmax(scores, mask)
         if self.mode == "local-p":
             sigma = self.window / 2.0
             weights = weights * ops.exp(-ops.square(distance) / (2.0 * sigma * sigma))
         weights = ops.cast(weights, self.compute_dtype)
-        context = ops.matmul(weights, value)
+        context = precision.matmul(weights, value)
         output = self.combine(ops.concatenate([context, query], axis=-1))
         outputs = [output]
         if return_attention_scores:

@@ -164,7 +164,7 @@ CASES = [
         "self_attention",
         lambda: SelfAttention(3, 2, use_bias=True),
         _sequence,
-        lambda layer, x: layer(x["inputs"], lengths=x["lengths"], return_attention_scores=True),
+        lambda layer, x: layer(x["inputs"], key_lengths=x["lengths"], return_attention_scores=True),
         _self_attention_reference,
         "inputs",
     ),
@@ -172,7 +172,7 @@ CASES = [
         "multi_head_self_attention",
         lambda: MultiHeadSelfAttention(2, 3, value_dim=2, use_causal_mask=True),
         _sequence,
-        lambda layer, x: layer(x["inputs"], lengths=x["lengths"], return_attention_scores=True),
+        lambda layer, x: layer(x["inputs"], key_lengths=x["lengths"], return_attention_scores=True),
         _multi_head_self_reference,
         "inputs",
     ),
@@ -389,7 +389,7 @@ DISTRIBUTED_SCRIPT = textwrap.dedent(
         x = keras.layers.Embedding(12, 8, mask_zero=True)(tokens)
         x = SinusoidalPositionEncoding(max_length=6)(x)
         x = LearnedPositionEmbedding(6)(x)
-        x = SelfAttention(8, use_bias=True)(x, lengths=lengths)
+        x = SelfAttention(8, use_bias=True)(x, key_lengths=lengths)
         x = MultiHeadSelfAttention(2, 4, use_causal_mask=True)(x)
         x = MultiHeadAttention(2, 4, dropout=0.1, seed=1)(x, x, key_lengths=lengths)
         hard, _ = HardAttention(attnkit.BilinearScore(), straight_through=True)(x, x)

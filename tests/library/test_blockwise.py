@@ -1,5 +1,7 @@
 """The memory-efficient path: exact attention in key blocks (online softmax, recomputed
-backward), equal to the plain path, and never holding a Tq × Tk tensor."""
+backward), equal to the plain path, and never holding a Tq × Tk tensor; its two passes
+(`blockwise_forward`, `blockwise_backward`) checked on their own against float64 NumPy; and the
+choice of path (`attnkit.attention.dispatch`)."""
 
 import keras
 import numpy as np
@@ -7,8 +9,18 @@ import pytest
 import tensorflow as tf
 
 import attnkit
-from attnkit.attention import blockwise_attention
+from attnkit.attention import blockwise_attention, dispatch, masking
+from attnkit.attention.blockwise import (
+    BlockPlan,
+    attend_in_blocks,
+    blockwise_backward,
+    blockwise_forward,
+)
 from attnkit.attention.multi_head import multi_head_scaled_dot_attention
+from grader.reference import attention as ref
+from grader.reference import heads as hr
+from tests.support import layers
+from tests.support.layers import numeric_gradient
 
 rng = np.random.default_rng(7)
 
@@ -190,7 +202,10 @@ def test_self_attention_blockwise_agrees_and_trains(make, tmp_path):
     plain(x)
     fast = copy_layer(plain, "blockwise", (x,))
     np.testing.assert_allclose(
-        fast(x, lengths=lengths).numpy(), plain(x, lengths=lengths).numpy(), rtol=1e-5, atol=1e-5
+        fast(x, key_lengths=lengths).numpy(),
+        plain(x, key_lengths=lengths).numpy(),
+        rtol=1e-5,
+        atol=1e-5,
     )
     jitted = tf.function(lambda inputs: fast(inputs), jit_compile=True)
     np.testing.assert_allclose(jitted(x).numpy(), plain(x).numpy(), rtol=1e-5, atol=1e-5)
@@ -316,9 +331,9 @@ def test_auto_goes_blockwise_only_in_a_compiled_call_with_enough_keys(monkeypatc
 
     def recording(*args, **kwargs):
         calls.append(args[1].shape[1])
-        return blockwise_attention(*args, **kwargs)
+        return attend_in_blocks(*args, **kwargs)
 
-    monkeypatch.setattr(multi_head, "blockwise_attention", recording)
+    monkeypatch.setattr(multi_head, "attend_in_blocks", recording)
     layer = attnkit.MultiHeadSelfAttention(2, 4, use_causal_mask=True)
     long_input = tf.constant(rng.standard_normal((2, 256, 8)), tf.float32)
     short_input = long_input[:, :128]
@@ -331,3 +346,169 @@ def test_auto_goes_blockwise_only_in_a_compiled_call_with_enough_keys(monkeypatc
     tf.function(lambda x: layer(x))(short_input)  # one block only: plain
     tf.function(lambda x: layer(x, return_attention_scores=True))(long_input)
     assert calls == [256]
+
+
+# ------------------------------------------------------- the two passes, one at a time
+def reference_heads(q, k, v, keep):
+    """float64 NumPy (grader.reference): every head's softmax over its kept keys, then the
+    pooled values; (B, Tq, H, d_v)."""
+    heads = []
+    for h in range(q.shape[2]):
+        alpha = ref.masked_softmax(ref.scaled_dot_scores(q[:, :, h], k[:, :, h]), keep)
+        heads.append(ref.attend(alpha, v[:, :, h]))
+    return np.stack(heads, axis=2)
+
+
+def pass_case(seed=11, b=2, tq=4, tk=7, h=2, d=3, dv=2):
+    """Inputs, a `Masks` with every kind of mask (one example has no key at all, some queries
+    are masked), and the (B, Tq, Tk) keep-mask it means."""
+    case_rng = np.random.default_rng(seed)
+    q, k = case_rng.standard_normal((b, tq, h, d)), case_rng.standard_normal((b, tk, h, d))
+    v = case_rng.standard_normal((b, tk, h, dv))
+    lengths = np.array([0, tk - 1][:b])
+    key_mask = case_rng.random((b, tk)) > 0.2
+    query_mask = np.array([[True] * tq, [True, False] * (tq // 2) + [True] * (tq % 2)])[:b]
+    attention_mask = case_rng.random((tq, tk)) > 0.2
+    masks = masking.Masks(query_mask, key_mask, lengths, attention_mask, use_causal_mask=True)
+    keep = (
+        ref.length_mask(lengths, tk)[:, None, :]
+        & key_mask[:, None, :]
+        & query_mask[:, :, None]
+        & attention_mask[None]
+        & ref.causal_mask(tq, tk)[None]
+    )
+    return (q, k, v), masks, keep
+
+
+def test_block_plan():
+    q, k = tf.zeros((1, 2, 1, 4), tf.float64), tf.zeros((1, 7, 1, 4), tf.float64)
+    plan = BlockPlan.make(q, k, block_size=3)
+    assert plan.bounds == ((0, 3), (3, 6), (6, 7))
+    assert plan.scale == 0.5 and plan.dtype == "float64"
+    assert BlockPlan.make(tf.cast(q, tf.float16), k).dtype == "float32"
+    assert BlockPlan.make(q, k).bounds == ((0, 7),)
+    with pytest.raises(ValueError, match="Received: block_size=0"):
+        BlockPlan.make(q, k, block_size=0)
+
+
+@pytest.mark.parametrize("block_size", [1, 3, 7])
+def test_forward_pass_gives_the_output_and_the_log_normaliser(block_size):
+    (q, k, v), masks, keep = pass_case()
+    plan = BlockPlan.make(tf.constant(q), tf.constant(k), block_size)
+    output, logsumexp = blockwise_forward(*map(tf.constant, (q, k, v)), masks, plan)
+    assert output.dtype == tf.float64 and logsumexp.dtype == tf.float64
+    np.testing.assert_allclose(output.numpy(), reference_heads(q, k, v, keep), atol=1e-12)
+    # L = log Σ_j e^(s_j) over the kept keys; a query with no kept key gets 1e9 (e^(s - L) = 0).
+    scores = np.einsum("bqhd,bkhd->bhqk", q, k) / np.sqrt(q.shape[-1])
+    kept = np.broadcast_to(keep[:, None], scores.shape)
+    has_key = kept.any(-1, keepdims=True)
+    sums = np.where(kept, np.exp(scores), 0.0).sum(-1, keepdims=True)
+    expected = np.log(sums, out=np.zeros_like(sums), where=has_key)
+    assert not has_key.all() and has_key.any()
+    np.testing.assert_allclose(logsumexp.numpy()[has_key], expected[has_key], atol=1e-12)
+    np.testing.assert_array_equal(logsumexp.numpy()[~has_key], 1e9)
+
+
+@pytest.mark.parametrize("block_size", [1, 3, 7])
+def test_backward_pass_equals_finite_differences_of_the_reference(block_size):
+    (q, k, v), masks, keep = pass_case()
+    upstream = np.random.default_rng(12).standard_normal((*q.shape[:-1], v.shape[-1]))
+    tensors = [tf.constant(t) for t in (q, k, v)]
+    plan = BlockPlan.make(*tensors[:2], block_size)
+    output, logsumexp = blockwise_forward(*tensors, masks, plan)
+    mine = blockwise_backward(*tensors, output, logsumexp, tf.constant(upstream), masks, plan)
+
+    def loss(position):
+        def f(x):
+            inputs = [q, k, v]
+            inputs[position] = x
+            return np.sum(upstream * reference_heads(*inputs, keep))
+
+        return f
+
+    for position, (gradient, x) in enumerate(zip(mine, (q, k, v), strict=True)):
+        assert gradient.dtype == tf.float64
+        np.testing.assert_allclose(
+            gradient.numpy(), numeric_gradient(loss(position), x), rtol=1e-6, atol=1e-8
+        )
+
+
+def test_attend_in_blocks_uses_the_backward_pass_as_its_gradient():
+    (q, k, v), masks, _ = pass_case()
+    tensors = [tf.constant(t) for t in (q, k, v)]
+    upstream = tf.constant(np.random.default_rng(13).standard_normal((*q.shape[:-1], 2)))
+    with tf.GradientTape() as tape:
+        tape.watch(tensors)
+        out = attend_in_blocks(*tensors, masks, block_size=2)
+    plan = BlockPlan.make(*tensors[:2], 2)
+    output, logsumexp = blockwise_forward(*tensors, masks, plan)
+    expected = blockwise_backward(*tensors, output, logsumexp, upstream, masks, plan)
+    for mine, theirs in zip(
+        tape.gradient(out, tensors, output_gradients=upstream), expected, strict=True
+    ):
+        np.testing.assert_array_equal(mine.numpy(), theirs.numpy())
+
+
+# -------------------------------------------------------------- masks, one block at a time
+def test_the_blockwise_path_of_a_layer_never_builds_the_whole_mask(monkeypatch):
+    """`MultiHeadAttention.call` used to build the (B, Tq, Tk) mask before choosing a path;
+    the blockwise path now asks for one block of keys at a time, the plain path for all."""
+    widths = []
+    original = masking.attention_mask
+
+    def recording(query, key, **kwargs):
+        widths.append(key.shape[1])
+        return original(query, key, **kwargs)
+
+    monkeypatch.setattr(masking, "attention_mask", recording)
+    x = tf.constant(rng.standard_normal((2, 12, 8)), tf.float32)
+    kwargs = {"query_mask": np.ones((2, 12), bool), "key_lengths": [12, 5]}
+    for implementation, expected in (("blockwise", [4, 4, 4] * 2), ("plain", [12])):
+        layer = attnkit.MultiHeadAttention(2, 4, implementation=implementation, block_size=4)
+        widths.clear()
+        with tf.GradientTape() as tape:
+            tape.watch(x)
+            out = layer(x, x, use_causal_mask=True, **kwargs)
+        tape.gradient(out, x)
+        assert widths == expected, implementation  # blockwise: 3 blocks, forward and backward
+
+
+# ---------------------------------------------------------------------- path choice
+def test_choose_implementation():
+    f32, f64 = tf.zeros((1, 300, 2, 4)), tf.zeros((1, 300, 2, 4), tf.float64)
+    choose = dispatch.choose_implementation
+    assert choose("fused", False, False, key=f32) == "fused"
+    assert choose("fused", False, False, key=f64) == "plain"  # float64 never goes fused
+    assert choose("blockwise", False, False, key=f64) == "blockwise"
+    assert choose("auto", False, False, key=f32) == "plain"  # op by op
+    assert choose("auto", True, False, key=f32) == "plain"
+
+    @tf.function
+    def compiled(key):
+        return tf.constant(choose("auto", False, False, key=key) == "blockwise")
+
+    assert compiled(f32) and compiled(f64)
+    assert not compiled(f32[:, :255])
+    assert dispatch.AUTO_BLOCKWISE_KEYS == 256
+    with pytest.raises(ValueError, match="Received: return_attention_scores=True"):
+        choose("fused", True, False)
+    with pytest.raises(ValueError, match="Received: implementation='fast'"):
+        dispatch.check_implementation("fast", dispatch.IMPLEMENTATIONS, 0.0)
+    with pytest.raises(ValueError, match="Received: dropout=0.5"):
+        dispatch.check_implementation("blockwise", dispatch.IMPLEMENTATIONS, 0.5)
+
+
+@pytest.mark.parametrize("implementation", ["plain", "blockwise", "fused", "auto"])
+def test_float64_stays_float64_on_every_path(implementation):
+    """On TensorFlow (JAX and PyTorch: tests/support/jax_backend_checks.py)."""
+    case_rng = np.random.default_rng(21)
+    x = case_rng.standard_normal((3, 9, 6))
+    kwargs, keep = layers.random_masks("all", case_rng, 3, 9, 9)
+    layer = attnkit.MultiHeadAttention(
+        2, 3, implementation=implementation, block_size=4, dtype="float64"
+    )
+    layer(x, x)
+    expected, _ = hr.multi_head_attention(x, x, x, layers.random_weights(layer, case_rng), keep)
+    out = layer(x, x, **kwargs)
+    assert out.dtype == tf.float64
+    np.testing.assert_allclose(out.numpy(), expected, rtol=1e-10, atol=1e-10)

@@ -103,6 +103,32 @@ def test_attention_mask(kind, b, tq, tk, rng):
     np.testing.assert_array_equal(np.broadcast_to(_np(got), (b, tq, tk)), expected)
 
 
+@pytest.mark.parametrize("kind", MASK_KINDS)
+@pytest.mark.parametrize("block", [1, 2, 4])
+def test_masks_keep_whole_and_by_blocks_of_keys(kind, block, rng):
+    """`Masks` holds a call's mask arguments; its keep-mask of a block of keys is that block's
+    columns of the whole one (the blockwise path asks for blocks only)."""
+    b, tq, tk = 3, 4, 6
+    kwargs, expected = _mask_inputs(kind, rng, b, tq, tk)
+    masks = masking.Masks(**kwargs)
+    query = np.zeros((b, tq, 2, 5), "float32")  # heads: only (B, T) counts
+    key = np.zeros((b, tk, 2, 5), "float32")
+    whole = masks.keep(query, key)
+    np.testing.assert_array_equal(np.broadcast_to(_np(whole), (b, tq, tk)), expected)
+    for start in range(0, tk, block):
+        stop = min(start + block, tk)
+        part = masks.keep(query, key, start, stop)
+        np.testing.assert_array_equal(
+            np.broadcast_to(_np(part), (b, tq, stop - start)), expected[..., start:stop]
+        )
+
+
+def test_masks_without_masks_keep_is_none():
+    x = np.zeros((2, 3, 4), "float32")
+    assert masking.Masks().keep(x, x) is None
+    assert masking.Masks().keep(x, x, 1, 2) is None
+
+
 def test_attention_mask_without_masks_is_none():
     x = np.zeros((2, 3, 4), "float32")
     assert masking.attention_mask(x, x) is None

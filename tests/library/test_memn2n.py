@@ -118,7 +118,7 @@ def test_position_encoding_matches_the_paper():
     )
 
 
-@pytest.mark.parametrize("kind", ["padded_slots", "memory_mask", "memory_lengths"])
+@pytest.mark.parametrize("kind", ["padded_slots", "memory_mask", "key_lengths"])
 def test_padded_memory_slots_get_zero_attention(kind, rng):
     config = {"hops": 2, "temporal_encoding": True}  # T_A(i) would make padded slots non-zero
     story, question = _tokens(rng, 3, 5, 3)
@@ -129,9 +129,9 @@ def test_padded_memory_slots_get_zero_attention(kind, rng):
     if kind == "memory_mask":
         kwargs["memory_mask"] = rng.random((3, 5)) > 0.3
         keep &= kwargs["memory_mask"]
-    if kind == "memory_lengths":
-        kwargs["memory_lengths"] = np.array([3, 5, 5], "int32")
-        keep &= np.arange(5)[None] < kwargs["memory_lengths"][:, None]
+    if kind == "key_lengths":
+        kwargs["key_lengths"] = np.array([3, 5, 5], "int32")
+        keep &= np.arange(5)[None] < kwargs["key_lengths"][:, None]
     layer, weights = _layer(config, rng, story, question)
     logits, attention = layer(story, question, return_attention_scores=True, **kwargs)
     attention = _np(attention)
@@ -197,7 +197,7 @@ def test_jit_compile_matches_eager(rng):
     lengths = np.array([5, 2, 0], "int32")
 
     def run(s, q, n):
-        return layer(s, q, memory_lengths=n, return_attention_scores=True)
+        return layer(s, q, key_lengths=n, return_attention_scores=True)
 
     eager = run(story, question, lengths)
     compiled = tf.function(run, jit_compile=True)(story, question, lengths)

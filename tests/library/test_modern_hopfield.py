@@ -52,7 +52,7 @@ def test_matches_numpy(shape, beta, iterations, rng):
     np.testing.assert_allclose(_np(out), expected, rtol=1e-10, atol=1e-12)
 
 
-@pytest.mark.parametrize("kind", ["patterns_mask", "pattern_lengths"])
+@pytest.mark.parametrize("kind", ["patterns_mask", "key_lengths"])
 def test_padded_patterns_get_zero_weight(kind, rng):
     patterns = rng.normal(size=(3, 5, 4)).astype("float32")
     xi = rng.normal(size=(3, 2, 4)).astype("float32")
@@ -63,7 +63,7 @@ def test_padded_patterns_get_zero_weight(kind, rng):
     else:
         lengths = np.array([5, 2, 0], "int32")
         keep = ref.length_mask(lengths, 5)
-        kwargs = {"pattern_lengths": lengths}
+        kwargs = {"key_lengths": lengths}
     out, weights = ModernHopfield(2.0)(xi, patterns, return_attention_scores=True, **kwargs)
     weights = _np(weights)
     assert np.all(weights[np.broadcast_to(~keep[:, None, :], weights.shape)] == 0.0)
@@ -160,7 +160,7 @@ def test_jit_compile_matches_eager(rng):
     lengths = np.array([6, 3], "int32")
 
     def run(x, p, n):
-        return layer(x, p, pattern_lengths=n, return_attention_scores=True)
+        return layer(x, p, key_lengths=n, return_attention_scores=True)
 
     eager = run(xi, patterns, lengths)
     compiled = tf.function(run, jit_compile=True)(xi, patterns, lengths)

@@ -227,6 +227,28 @@ def test_same_as_keras_multi_head_attention(shape, cfg, kind, rng):
     assert np.all(_np(alpha)[np.broadcast_to(~keep[:, None], alpha.shape)] == 0.0)
 
 
+def test_a_fully_masked_row_gets_zero_weights_as_in_keras(rng):
+    """Keras 3.15's layer gives a query with no key zero weights too (so its output is the
+    output bias), like attnkit; older versions of Keras gave it uniform weights."""
+    q = rng.normal(size=(2, 3, 4)).astype("float32")
+    theirs = keras.layers.MultiHeadAttention(2, 3, flash_attention=False)
+    theirs(q, q)
+    for w in theirs.weights:
+        w.assign(rng.normal(scale=0.5, size=tuple(w.shape)).astype("float32"))
+    ours = MultiHeadAttention(2, 3)
+    ours.build(q.shape, q.shape)
+    ours.set_weights(theirs.get_weights())
+    mask = np.ones((2, 3, 3), bool)
+    mask[0, 1] = False  # query 1 of example 0 sees no key
+    out, alpha = ours(q, q, attention_mask=mask, return_attention_scores=True)
+    expected_out, expected_alpha = theirs(q, q, attention_mask=mask, return_attention_scores=True)
+    np.testing.assert_array_equal(_np(expected_alpha)[0, :, 1], 0.0)
+    np.testing.assert_array_equal(_np(alpha)[0, :, 1], 0.0)
+    np.testing.assert_allclose(_np(alpha), _np(expected_alpha), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(_np(out), _np(expected_out), rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(_np(out)[0, 1], _np(ours.output_bias), rtol=1e-6)
+
+
 # ------------------------------------------------------------------ multi-query numerics
 MQ_SCORES = ["dot", "scaled_dot", "bilinear", "additive", "cosine"]
 # (batch, Tq, M, Tk, d_q, d_k, d_v): batch 1, M = 1, Tq != Tk, d = 1.

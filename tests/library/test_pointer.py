@@ -52,7 +52,7 @@ def test_teacher_forcing_matches_numpy(shape, mask_chosen, with_lengths, rng):
     layer, x = _pointer(rng, b, n, d, units, mask_chosen)
     lengths = rng.integers(m, n + 1, b).astype("int32") if with_lengths else np.full(b, n)
     targets = _targets(rng, lengths, m)
-    kwargs = {"input_lengths": lengths} if with_lengths else {}
+    kwargs = {"key_lengths": lengths} if with_lengths else {}
     probs = layer(x, targets, **kwargs)
     expected, _ = pointer_ref.pointer_network(
         weights_of(layer), x, ref.length_mask(lengths, n), targets=targets, mask_chosen=mask_chosen
@@ -68,7 +68,7 @@ def test_teacher_forcing_matches_numpy(shape, mask_chosen, with_lengths, rng):
 def test_greedy_decoding_matches_numpy(mask_chosen, rng):
     layer, x = _pointer(rng, 4, 6, 2, 5, mask_chosen)
     lengths = np.array([6, 3, 5, 1], "int32")
-    indices, probs = layer.decode(x, input_lengths=lengths)
+    indices, probs = layer.decode(x, key_lengths=lengths)
     expected_probs, expected_indices = pointer_ref.pointer_network(
         weights_of(layer), x, ref.length_mask(lengths, 6), steps=6, mask_chosen=mask_chosen
     )
@@ -80,7 +80,7 @@ def test_greedy_decoding_matches_numpy(mask_chosen, rng):
             assert sorted(row[:n]) == list(range(n))
     # Without targets, the call decodes greedily.
     np.testing.assert_allclose(
-        _np(layer(x, input_lengths=lengths)), expected_probs, rtol=1e-4, atol=1e-5
+        _np(layer(x, key_lengths=lengths)), expected_probs, rtol=1e-4, atol=1e-5
     )
 
 
@@ -102,7 +102,7 @@ def test_empty_input_gives_zero_probabilities_and_finite_gradients(rng):
     x_t = tf.constant(x)
     with tf.GradientTape() as tape:
         tape.watch(x_t)
-        probs = layer(x_t, targets, input_lengths=np.array([0, 4]))
+        probs = layer(x_t, targets, key_lengths=np.array([0, 4]))
         loss = tf.reduce_sum(probs**2)
     grads = tape.gradient(loss, [x_t, *layer.trainable_weights])
     np.testing.assert_array_equal(_np(probs)[0], 0.0)
@@ -118,7 +118,7 @@ def test_mixed_precision(mixed_policy, rng):
     for weight in layer.weights:
         weight.assign(rng.normal(0.0, 0.8, tuple(weight.shape)).astype("float32"))
     targets = _targets(rng, [5, 3], 3)
-    probs = layer(x, targets, input_lengths=np.array([5, 3]))
+    probs = layer(x, targets, key_lengths=np.array([5, 3]))
     assert keras.backend.standardize_dtype(probs.dtype) == low
     probs = _np(tf.cast(probs, "float64"))
     assert np.all(np.isfinite(probs))
@@ -133,7 +133,7 @@ def test_jit_compile_matches_eager(rng):
     targets = _targets(rng, [5, 5], 5)
 
     def run(x_, t_):
-        return layer(x_, t_, input_lengths=np.array([5, 3]))
+        return layer(x_, t_, key_lengths=np.array([5, 3]))
 
     eager = run(x, targets)
     compiled = tf.function(run, jit_compile=True)(x, targets)

@@ -57,8 +57,8 @@ def _padding(kind, rng, b, t):
         call["mask"] = rng.random((b, t)) > 0.3
         real &= call["mask"]
     if "lengths" in kind:
-        call["lengths"] = np.array([t, 0, t - 1][:b], "int32")
-        real &= ref.length_mask(call["lengths"], t)
+        call["key_lengths"] = np.array([t, 0, t - 1][:b], "int32")
+        real &= ref.length_mask(call["key_lengths"], t)
     keep &= real[:, :, None] & real[:, None, :]
     if "causal" in kind:
         init["use_causal_mask"] = True
@@ -102,7 +102,7 @@ def test_fully_masked_rows_have_finite_gradients(multi_head, rng):
     x_t = tf.constant(x)
     with tf.GradientTape() as tape:
         tape.watch(x_t)
-        out, alpha = layer(x_t, lengths=lengths, return_attention_scores=True)
+        out, alpha = layer(x_t, key_lengths=lengths, return_attention_scores=True)
         total = tf.reduce_sum(out**2) + tf.reduce_sum(alpha**2)
     grads = tape.gradient(total, [x_t, *layer.trainable_weights])
     np.testing.assert_array_equal(_np(out)[0], 0.0)
@@ -185,7 +185,7 @@ def test_embedding_mask_zero_in_a_functional_model(make, with_lengths):
     token_in, lengths_in = keras.Input((5,), dtype="int32"), keras.Input((), dtype="int32")
     embedding = keras.layers.Embedding(10, 4, mask_zero=True)
     layer = make()
-    kwargs = {"lengths": lengths_in} if with_lengths else {}
+    kwargs = {"key_lengths": lengths_in} if with_lengths else {}
     out, alpha = layer(embedding(token_in), return_attention_scores=True, **kwargs)
     pooled = keras.layers.GlobalAveragePooling1D()(out)  # uses the propagated mask
     model = keras.Model([token_in, lengths_in], [out, alpha, pooled])

@@ -59,7 +59,7 @@ def _source_masks(kind, rng, b, t_in):
         return {}, np.ones((b, t_in), bool)
     lengths = rng.integers(1, t_in + 1, b).astype("int32")
     if kind == "lengths":
-        return {"source_lengths": lengths}, ref.length_mask(lengths, t_in)
+        return {"key_lengths": lengths}, ref.length_mask(lengths, t_in)
     mask = rng.random((b, t_in)) > 0.3
     mask[:, 0] = True
     return {"encoder_outputs_mask": mask}, mask
@@ -93,7 +93,7 @@ def test_bahdanau_greedy_decode_matches_numpy(end_token, rng):
     layer, _, enc = _bahdanau(rng, (4, 5, 1, 3, 6, 4, 5, 3))
     layer.output_projection.bias.assign([0.0, 0.0, 1.5, 0.0, 0.0])  # EOS comes up early
     lengths = np.array([5, 2, 3, 1], "int32")
-    tokens, attention = layer.decode(enc, 1, 6, source_lengths=lengths, end_token=end_token)
+    tokens, attention = layer.decode(enc, 1, 6, key_lengths=lengths, end_token=end_token)
     _, expected_attention, _, expected_tokens = seq2seq_ref.bahdanau_decoder(
         bahdanau_weights(layer),
         None,
@@ -126,7 +126,7 @@ def test_bahdanau_empty_source_gives_zero_attention_and_finite_gradients(rng):
     with tf.GradientTape() as tape:
         tape.watch(enc_t)
         logits, attention = layer(
-            tokens, enc_t, source_lengths=np.array([0, 2]), return_attention_scores=True
+            tokens, enc_t, key_lengths=np.array([0, 2]), return_attention_scores=True
         )
         loss = tf.reduce_sum(logits**2)
     grads = tape.gradient(loss, [enc_t, *layer.trainable_weights])
@@ -143,7 +143,7 @@ def test_bahdanau_mixed_precision(mixed_policy, rng):
     low = mixed_policy.split("_")[1]
     layer, tokens, enc = _bahdanau(rng, (2, 5, 4, 4, 6, None, 7, 3))
     lengths = np.array([0, 3], "int32")
-    logits, attention = layer(tokens, enc, source_lengths=lengths, return_attention_scores=True)
+    logits, attention = layer(tokens, enc, key_lengths=lengths, return_attention_scores=True)
     assert keras.backend.standardize_dtype(logits.dtype) == low
     logits, attention = _np(tf.cast(logits, "float64")), _np(tf.cast(attention, "float64"))
     assert np.all(np.isfinite(logits)) and np.all(np.isfinite(attention))
@@ -159,7 +159,7 @@ def test_bahdanau_jit_compile_matches_eager(rng):
     lengths = np.array([5, 2], "int32")
 
     def run(t, e, n):
-        return layer(t, e, source_lengths=n, return_attention_scores=True)
+        return layer(t, e, key_lengths=n, return_attention_scores=True)
 
     eager = run(tokens, enc, lengths)
     compiled = tf.function(run, jit_compile=True)(tokens, enc, lengths)
@@ -173,7 +173,7 @@ def test_bahdanau_keras_file_round_trip(rng, tmp_path):
     enc_in = keras.Input((5, 3))
     lengths_in = keras.Input((), dtype="int32")
     logits, attention = layer(
-        tokens_in, enc_in, source_lengths=lengths_in, return_attention_scores=True
+        tokens_in, enc_in, key_lengths=lengths_in, return_attention_scores=True
     )
     assert tuple(logits.shape) == (None, None, 9) and tuple(attention.shape) == (None, None, 5)
     model = keras.Model([tokens_in, enc_in, lengths_in], [logits, attention])

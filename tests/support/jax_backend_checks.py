@@ -1,66 +1,186 @@
-"""Run by test_jax_backend.py in a process of its own with KERAS_BACKEND=jax (the backend is
-fixed when Keras is first imported): multi-head attention on JAX, op by op and under jax.jit,
-where "auto" takes the blockwise path with its custom gradient."""
+"""Run by test_jax_backend.py in a process of its own (Keras fixes its backend when first
+imported), with KERAS_BACKEND=jax or KERAS_BACKEND=torch:
+
+- on JAX: multi-head attention op by op and under jax.jit, where "auto" takes the blockwise path
+  with its custom gradient;
+- on JAX and PyTorch: float64 stays float64 on every path of MultiHeadAttention ("plain",
+  "blockwise", "fused", "auto"; on JAX also under jax.jit, where "auto" is blockwise) and of
+  SelfAttention, and agrees with the float64 NumPy reference to 1e-10, outputs and gradients.
+"""
 
 import os
 import sys
 
-assert os.environ.get("KERAS_BACKEND") == "jax"
+BACKEND = os.environ.get("KERAS_BACKEND")
+assert BACKEND in ("jax", "torch"), BACKEND
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 
-import jax  # noqa: E402
-import jax.numpy as jnp  # noqa: E402
 import keras  # noqa: E402
 import numpy as np  # noqa: E402
 
 import attnkit  # noqa: E402
 from attnkit.attention import multi_head  # noqa: E402
+from grader.reference import attention as ref  # noqa: E402
 from grader.reference import heads as hr  # noqa: E402
 from tests.support import layers  # noqa: E402
 
-assert keras.backend.backend() == "jax"
-rng = np.random.default_rng(3)
-b, t, d = 3, 300, 8
-x = rng.normal(size=(b, t, d)).astype("float32")
-kwargs, keep = layers.random_masks("all", rng, b, t, t)
-kwargs.pop("attention_mask")  # given whole it is (B, T, T); the masks that scale stay
-keep = np.ones((b, t, t), bool)
-keep &= kwargs["value_mask"][:, None, :]
-keep &= (np.arange(t)[None, :] < kwargs["key_lengths"][:, None])[:, None, :]
-keep &= np.tril(np.ones((t, t), bool))[None]
-keep &= kwargs["query_mask"][:, :, None]
+assert keras.backend.backend() == BACKEND
+PATHS = ("plain", "blockwise", "fused", "auto")
 
 paths = []
-original = multi_head.blockwise_attention
-multi_head.blockwise_attention = lambda *a, **k: (paths.append("blockwise"), original(*a, **k))[1]
-
-layer = attnkit.MultiHeadAttention(num_heads=2, key_dim=4)
-layer(x[:, :4], x[:, :4])
-weights = layers.random_weights(layer, rng)
-expected, _ = hr.multi_head_attention(x, x, x, weights, keep)
-
-eager = np.asarray(layer(x, x, **kwargs))
-np.testing.assert_allclose(eager, expected, rtol=1e-4, atol=1e-4)
-assert paths == [], paths
-
-trainable = [w.value for w in layer.trainable_variables]
+original = multi_head.attend_in_blocks
+multi_head.attend_in_blocks = lambda *a, **k: (paths.append("blockwise"), original(*a, **k))[1]
 
 
-def loss(trainable, x, implementation):
-    layer.implementation = implementation
-    out, _ = layer.stateless_call(trainable, [], x, x, **kwargs)
-    return jnp.sum(out * jnp.cos(out)), out
+def dtype_of(tensor):
+    return keras.backend.standardize_dtype(tensor.dtype)
 
 
-grad = jax.jit(jax.value_and_grad(loss, argnums=(0, 1), has_aux=True), static_argnums=2)
-(_, compiled), (d_weights, d_x) = grad(trainable, x, "auto")
-assert paths == ["blockwise"], paths  # traced once, with the blockwise path
-np.testing.assert_allclose(np.asarray(compiled), expected, rtol=1e-4, atol=1e-4)
-(_, plain), (plain_d_weights, plain_d_x) = grad(trainable, x, "plain")
-assert paths == ["blockwise"], paths
-np.testing.assert_allclose(np.asarray(d_x), np.asarray(plain_d_x), rtol=1e-4, atol=1e-5)
-for mine, theirs in zip(d_weights, plain_d_weights, strict=True):
-    # The key bias's gradient is 0 up to rounding (it adds the same q·b to every key's score).
-    np.testing.assert_allclose(np.asarray(mine), np.asarray(theirs), rtol=1e-4, atol=1e-4)
-assert np.abs(np.asarray(d_x)).max() > 0
-print("jax backend: ok")
+def loss_and_input_gradient(layer, x, kwargs):
+    """The layer's output on (x, x) and the gradient of Σ out·cos(out) with respect to x."""
+    if BACKEND == "jax":
+        import jax
+        import jax.numpy as jnp
+
+        def loss(x):
+            out = layer(x, x, **kwargs)
+            return jnp.sum(out * jnp.cos(out)), out
+
+        (_, out), grad = jax.value_and_grad(loss, has_aux=True)(jnp.asarray(x))
+        return out, grad
+    import torch
+
+    x = torch.tensor(x, requires_grad=True)
+    out = layer(x, x, **kwargs)
+    torch.sum(out * torch.cos(out)).backward()
+    return out.detach(), x.grad
+
+
+def check_float64_paths():
+    """Every implementation, op by op: float64 out, float64 gradients, the reference's values."""
+    rng = np.random.default_rng(5)
+    b, t, d = 3, 20, 6
+    x = rng.normal(size=(b, t, d))
+    kwargs, keep = layers.random_masks("all", rng, b, t, t)
+    reference = attnkit.MultiHeadAttention(num_heads=2, key_dim=3, dtype="float64")
+    reference(x[:, :2], x[:, :2])
+    expected, _ = hr.multi_head_attention(x, x, x, layers.random_weights(reference, rng), keep)
+    gradients = {}
+    for implementation in PATHS:
+        layer = attnkit.MultiHeadAttention(
+            num_heads=2, key_dim=3, implementation=implementation, block_size=8, dtype="float64"
+        )
+        layer(x[:, :2], x[:, :2])
+        layer.set_weights(reference.get_weights())
+        out, gradients[implementation] = loss_and_input_gradient(layer, x, kwargs)
+        assert dtype_of(out) == "float64", (implementation, out.dtype)
+        assert dtype_of(gradients[implementation]) == "float64", implementation
+        np.testing.assert_allclose(np.asarray(out), expected, rtol=1e-10, atol=1e-10)
+    plain = np.asarray(gradients["plain"])
+    assert np.abs(plain).max() > 0
+    for implementation in PATHS:
+        np.testing.assert_allclose(
+            np.asarray(gradients[implementation]), plain, rtol=1e-10, atol=1e-10
+        )
+
+
+def check_float64_self_attention():
+    """SelfAttention on both its paths: float64 out, the reference's values (padding masks the
+    keys and the queries, as the layer says)."""
+    rng = np.random.default_rng(6)
+    b, t, d, key_dim = 2, 10, 5, 4
+    x = rng.normal(size=(b, t, d))
+    lengths = np.array([t, 6], "int32")
+    real = ref.length_mask(lengths, t)
+    keep = real[:, :, None] & real[:, None, :] & ref.causal_mask(t, t)[None]
+    kernels = [rng.normal(scale=0.5, size=(d, key_dim)) for _ in range(3)]
+    q, k, v = (np.einsum("btd,dk->btk", x, kernel) for kernel in kernels)
+    alpha = ref.masked_softmax(np.einsum("bik,bjk->bij", q, k) / np.sqrt(key_dim), keep)
+    expected = ref.attend(alpha, v)
+    for implementation in ("plain", "blockwise"):
+        layer = attnkit.SelfAttention(
+            key_dim,
+            use_causal_mask=True,
+            implementation=implementation,
+            block_size=3,
+            dtype="float64",
+        )
+        layer(x)
+        layer.set_weights(kernels)
+        out = layer(x, key_lengths=lengths)
+        assert dtype_of(out) == "float64", (implementation, out.dtype)
+        np.testing.assert_allclose(
+            keras.ops.convert_to_numpy(out), expected, rtol=1e-10, atol=1e-10
+        )
+
+
+def check_jax_float32_and_jit():
+    """The float32 checks on JAX, then the same call in float64 under jax.jit."""
+    import jax
+    import jax.numpy as jnp
+
+    rng = np.random.default_rng(3)
+    b, t, d = 3, 300, 8
+    x = rng.normal(size=(b, t, d)).astype("float32")
+    kwargs, keep = layers.random_masks("all", rng, b, t, t)
+    kwargs.pop("attention_mask")  # given whole it is (B, T, T); the masks that scale stay
+    keep = np.ones((b, t, t), bool)
+    keep &= kwargs["value_mask"][:, None, :]
+    keep &= (np.arange(t)[None, :] < kwargs["key_lengths"][:, None])[:, None, :]
+    keep &= np.tril(np.ones((t, t), bool))[None]
+    keep &= kwargs["query_mask"][:, :, None]
+
+    layer = attnkit.MultiHeadAttention(num_heads=2, key_dim=4)
+    layer(x[:, :4], x[:, :4])
+    weights = layers.random_weights(layer, rng)
+    expected, _ = hr.multi_head_attention(x, x, x, weights, keep)
+
+    eager = np.asarray(layer(x, x, **kwargs))
+    np.testing.assert_allclose(eager, expected, rtol=1e-4, atol=1e-4)
+    assert paths == [], paths
+
+    def jitted_grad(layer):
+        def loss(trainable, x, implementation):
+            layer.implementation = implementation
+            out, _ = layer.stateless_call(trainable, [], x, x, **kwargs)
+            return jnp.sum(out * jnp.cos(out)), out
+
+        return jax.jit(jax.value_and_grad(loss, argnums=(0, 1), has_aux=True), static_argnums=2)
+
+    grad = jitted_grad(layer)
+    trainable = [w.value for w in layer.trainable_variables]
+    (_, compiled), (d_weights, d_x) = grad(trainable, x, "auto")
+    assert paths == ["blockwise"], paths  # traced once, with the blockwise path
+    np.testing.assert_allclose(np.asarray(compiled), expected, rtol=1e-4, atol=1e-4)
+    (_, plain), (plain_d_weights, plain_d_x) = grad(trainable, x, "plain")
+    assert paths == ["blockwise"], paths
+    np.testing.assert_allclose(np.asarray(d_x), np.asarray(plain_d_x), rtol=1e-4, atol=1e-5)
+    for mine, theirs in zip(d_weights, plain_d_weights, strict=True):
+        # The key bias's gradient is 0 up to rounding (it adds the same q·b to every key's score).
+        np.testing.assert_allclose(np.asarray(mine), np.asarray(theirs), rtol=1e-4, atol=1e-4)
+    assert np.abs(np.asarray(d_x)).max() > 0
+
+    # float64 under jax.jit: "auto" takes the blockwise path there, and stays float64. The
+    # weights hold the same (float32) values, so the reference is the same.
+    jax.config.update("jax_enable_x64", True)
+    layer64 = attnkit.MultiHeadAttention(num_heads=2, key_dim=4, dtype="float64")
+    layer64(x[:, :4].astype("float64"), x[:, :4].astype("float64"))
+    layer64.set_weights(layer.get_weights())
+    grad = jitted_grad(layer64)
+    trainable = [w.value for w in layer64.trainable_variables]
+    x64 = x.astype("float64")
+    results = {}
+    for implementation in ("auto", "plain"):  # op by op, every path: check_float64_paths
+        (_, out), (_, d_x) = grad(trainable, x64, implementation)
+        assert dtype_of(out) == "float64" and dtype_of(d_x) == "float64", implementation
+        np.testing.assert_allclose(np.asarray(out), expected, rtol=1e-10, atol=1e-10)
+        results[implementation] = np.asarray(d_x)
+    assert paths == ["blockwise", "blockwise"], paths
+    np.testing.assert_allclose(results["auto"], results["plain"], rtol=1e-9, atol=1e-10)
+
+
+if BACKEND == "jax":
+    check_jax_float32_and_jit()  # first: it turns float64 on (jax_enable_x64) at its end
+check_float64_paths()
+check_float64_self_attention()
+print(f"{BACKEND} backend: ok")
