@@ -215,14 +215,15 @@ def memory(lengths: list[int], batch: int) -> list[dict]:
     return rows
 
 
-def mask_memory(lengths: list[int], batch: int) -> list[dict]:
+def mask_memory(lengths: list[int], batch: int, steps=(False, True)) -> list[dict]:
     """The blockwise path op by op (one head, so that a block of scores is small next to a
     (B, T, T) mask), with a causal and a padding mask against none: the masks should add nothing
     like a (B, T, T) tensor, since the layer asks for them one block of keys at a time. In a
-    compiled step nothing would show: an unused tensor is pruned from the graph."""
+    compiled step nothing would show: an unused tensor is pruned from the graph. `steps` says
+    which to measure: the forward pass alone (False), forward + backward (True)."""
     rows = []
     for length in lengths:
-        for backward in (False, True):
+        for backward in steps:
             row = {
                 "T": length,
                 "step": "fwd+bwd" if backward else "forward",
@@ -296,7 +297,8 @@ def main(argv=None) -> None:
             f"Peak memory of the blockwise path op by op (MiB above the set-up), B={batch}, "
             f"heads=1, d_model={MODEL}, with a causal and a padding mask against none; "
             "BxTxT_bool_mib = the size of the whole mask the path never builds",
-            mask_memory(lengths, batch),
+            # --quick: forward + backward alone, which runs both passes (one process pair).
+            mask_memory(lengths, batch, (True,) if args.quick else (False, True)),
         )
 
 

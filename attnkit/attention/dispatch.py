@@ -15,6 +15,7 @@ import keras
 
 from attnkit.attention.blockwise import SMALLEST_DEFAULT_BLOCK
 from attnkit.checks import check_choice
+from attnkit.precision import is_float64
 
 __all__ = [
     "IMPLEMENTATIONS",
@@ -72,10 +73,6 @@ def traced(tensor) -> bool:
 
         return isinstance(tensor, jax.core.Tracer)
     return False
-
-
-def is_float64(tensor) -> bool:
-    return keras.backend.standardize_dtype(tensor.dtype) == "float64"
 
 
 def choose_implementation(implementation, return_attention_scores, dropout_active, key=None):
