@@ -5,7 +5,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from grader.reference.attention import as64, attend, softmax
+from grader.reference.attention import as64, attend, masked_softmax, softmax
 
 
 def hebbian(patterns, divide_by="patterns", zero_diagonal=True):
@@ -251,12 +251,17 @@ def retrieve(X, xi, beta=1.0, steps=1, axis=0, beta_outside=False):
     return beta * xi if beta_outside else xi
 
 
-def hopfield_attention(queries, patterns, beta=1.0, axis=-1, beta_outside=False):
+def hopfield_attention(
+    queries, patterns, beta=1.0, axis=-1, beta_outside=False, keep=None, return_weights=False
+):
     """softmax(β Q Pᵀ) P for queries (B, M, d) and patterns (B, N, d), the softmax over the
-    patterns (the last axis); the known mistakes as in `retrieve`."""
+    patterns (the last axis) and only over the kept ones (`keep` (B, N); none kept gives zeros);
+    the known mistakes as in `retrieve`. With `return_weights`, (result, weights)."""
     scores = (1.0 if beta_outside else beta) * np.einsum("bmd,bnd->bmn", queries, patterns)
-    result = attend(softmax(scores, axis), patterns)
-    return beta * result if beta_outside else result
+    weights = masked_softmax(scores, None if keep is None else as64(keep)[:, None, :] > 0, axis)
+    result = attend(weights, patterns)
+    result = beta * result if beta_outside else result
+    return (result, weights) if return_weights else result
 
 
 def scaled_dot_product_attention(queries, patterns):

@@ -6,52 +6,37 @@ from grader.reference.attention import as64, pool, softmax
 
 
 def nadaraya_watson(x, x_i, y_i, kernel, bandwidth, keep=None):
-    """f(x) = Σ K((x-x_i)/h) y_i / Σ K((x-x_j)/h) with the textbook kernels (constants kept).
+    """f(x) = Σ K((x-x_i)/h) y_i / Σ K((x-x_j)/h) with the textbook kernels.
 
     x (B, Tq), x_i (B, Tk), y_i (B, Tk) or (B, Tk, d); keep (B, Tq, Tk). Returns
     (predictions, weights); a query whose kernel sum is 0 gets zero weights.
     """
-    x, x_i = as64(x), as64(x_i)
-    b_size, tq = x.shape
-    tk = x_i.shape[1]
-    keep = np.ones((b_size, tq, tk), bool) if keep is None else np.asarray(keep, bool)
-    weights = np.zeros((b_size, tq, tk))
-    for b in range(b_size):
-        for i in range(tq):
-            k = np.zeros(tk)
-            if kernel == "gaussian" and keep[b, i].any():
-                # In log space, shifted by the largest: far from every key, exp(-u²/2) alone
-                # underflows to 0 while the normalised weights are still well defined.
-                logs = -(((x[b, i] - x_i[b]) / bandwidth) ** 2) / 2
-                logs = np.where(keep[b, i], logs, -np.inf)
-                k = np.exp(logs - logs.max())
-            for j in range(tk):
-                if not keep[b, i, j] or kernel == "gaussian":
-                    continue
-                u = (x[b, i] - x_i[b, j]) / bandwidth
-                if kernel == "boxcar":
-                    k[j] = 0.5 if abs(u) <= 1 else 0.0
-                else:  # epanechnikov
-                    k[j] = 0.75 * (1 - u**2) if abs(u) <= 1 else 0.0
-            if k.sum() > 0:
-                weights[b, i] = k / k.sum()
+    weights = masked_kernel_weights(differences(x, x_i) / bandwidth, kernel, keep)
     return pool(weights, y_i), weights
 
 
 def parametric_nadaraya_watson(x, x_i, y_i, w, keep=None):
-    """masked_softmax(-½((x - x_i) w)²) pooling, computed as a ratio of exponentials."""
-    x, x_i = as64(x), as64(x_i)
-    b_size, tq = x.shape
-    tk = x_i.shape[1]
-    keep = np.ones((b_size, tq, tk), bool) if keep is None else np.asarray(keep, bool)
-    weights = np.zeros((b_size, tq, tk))
-    for b in range(b_size):
-        for i in range(tq):
-            e = np.array([np.exp(-0.5 * ((x[b, i] - x_i[b, j]) * w) ** 2) for j in range(tk)])
-            e = e * keep[b, i]
-            if e.sum() > 0:
-                weights[b, i] = e / e.sum()
+    """masked_softmax(-½((x - x_i) w)²) pooling: the Gaussian kernel with u = (x - x_i) w."""
+    weights = masked_kernel_weights(differences(x, x_i) * as64(w), "gaussian", keep)
     return pool(weights, y_i), weights
+
+
+def masked_kernel_weights(u, kernel, keep=None):
+    """K(u_ij) / Σ_j K(u_ij) over the kept keys (zero weights where no kept key has K > 0).
+
+    The Gaussian is taken in log space, shifted by the largest: far from every key,
+    exp(-u²/2) alone underflows to 0 while the normalised weights are still well defined."""
+    keep = (
+        np.ones(u.shape, bool) if keep is None else np.broadcast_to(np.asarray(keep, bool), u.shape)
+    )
+    if kernel == "gaussian":
+        logs = np.where(keep, -0.5 * np.square(u), -np.inf)
+        top = logs.max(axis=-1, keepdims=True)
+        k = np.exp(logs - np.where(np.isfinite(top), top, 0.0))
+    else:
+        k = np.where(keep, kernel_values(u, kernel), 0.0)
+    total = k.sum(axis=-1, keepdims=True)
+    return np.where(total > 0, k / np.where(total > 0, total, 1.0), 0.0)
 
 
 # ---- the forms of lab nw: queries (..., m), keys and values (..., n), the student's names ------

@@ -22,12 +22,16 @@ def softplus(x):
 COSINE_EPSILON = 1e-12
 
 
-def cosine(u, v):
-    """uᵀv / (sqrt(‖u‖² + ε) sqrt(‖v‖² + ε))."""
-    u, v = as64(u), as64(v)
-    return float(
-        np.dot(u, v) / np.sqrt((np.dot(u, u) + COSINE_EPSILON) * (np.dot(v, v) + COSINE_EPSILON))
-    )
+def cosine_rows(memory, key, row_norms=True, key_norm=True, epsilon=0.0):
+    """cos(k, M_i) = k·M_i / (sqrt(‖k‖² + ε) sqrt(‖M_i‖² + ε)) for every row: memory (B, N, W),
+    key (B, W) -> (B, N). Without `row_norms` or `key_norm`, that norm is left out."""
+    memory, key = as64(memory), as64(key)
+    scores = np.einsum("bnw,bw->bn", memory, key)
+    if row_norms:
+        scores = scores / np.sqrt(np.sum(memory * memory, axis=-1) + epsilon)
+    if key_norm:
+        scores = scores / np.sqrt(np.sum(key * key, axis=-1) + epsilon)[:, None]
+    return scores
 
 
 def read(memory, weights):
@@ -54,9 +58,9 @@ def write(memory, weights, erase, add):
 
 
 def content_addressing(memory, key, beta, keep=None):
-    """w_i = softmax_i(β cos(k, M_i)) for one head of one example."""
-    scores = np.array([beta * cosine(as64(key), as64(m)) for m in memory])
-    return masked_softmax(scores, keep)
+    """w_i = softmax_i(β cos(k, M_i)) for one head of one example, with CosineScore's ε."""
+    scores = cosine_rows(as64(memory)[None], as64(key)[None], epsilon=COSINE_EPSILON)[0]
+    return masked_softmax(beta * scores, keep)
 
 
 def circular_shift(weights, shift, direction=1, wrap=True, centred=True, hard=False):
@@ -425,12 +429,7 @@ def content_weights(memory, key, beta, row_norms=True, key_norm=True, axis=-1):
     """softmax_i(β cos(k, M_i)) over the N rows: memory (B, N, W), key (B, W), β (B,) or a
     number. The mistakes of exercise 8-5: no `row_norms` or no `key_norm` in the cosine (the dot
     product without both), the softmax along `axis` 0 (the batch)."""
-    memory, key = as64(memory), as64(key)
-    scores = np.einsum("bnw,bw->bn", memory, key)
-    if row_norms:
-        scores = scores / np.sqrt(np.sum(memory * memory, axis=-1))
-    if key_norm:
-        scores = scores / np.sqrt(np.sum(key * key, axis=-1))[:, None]
+    scores = cosine_rows(memory, key, row_norms, key_norm)
     return softmax(as64(beta)[..., None] * scores, axis=axis)
 
 

@@ -8,6 +8,7 @@ import tensorflow as tf
 import attnkit
 from attnkit.memory import HopfieldNetwork, ModernHopfield
 from grader.reference import attention as ref
+from grader.reference import hopfield as hopfield_ref
 from tests.support import layers
 
 
@@ -16,22 +17,14 @@ def _np(x):
 
 
 def reference_update(xi, patterns, beta, iterations=1, keep=None):
-    """ξ ← X softmax(β Xᵀ ξ), column by column, in float64; returns (ξ, last weights)."""
-    xi, patterns = np.array(xi, np.float64), np.asarray(patterns, np.float64)
-    single = xi.ndim == 2
-    if single:
-        xi = xi[:, None]
-    weights = np.zeros((*xi.shape[:2], patterns.shape[1]))
+    """ξ ← softmax(β ξ Xᵀ) X, `iterations` times, in float64; returns (ξ, last weights)."""
+    single = np.ndim(xi) == 2
+    states = np.asarray(xi, np.float64)[:, None] if single else np.asarray(xi, np.float64)
     for _ in range(iterations):
-        new = np.zeros_like(xi)
-        for b in range(xi.shape[0]):
-            x = patterns[b].T  # (d, N): the stored patterns as columns
-            for t in range(xi.shape[1]):
-                p = ref.masked_softmax(beta * (x.T @ xi[b, t]), None if keep is None else keep[b])
-                new[b, t] = x @ p
-                weights[b, t] = p
-        xi = new
-    return (xi[:, 0], weights[:, 0]) if single else (xi, weights)
+        states, weights = hopfield_ref.hopfield_attention(
+            states, np.asarray(patterns, np.float64), beta, keep=keep, return_weights=True
+        )
+    return (states[:, 0], weights[:, 0]) if single else (states, weights)
 
 
 # (batch, Tq or None, N, d)
