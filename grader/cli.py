@@ -266,6 +266,45 @@ class _BatchProgress:
             click.echo(f"  {student}: {document['total']:g}/{document['max_total']:g}", err=True)
 
 
+@main.command("export")
+@click.argument("system", type=click.Choice(["canvas", "moodle", "csv"]))
+@click.option(
+    "--out",
+    "out_dir",
+    type=click.Path(file_okay=False, exists=True, path_type=Path),
+    default=Path("grading-results"),
+    show_default=True,
+    help="The batch's output folder (its grades.csv is exported).",
+)
+@click.option(
+    "--roster",
+    type=click.Path(dir_okay=False, exists=True, path_type=Path),
+    required=True,
+    help="CSV mapping submission ids to the LMS's student ids (README: Grades into the LMS).",
+)
+@click.option("--assignment", default="Attention exercises", show_default=True)
+@click.option("--assignment-id", default="", help="Canvas: the assignment's id (else a new one).")
+@click.option(
+    "--moodle-id",
+    type=click.Choice(["email", "idnumber", "username"]),
+    default=None,
+    help="Moodle: the roster column that identifies a user [default: the first filled one].",
+)
+def export_command(system, out_dir, roster, assignment, assignment_id, moodle_id):
+    """(Instructors) The grade import file of Canvas or Moodle (or a plain CSV), in OUT/lms/."""
+    from grader.instructor.lms import LmsError, export_grades, read_roster
+
+    try:
+        export = export_grades(
+            out_dir, read_roster(roster), system, assignment, assignment_id, moodle_id
+        )
+    except LmsError as error:
+        raise click.ClickException(str(error)) from None
+    click.echo(f"{export.path}: {len(export.exported)} students")
+    for line in export.problems():
+        click.echo(f"  not in the file: {line}", err=True)
+
+
 @main.group()
 def release():
     """(Instructors) Copies of the kit: for students, or a Gradescope autograder."""
