@@ -193,8 +193,23 @@ def check(exercise_ids, everything, submission, output_format, verbose, seed, ti
     help="Run submitted code even where this machine has no sandbox (Landlock and seccomp): "
     "only for submissions you trust.",
 )
+@click.option(
+    "--similarity/--no-similarity",
+    default=True,
+    show_default=True,
+    help="Report pairs of unusually alike submissions (report.html, similarity.csv).",
+)
 def batch(
-    submissions, exercise_ids, out_dir, jobs, timeout, memory_mb, seed, output_format, unsandboxed
+    submissions,
+    exercise_ids,
+    out_dir,
+    jobs,
+    timeout,
+    memory_mb,
+    seed,
+    output_format,
+    unsandboxed,
+    similarity,
 ):
     """(Instructors) Grade a whole class: one folder or .zip per student in SUBMISSIONS."""
     from grader.instructor.batch import BatchError, BatchOptions, run_batch
@@ -209,6 +224,7 @@ def batch(
         memory_mb,
         seed=seed,
         unsandboxed=unsandboxed,
+        similarity=similarity,
     )
     warm_up()
     progress = _BatchProgress(enabled=output_format == "text")
@@ -231,7 +247,8 @@ def batch(
             "not graded, not their fault; run the same command again to grade them.",
             err=True,
         )
-    for name in ("grades.csv", "report.html", "results/", "feedback/", "junit.xml"):
+    names = ["grades.csv", "report.html", "results/", "feedback/", "junit.xml"]
+    for name in names + (["similarity.csv"] if similarity else []):
         click.echo(f"  {summary.out / name}")
 
 

@@ -69,6 +69,8 @@ class BatchOptions:
     seed: int | None = None
     # Run submitted code even where this machine has no sandbox (grader.sandbox.status()).
     unsandboxed: bool = False
+    # Report pairs of alike submissions (grader.instructor.similarity); never a grade.
+    similarity: bool = True
 
     def limits(self) -> dict:
         return {
@@ -196,6 +198,10 @@ def run_batch(
         run = _Run(records, references, options, seed, out, summary, on_student, policy)
         _grade_students(run, pending)
 
+    if options.similarity:
+        from grader.instructor.similarity import write_for_batch
+
+        write_for_batch(out, records, students)
     gradebook.write_all(out, [s.id for s in students], records, isolation_note(options))
     return summary
 

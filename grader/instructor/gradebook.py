@@ -157,7 +157,11 @@ def write_all(out: Path, students: list[str], records: list[Exercise], note: str
     documents = load_documents(out, students)
     atomic_write(out / "grades.csv", grades_csv(documents, records))
     atomic_write(out / "junit.xml", junit_xml(documents))
-    atomic_write(out / "report.html", report_html(documents, records, note))
+    from grader.instructor.sections import instructor_sections  # issue 19's sections
+
+    atomic_write(
+        out / "report.html", report_html(documents, records, note, instructor_sections(out))
+    )
 
 
 def atomic_write(path: Path, text: str) -> None:
