@@ -199,6 +199,17 @@ def check(exercise_ids, everything, submission, output_format, verbose, seed, ti
     show_default=True,
     help="Report pairs of unusually alike submissions (report.html, similarity.csv).",
 )
+@click.option(
+    "--written",
+    is_flag=True,
+    help="Also write the written answers' review sheet (OUT/written/review.csv and .html).",
+)
+@click.option(
+    "--course",
+    type=click.Path(dir_okay=False, exists=True, path_type=Path),
+    default=None,
+    help="Course file (TOML) with a [late] policy: due date, penalty per day, cap.",
+)
 def batch(
     submissions,
     exercise_ids,
@@ -210,12 +221,19 @@ def batch(
     output_format,
     unsandboxed,
     similarity,
+    written,
+    course,
 ):
     """(Instructors) Grade a whole class: one folder or .zip per student in SUBMISSIONS."""
     from grader.instructor.batch import BatchError, BatchOptions, run_batch
+    from grader.instructor.late import PolicyError, read_policy
     from grader.sandbox.processes import warm_up
 
     records = _records(exercise_ids, False)
+    try:
+        late = read_policy(course) if course else None
+    except PolicyError as error:
+        raise click.ClickException(str(error)) from None
     options = BatchOptions(
         [r.id for r in records],
         out_dir,
@@ -225,6 +243,8 @@ def batch(
         seed=seed,
         unsandboxed=unsandboxed,
         similarity=similarity,
+        written=written,
+        late=late,
     )
     warm_up()
     progress = _BatchProgress(enabled=output_format == "text")
@@ -248,7 +268,10 @@ def batch(
             err=True,
         )
     names = ["grades.csv", "report.html", "results/", "feedback/", "junit.xml"]
-    for name in names + (["similarity.csv"] if similarity else []):
+    names += (["similarity.csv"] if similarity else []) + (
+        ["written/review.csv"] if written else []
+    )
+    for name in names:
         click.echo(f"  {summary.out / name}")
 
 
@@ -281,6 +304,28 @@ class _BatchProgress:
             self.bar.advance(self.task)
         elif self.enabled:
             click.echo(f"  {student}: {document['total']:g}/{document['max_total']:g}", err=True)
+
+
+@main.command("merge")
+@click.argument("scores", type=click.Path(dir_okay=False, exists=True, path_type=Path))
+@click.option(
+    "--out",
+    "out_dir",
+    type=click.Path(file_okay=False, exists=True, path_type=Path),
+    default=Path("grading-results"),
+    show_default=True,
+    help="The batch's output folder.",
+)
+def merge_command(scores, out_dir):
+    """(Instructors) Add the written answers' points of SCORES (the filled review sheet) to the
+    gradebook, results, feedback and report; a rerun of the batch keeps them."""
+    from grader.instructor.written import MergeError, merge_into_batch
+
+    try:
+        count = merge_into_batch(out_dir, scores)
+    except MergeError as error:
+        raise click.ClickException(str(error)) from None
+    click.echo(f"{count} written scores merged into {out_dir / 'grades.csv'}")
 
 
 @main.command("export")
