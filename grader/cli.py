@@ -193,14 +193,47 @@ def check(exercise_ids, everything, submission, output_format, verbose, seed, ti
     help="Run submitted code even where this machine has no sandbox (Landlock and seccomp): "
     "only for submissions you trust.",
 )
+@click.option(
+    "--similarity/--no-similarity",
+    default=True,
+    show_default=True,
+    help="Report pairs of unusually alike submissions (report.html, similarity.csv).",
+)
+@click.option(
+    "--written",
+    is_flag=True,
+    help="Also write the written answers' review sheet (OUT/written/review.csv and .html).",
+)
+@click.option(
+    "--course",
+    type=click.Path(dir_okay=False, exists=True, path_type=Path),
+    default=None,
+    help="Course file (TOML) with a [late] policy: due date, penalty per day, cap.",
+)
 def batch(
-    submissions, exercise_ids, out_dir, jobs, timeout, memory_mb, seed, output_format, unsandboxed
+    submissions,
+    exercise_ids,
+    out_dir,
+    jobs,
+    timeout,
+    memory_mb,
+    seed,
+    output_format,
+    unsandboxed,
+    similarity,
+    written,
+    course,
 ):
     """(Instructors) Grade a whole class: one folder or .zip per student in SUBMISSIONS."""
     from grader.instructor.batch import BatchError, BatchOptions, run_batch
+    from grader.instructor.late import PolicyError, read_policy
     from grader.sandbox.processes import warm_up
 
     records = _records(exercise_ids, False)
+    try:
+        late = read_policy(course) if course else None
+    except PolicyError as error:
+        raise click.ClickException(str(error)) from None
     options = BatchOptions(
         [r.id for r in records],
         out_dir,
@@ -209,6 +242,9 @@ def batch(
         memory_mb,
         seed=seed,
         unsandboxed=unsandboxed,
+        similarity=similarity,
+        written=written,
+        late=late,
     )
     warm_up()
     progress = _BatchProgress(enabled=output_format == "text")
@@ -231,7 +267,11 @@ def batch(
             "not graded, not their fault; run the same command again to grade them.",
             err=True,
         )
-    for name in ("grades.csv", "report.html", "results/", "feedback/", "junit.xml"):
+    names = ["grades.csv", "report.html", "results/", "feedback/", "junit.xml"]
+    names += (["similarity.csv"] if similarity else []) + (
+        ["written/review.csv"] if written else []
+    )
+    for name in names:
         click.echo(f"  {summary.out / name}")
 
 
@@ -264,6 +304,67 @@ class _BatchProgress:
             self.bar.advance(self.task)
         elif self.enabled:
             click.echo(f"  {student}: {document['total']:g}/{document['max_total']:g}", err=True)
+
+
+@main.command("merge")
+@click.argument("scores", type=click.Path(dir_okay=False, exists=True, path_type=Path))
+@click.option(
+    "--out",
+    "out_dir",
+    type=click.Path(file_okay=False, exists=True, path_type=Path),
+    default=Path("grading-results"),
+    show_default=True,
+    help="The batch's output folder.",
+)
+def merge_command(scores, out_dir):
+    """(Instructors) Add the written answers' points of SCORES (the filled review sheet) to the
+    gradebook, results, feedback and report; a rerun of the batch keeps them."""
+    from grader.instructor.written import MergeError, merge_into_batch
+
+    try:
+        count = merge_into_batch(out_dir, scores)
+    except MergeError as error:
+        raise click.ClickException(str(error)) from None
+    click.echo(f"{count} written scores merged into {out_dir / 'grades.csv'}")
+
+
+@main.command("export")
+@click.argument("system", type=click.Choice(["canvas", "moodle", "csv"]))
+@click.option(
+    "--out",
+    "out_dir",
+    type=click.Path(file_okay=False, exists=True, path_type=Path),
+    default=Path("grading-results"),
+    show_default=True,
+    help="The batch's output folder (its grades.csv is exported).",
+)
+@click.option(
+    "--roster",
+    type=click.Path(dir_okay=False, exists=True, path_type=Path),
+    required=True,
+    help="CSV mapping submission ids to the LMS's student ids (README: Grades into the LMS).",
+)
+@click.option("--assignment", default="Attention exercises", show_default=True)
+@click.option("--assignment-id", default="", help="Canvas: the assignment's id (else a new one).")
+@click.option(
+    "--moodle-id",
+    type=click.Choice(["email", "idnumber", "username"]),
+    default=None,
+    help="Moodle: the roster column that identifies a user [default: the first filled one].",
+)
+def export_command(system, out_dir, roster, assignment, assignment_id, moodle_id):
+    """(Instructors) The grade import file of Canvas or Moodle (or a plain CSV), in OUT/lms/."""
+    from grader.instructor.lms import LmsError, export_grades, read_roster
+
+    try:
+        export = export_grades(
+            out_dir, read_roster(roster), system, assignment, assignment_id, moodle_id
+        )
+    except LmsError as error:
+        raise click.ClickException(str(error)) from None
+    click.echo(f"{export.path}: {len(export.exported)} students")
+    for line in export.problems():
+        click.echo(f"  not in the file: {line}", err=True)
 
 
 @main.group()

@@ -69,6 +69,12 @@ class BatchOptions:
     seed: int | None = None
     # Run submitted code even where this machine has no sandbox (grader.sandbox.status()).
     unsandboxed: bool = False
+    # Report pairs of alike submissions (grader.instructor.similarity); never a grade.
+    similarity: bool = True
+    # Write the written answers' review sheet (grader.instructor.written).
+    written: bool = False
+    # The late policy (grader.instructor.late); None: no late penalties.
+    late: object | None = None
 
     def limits(self) -> dict:
         return {
@@ -157,6 +163,8 @@ def run_batch(
         raise BatchError(str(error)) from None
     out = Path(options.out)
     protections = require_sandbox(options.unsandboxed)
+    out.mkdir(parents=True, exist_ok=True)
+    _late_work(out, options, students)
     seed = _resolve_seed(out, options)
     for folder in (out, out / "results", out / "feedback"):
         folder.mkdir(parents=True, exist_ok=True)
@@ -196,8 +204,27 @@ def run_batch(
         run = _Run(records, references, options, seed, out, summary, on_student, policy)
         _grade_students(run, pending)
 
+    if options.written:
+        from grader.instructor.written import write_review_sheet
+
+        write_review_sheet(out, records, students)
+    if options.similarity:
+        from grader.instructor.similarity import write_for_batch
+
+        write_for_batch(out, records, students)
     gradebook.write_all(out, [s.id for s in students], records, isolation_note(options))
     return summary
+
+
+def _late_work(out: Path, options: BatchOptions, students: list[Student]) -> None:
+    """Each student's lateness under the policy, before grading: a bad roster stops the batch
+    before any time is spent."""
+    from grader.instructor.late import PolicyError, write_late
+
+    try:
+        write_late(out, options.late, students)
+    except PolicyError as error:
+        raise BatchError(str(error)) from None
 
 
 def _resolve_seed(out: Path, options: BatchOptions) -> int:

@@ -103,7 +103,12 @@ def load_documents(out: Path, students: list[str]) -> list[dict]:
 def grades_csv(documents: list[dict], records: list[Exercise]) -> str:
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
-    writer.writerow(["student", *[r.id for r in records], "total", "max_total", "flags"])
+    from grader.instructor.adjustments import extra_columns  # issue 19: written, late
+
+    extra_heads, extra_cells = extra_columns(documents)
+    writer.writerow(
+        ["student", *[r.id for r in records], "total", "max_total", "flags", *extra_heads]
+    )
     for document in documents:
         scores = {e["exercise"]: f"{e['score']:g}" for e in document["exercises"]}
         for failed in {p.split(" ")[0] for p in document.get("grader_errors", {})}:
@@ -118,6 +123,7 @@ def grades_csv(documents: list[dict], records: list[Exercise]) -> str:
                 f"{document['total']:g}" if final else "",
                 f"{document['max_total']:g}" if document["exercises"] else "",
                 ";".join(document["flags"]),
+                *extra_cells(document),
             ]
         )
     return buffer.getvalue()
@@ -152,12 +158,18 @@ def junit_xml(documents: list[dict]) -> str:
 
 
 def write_all(out: Path, students: list[str], records: list[Exercise], note: str = "") -> None:
+    from grader.instructor.adjustments import apply_adjustments  # issue 19: written, late
     from grader.instructor.report_html import report_html
 
     documents = load_documents(out, students)
+    apply_adjustments(out, documents, records)
     atomic_write(out / "grades.csv", grades_csv(documents, records))
     atomic_write(out / "junit.xml", junit_xml(documents))
-    atomic_write(out / "report.html", report_html(documents, records, note))
+    from grader.instructor.sections import instructor_sections  # issue 19's sections
+
+    atomic_write(
+        out / "report.html", report_html(documents, records, note, instructor_sections(out))
+    )
 
 
 def atomic_write(path: Path, text: str) -> None:

@@ -89,7 +89,9 @@ def _refusals(documents: list[dict]) -> str:
     )
 
 
-def report_html(documents: list[dict], records: list[Exercise], note: str = "") -> str:
+def report_html(
+    documents: list[dict], records: list[Exercise], note: str = "", sections: str = ""
+) -> str:
     maximum = sum(r.max_score for r in records)
     failures = _grader_failures(documents)
     documents = [d for d in documents if d.get("final", True)]  # graded ones only
@@ -158,6 +160,7 @@ def report_html(documents: list[dict], records: list[Exercise], note: str = "") 
 {failures}
 <h2>Attempts the sandbox refused</h2>
 {_refusals(documents)}
+{sections}
 <h2>Students</h2>
 <table><tr><th>student</th>{exercise_heads}<th class=num>total</th><th>flags</th></tr>
 {student_rows}</table>

@@ -1,0 +1,180 @@
+"""Late work: a due date and a penalty per day (capped) from a course file, applied from each
+submission's time. Off unless the batch is given a course file with a [late] table:
+
+    [late]
+    due = "2026-11-21T23:59:00+08:00"   # with its UTC offset
+    penalty_per_day = 0.1               # a share of the student's total, per started day
+    cap = 0.5                           # the most a penalty takes
+    grace_minutes = 0
+    timestamps = "files"                # "files": the newest file of the submission;
+    # roster = "roster.csv"             # "roster": its submitted_at column (ISO 8601)
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import sys
+from dataclasses import dataclass
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+from grader.instructor.gradebook import atomic_write
+from grader.instructor.submissions import Student
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - Python 3.10
+    import tomli as tomllib
+
+LATE_FILE = "late.json"
+
+
+class PolicyError(ValueError):
+    """The course file's late policy cannot be used; the message says what to fix."""
+
+
+@dataclass(frozen=True)
+class LatePolicy:
+    due: datetime
+    penalty_per_day: float
+    cap: float = 1.0
+    grace_minutes: float = 0.0
+    timestamps: str = "files"
+    roster: Path | None = None
+
+    def fraction(self, submitted: datetime) -> tuple[int, float]:
+        """Started days late and the share of the total taken."""
+        late = submitted - self.due - timedelta(minutes=self.grace_minutes)
+        days = math.ceil(late / timedelta(days=1)) if late > timedelta(0) else 0
+        return days, min(self.cap, days * self.penalty_per_day)
+
+
+def _moment(text: str, where: str) -> datetime:
+    try:
+        moment = datetime.fromisoformat(str(text).strip().replace("Z", "+00:00"))
+    except ValueError:
+        raise PolicyError(f"{where}: {text!r} is not an ISO 8601 time") from None
+    if moment.tzinfo is None:
+        raise PolicyError(
+            f"{where}: {text!r} has no UTC offset (write e.g. 2026-11-21T23:59+08:00)"
+        )
+    return moment
+
+
+def read_policy(path: Path) -> LatePolicy | None:
+    """The [late] table of a course file (TOML); None when it has none."""
+    try:
+        data = tomllib.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as error:
+        raise PolicyError(f"cannot read the course file {path}: {error}") from None
+    table = data.get("late")
+    if table is None:
+        return None
+    known = {"due", "penalty_per_day", "cap", "grace_minutes", "timestamps", "roster"}
+    unknown = sorted(set(table) - known)
+    if unknown:
+        raise PolicyError(
+            f"{path} [late]: unknown key(s) {', '.join(unknown)}; known: {', '.join(sorted(known))}"
+        )
+    for key in ("due", "penalty_per_day"):
+        if key not in table:
+            raise PolicyError(f"{path} [late]: give {key}")
+    numbers = {}
+    for key, low, high in (("penalty_per_day", 0, 1), ("cap", 0, 1), ("grace_minutes", 0, None)):
+        if key in table:
+            value = table[key]
+            if not isinstance(value, (int, float)) or value < low or (high and value > high):
+                limit = f"between {low} and {high}" if high else f"at least {low}"
+                raise PolicyError(f"{path} [late]: {key} = {value!r} must be a number {limit}")
+            numbers[key] = float(value)
+    timestamps = table.get("timestamps", "files")
+    if timestamps not in ("files", "roster"):
+        raise PolicyError(f"{path} [late]: timestamps = {timestamps!r}: 'files' or 'roster'")
+    roster = None
+    if timestamps == "roster":
+        if "roster" not in table:
+            raise PolicyError(f"{path} [late]: timestamps = 'roster' needs roster = '<file>'")
+        roster = (Path(path).parent / table["roster"]).resolve()
+    return LatePolicy(
+        _moment(table["due"], f"{path} [late] due"),
+        numbers["penalty_per_day"],
+        numbers.get("cap", 1.0),
+        numbers.get("grace_minutes", 0.0),
+        timestamps,
+        roster,
+    )
+
+
+def file_time(student: Student) -> datetime:
+    """When the submission was last changed: its newest file (a folder) or the zip itself."""
+    entry = student.entry
+    paths = (
+        [entry]
+        if entry.is_file()
+        else [p for p in entry.rglob("*") if p.is_file() and not p.is_symlink()]
+    )
+    newest = max((p.stat().st_mtime for p in paths), default=entry.stat().st_mtime)
+    return datetime.fromtimestamp(newest, tz=timezone.utc)
+
+
+def submission_times(policy: LatePolicy, students: list[Student]) -> dict[str, datetime]:
+    if policy.timestamps == "files":
+        return {s.id: file_time(s) for s in students}
+    from grader.instructor.lms import LmsError, read_roster
+
+    try:
+        rows = read_roster(policy.roster).rows
+    except LmsError as error:
+        raise PolicyError(str(error)) from None
+    times = {}
+    for student in students:
+        text = rows.get(student.id, {}).get("submitted_at", "")
+        if not text:
+            raise PolicyError(f"{policy.roster}: no submitted_at for {student.id}")
+        times[student.id] = _moment(text, f"{policy.roster}, {student.id}")
+    return times
+
+
+def write_late(out: Path, policy: LatePolicy | None, students: list[Student]) -> None:
+    """late.json for the gradebook: each student's time, days late and share taken. Without a
+    policy there is none (a late.json of an earlier run is removed: no penalty)."""
+    path = Path(out) / LATE_FILE
+    if policy is None:
+        path.unlink(missing_ok=True)
+        return
+    entries = {}
+    for student, submitted in submission_times(policy, students).items():
+        days, fraction = policy.fraction(submitted)
+        entries[student] = {
+            "submitted": submitted.isoformat(),
+            "days_late": days,
+            "fraction": fraction,
+        }
+    atomic_write(path, json.dumps({"due": policy.due.isoformat(), "students": entries}, indent=1))
+
+
+def load_late(out: Path) -> dict[str, dict]:
+    try:
+        return json.loads((Path(out) / LATE_FILE).read_text(encoding="utf-8"))["students"]
+    except (OSError, ValueError, KeyError):
+        return {}
+
+
+def late_section(out: Path) -> str:
+    from html import escape
+
+    rows = "".join(
+        f"<tr><td>{escape(student)}</td><td>{escape(entry['submitted'])}</td>"
+        f"<td class=num>{entry['days_late']}</td><td class=num>{entry['fraction']:.0%}</td></tr>"
+        for student, entry in sorted(load_late(out).items())
+        if entry["days_late"]
+    )
+    if not (Path(out) / LATE_FILE).is_file():
+        return ""
+    return (
+        "<h2>Late work</h2><table><tr><th>student</th><th>submitted</th>"
+        "<th class=num>days late</th><th class=num>penalty</th></tr>"
+        + (rows or "<tr><td class=muted colspan=4>nobody was late</td></tr>")
+        + "</table>"
+    )

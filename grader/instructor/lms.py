@@ -1,0 +1,199 @@
+"""Grades into a learning-management system: the import file Canvas or Moodle expects, made from
+the batch's gradebook (grades.csv) and a roster that maps submission ids to the LMS's ids.
+
+Canvas's gradebook CSV starts with the identity columns of its own export (Student, ID, SIS User
+ID, SIS Login ID, Section); each further column is an assignment, named "Name (assignment id)",
+or just "Name" to create a new assignment on import. Moodle's grade import (Grades > Import >
+CSV file) reads a header row, one column that identifies the user (email address, ID number or
+username: the "Map from" / "Map to" choice on import) and a column per grade item.
+
+Nobody is dropped silently: roster students with no grade, graded students not in the roster,
+and grades that are not final (the grader failed on some part) are listed in the summary, and
+left out of the file rather than imported as a wrong number.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from grader.instructor.gradebook import atomic_write
+
+SYSTEMS = ("canvas", "moodle", "csv")
+CANVAS_IDENTITY = ("Student", "ID", "SIS User ID", "SIS Login ID", "Section")
+# Roster column -> Canvas identity column; Canvas matches a row on ID, SIS User ID or Login ID.
+CANVAS_ROSTER = {
+    "name": "Student",
+    "canvas_id": "ID",
+    "sis_user_id": "SIS User ID",
+    "sis_login_id": "SIS Login ID",
+    "section": "Section",
+}
+CANVAS_KEYS = ("canvas_id", "sis_user_id", "sis_login_id")
+# The user fields Moodle's CSV import can map a column to, in the order we prefer them.
+MOODLE_KEYS = ("email", "idnumber", "username")
+ROSTER_COLUMNS = ("submission", *CANVAS_ROSTER, *MOODLE_KEYS, "submitted_at")
+
+
+class LmsError(ValueError):
+    """The roster or the gradebook cannot make an import file; the message says what to fix."""
+
+
+@dataclass
+class Roster:
+    """Submission id -> that student's row (roster column -> value)."""
+
+    rows: dict[str, dict[str, str]]
+    path: Path
+
+    def column_filled(self, column: str) -> bool:
+        return all(row.get(column) for row in self.rows.values())
+
+
+def read_roster(path: Path) -> Roster:
+    """A CSV with a header row; `submission` (the folder or zip name in the class folder) is
+    required, the other columns (ROSTER_COLUMNS) as the LMS needs them."""
+    try:
+        text = Path(path).read_text(encoding="utf-8-sig")
+    except (OSError, UnicodeDecodeError) as error:
+        raise LmsError(f"cannot read the roster {path}: {error}") from None
+    reader = csv.DictReader(io.StringIO(text))
+    header = [name.strip() for name in reader.fieldnames or []]
+    if "submission" not in header:
+        raise LmsError(
+            f"{path}: the roster needs a 'submission' column (the student's folder or zip name "
+            f"in the class folder); its header is {', '.join(header) or 'empty'}"
+        )
+    unknown = [name for name in header if name not in ROSTER_COLUMNS]
+    if unknown:
+        raise LmsError(
+            f"{path}: unknown roster column(s) {', '.join(unknown)}; known columns: "
+            f"{', '.join(ROSTER_COLUMNS)}"
+        )
+    reader.fieldnames = header
+    rows: dict[str, dict[str, str]] = {}
+    for line, row in enumerate(reader, start=2):
+        clean = {key: (value or "").strip() for key, value in row.items() if key is not None}
+        submission = clean["submission"]
+        if not submission:
+            raise LmsError(f"{path}, line {line}: no submission id")
+        if submission in rows:
+            raise LmsError(f"{path}, line {line}: submission {submission!r} is listed twice")
+        rows[submission] = clean
+    return Roster(rows, Path(path))
+
+
+@dataclass
+class Export:
+    """What an export wrote and who is not in it, and why."""
+
+    path: Path
+    exported: list[str] = field(default_factory=list)
+    not_submitted: list[str] = field(default_factory=list)  # in the roster, no grade
+    not_in_roster: list[str] = field(default_factory=list)  # graded, not in the roster
+    not_final: list[str] = field(default_factory=list)  # graded in part: no total yet
+
+    def problems(self) -> list[str]:
+        lines = []
+        if self.not_submitted:
+            lines.append(
+                "in the roster but not graded (no submission in the class folder): "
+                + ", ".join(self.not_submitted)
+            )
+        if self.not_in_roster:
+            lines.append(
+                "graded but not in the roster (add them to it, then export again): "
+                + ", ".join(self.not_in_roster)
+            )
+        if self.not_final:
+            lines.append(
+                "no final total (the grader failed on some part; run the batch again): "
+                + ", ".join(self.not_final)
+            )
+        return lines
+
+
+def read_totals(out: Path) -> dict[str, str]:
+    """Student -> total from the batch's grades.csv ("" where the total is not final)."""
+    path = Path(out) / "grades.csv"
+    try:
+        rows = list(csv.DictReader(io.StringIO(path.read_text(encoding="utf-8"))))
+    except OSError as error:
+        raise LmsError(
+            f"no gradebook at {path} ({error.strerror}): run `grader batch` first"
+        ) from None
+    if rows and not {"student", "total"} <= rows[0].keys():
+        raise LmsError(f"{path} has no student and total columns: is it a batch's grades.csv?")
+    return {row["student"]: row["total"] for row in rows}
+
+
+def export_grades(
+    out: Path,
+    roster: Roster,
+    system: str,
+    assignment: str = "Attention exercises",
+    assignment_id: str = "",
+    moodle_key: str | None = None,
+) -> Export:
+    """Write out/lms/<system>.csv from out/grades.csv and the roster."""
+    if system not in SYSTEMS:
+        raise LmsError(f"unknown LMS {system!r}; choose one of {', '.join(SYSTEMS)}")
+    totals = read_totals(out)
+    export = Export(Path(out) / "lms" / f"{system}.csv")
+    export.not_submitted = sorted(s for s in roster.rows if s not in totals)
+    export.not_in_roster = sorted(s for s in totals if s not in roster.rows)
+    export.not_final = sorted(s for s, total in totals.items() if s in roster.rows and not total)
+    export.exported = sorted(s for s, total in totals.items() if s in roster.rows and total)
+    column = f"{assignment} ({assignment_id})" if assignment_id else assignment
+    if system == "canvas":
+        header, rows = _canvas(roster, export.exported, totals, column)
+    elif system == "moodle":
+        header, rows = _moodle(roster, export.exported, totals, column, moodle_key)
+    else:
+        header, rows = _plain(roster, export.exported, totals, column)
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    writer.writerow(header)
+    writer.writerows(rows)
+    export.path.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write(export.path, buffer.getvalue())
+    return export
+
+
+def _canvas(roster: Roster, students, totals, column):
+    for student in students:
+        row = roster.rows[student]
+        if not any(row.get(key) for key in CANVAS_KEYS):
+            raise LmsError(
+                f"{roster.path}: {student} has none of {', '.join(CANVAS_KEYS)}; Canvas matches "
+                "a row on one of them (take them from Canvas's own gradebook export)"
+            )
+    header = [*CANVAS_IDENTITY, column]
+    rows = [[*[roster.rows[s].get(key, "") for key in CANVAS_ROSTER], totals[s]] for s in students]
+    return header, rows
+
+
+def _moodle(roster: Roster, students, totals, column, key):
+    if key is None:
+        key = next((k for k in MOODLE_KEYS if roster.column_filled(k)), None)
+        if key is None:
+            raise LmsError(
+                f"{roster.path}: Moodle identifies a user by {', '.join(MOODLE_KEYS)}; give "
+                "one of these columns, filled for every student"
+            )
+    elif key not in MOODLE_KEYS:
+        raise LmsError(f"Moodle identifies a user by {', '.join(MOODLE_KEYS)}, not {key!r}")
+    missing = [s for s in students if not roster.rows[s].get(key)]
+    if missing:
+        raise LmsError(f"{roster.path}: no {key} for {', '.join(missing)}")
+    return [key, column], [[roster.rows[s][key], totals[s]] for s in students]
+
+
+def _plain(roster: Roster, students, totals, column):
+    """The submission id, the roster's filled identity columns, the total."""
+    present = [c for c in ROSTER_COLUMNS[1:-1] if any(row.get(c) for row in roster.rows.values())]
+    header = ["submission", *present, column]
+    rows = [[s, *[roster.rows[s].get(c, "") for c in present], totals[s]] for s in students]
+    return header, rows

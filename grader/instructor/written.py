@@ -1,0 +1,215 @@
+"""Written answers (exercises/answers/<id>.md), graded by hand and merged into the gradebook.
+
+`grader batch --written` writes written/review.csv (one row per student and written part: the
+answer, the maximum, an empty `points` cell to fill) and written/review.html (every answer of a
+part on one page, to read). `grader merge SCORES.csv` checks the filled sheet (unknown students,
+exercises or parts, points that are not numbers or exceed the maximum are refused, all named at
+once, and nothing is merged then) and keeps the points in written/scores.json. From there every
+gradebook the batch writes (grades.csv, results, feedback, report) adds them, so a batch run
+again, even one that regrades a student, keeps the merged points.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import shutil
+import tempfile
+from html import escape
+from pathlib import Path
+
+from grader.engine.grading import ANSWER_PLACEHOLDER
+from grader.instructor.gradebook import atomic_write
+from grader.instructor.submissions import Student, UnsafeSubmission, unpack
+
+FOLDER = "written"
+SCORES = "scores.json"
+SHEET_COLUMNS = ["student", "exercise", "part", "max_points", "points", "comment", "answer"]
+MAX_ANSWER = 20_000
+
+
+class MergeError(ValueError):
+    """The score sheet cannot be merged; the message names every bad line."""
+
+
+def read_answers(students: list[Student], record) -> dict[str, str]:
+    """Student id -> their answer to `record`'s written parts ("" when none was written)."""
+    answers = {}
+    scratch = Path(tempfile.mkdtemp(prefix="attnkit-written-"))
+    try:
+        for number, student in enumerate(students):
+            home = scratch / f"s{number}"
+            text = ""
+            try:
+                unpack(student, home)
+                found = sorted(p for p in home.rglob(f"answers/{record.id}.md") if p.is_file())
+                if found:
+                    text = found[0].read_text("utf-8", errors="replace")
+            except UnsafeSubmission:
+                pass  # the batch flags it; no answer to read
+            answers[student.id] = text.split(ANSWER_PLACEHOLDER, 1)[-1].strip()[:MAX_ANSWER]
+            shutil.rmtree(home, ignore_errors=True)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    return answers
+
+
+def write_review_sheet(out: Path, records, students: list[Student]) -> Path | None:
+    """written/review.csv and written/review.html for the written parts of `records`; None
+    when they have none."""
+    records = [r for r in records if r.written]
+    if not records:
+        return None
+    folder = Path(out) / FOLDER
+    folder.mkdir(parents=True, exist_ok=True)
+    scores = load_scores(out)
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    writer.writerow(SHEET_COLUMNS)
+    pages = []
+    for record in records:
+        answers = read_answers(students, record)
+        for part in record.written:
+            pages.append(f"<h2>{escape(record.id)} {escape(part.name)} ({part.points:g} pt)</h2>")
+            pages.append(f"<p class=muted>{escape(part.prompt)}</p>")
+            for student in sorted(answers):
+                kept = scores.get(student, {}).get(f"{record.id} {part.name}", {})
+                points = kept.get("points", "")
+                writer.writerow(
+                    [
+                        student,
+                        record.id,
+                        part.name,
+                        f"{part.points:g}",
+                        f"{points:g}" if points != "" else "",
+                        kept.get("comment", ""),
+                        answers[student],
+                    ]
+                )
+                body = escape(answers[student]) or "<i>no answer written</i>"
+                pages.append(
+                    f"<h3 id='{escape(record.id)}-{escape(student)}'>{escape(student)}</h3>"
+                    f"<pre style='white-space:pre-wrap'>{body}</pre>"
+                )
+    atomic_write(folder / "review.csv", buffer.getvalue())
+    atomic_write(
+        folder / "review.html",
+        "<!DOCTYPE html><html lang=en><head><meta charset=utf-8><title>Written answers</title>"
+        "</head><body style='font:15px/1.45 system-ui,sans-serif;max-width:60rem;margin:auto'>"
+        "<h1>Written answers</h1><p>Score them in review.csv (the points column), then run "
+        "<code>grader merge review.csv --out DIR</code>.</p>" + "".join(pages) + "</body></html>",
+    )
+    return folder / "review.csv"
+
+
+def load_scores(out: Path) -> dict[str, dict[str, dict]]:
+    """Student -> "exercise part" -> {"points", "max_points", "comment"}: the merged points."""
+    try:
+        return json.loads((Path(out) / FOLDER / SCORES).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+
+
+def merge_scores(out: Path, sheet: Path, records, students: list[str]) -> int:
+    """Check the filled sheet against the batch (its students, its exercises' written parts)
+    and keep its points; returns how many were merged. Rows with an empty `points` cell are
+    not scored yet and are left alone."""
+    try:
+        text = Path(sheet).read_text(encoding="utf-8-sig")
+    except (OSError, UnicodeDecodeError) as error:
+        raise MergeError(f"cannot read {sheet}: {error}") from None
+    reader = csv.DictReader(io.StringIO(text))
+    missing = {"student", "exercise", "part", "points"} - set(reader.fieldnames or [])
+    if missing:
+        raise MergeError(
+            f"{sheet}: no column {', '.join(sorted(missing))}; start from the review sheet "
+            "(grader batch --written writes written/review.csv)"
+        )
+    parts = {(r.id, p.name): float(p.points) for r in records for p in r.written}
+    known = set(students)
+    problems, merged = [], {}
+    for line, row in enumerate(reader, start=2):
+        student, exercise = (row["student"] or "").strip(), (row["exercise"] or "").strip()
+        part, points = (row["part"] or "").strip(), (row["points"] or "").strip()
+        if not points:
+            continue
+        where = f"line {line}"
+        if student not in known:
+            problems.append(f"{where}: no student {student!r} in this batch")
+            continue
+        if (exercise, part) not in parts:
+            choices = ", ".join(f"{e} {p}" for e, p in parts) or "none"
+            problems.append(
+                f"{where}: no written part {part!r} of exercise {exercise!r} in this batch "
+                f"(written parts: {choices})"
+            )
+            continue
+        try:
+            value = float(points)
+        except ValueError:
+            problems.append(f"{where}: points {points!r} is not a number")
+            continue
+        maximum = parts[(exercise, part)]
+        if not 0 <= value <= maximum:
+            problems.append(
+                f"{where}: {value:g} points for {exercise} {part}, out of 0–{maximum:g}"
+            )
+            continue
+        key = f"{exercise} {part}"
+        if key in merged.get(student, {}):
+            problems.append(f"{where}: {student} {key} is scored twice")
+            continue
+        merged.setdefault(student, {})[key] = {
+            "points": value,
+            "max_points": maximum,
+            "comment": (row.get("comment") or "").strip(),
+        }
+    if problems:
+        raise MergeError(f"{sheet}: nothing merged:\n  " + "\n  ".join(problems))
+    scores = load_scores(out)
+    for student, by_part in merged.items():
+        scores.setdefault(student, {}).update(by_part)
+    (Path(out) / FOLDER).mkdir(parents=True, exist_ok=True)
+    atomic_write(
+        Path(out) / FOLDER / SCORES,
+        json.dumps(scores, indent=1, sort_keys=True, ensure_ascii=False),
+    )
+    return sum(len(by_part) for by_part in merged.values())
+
+
+def merge_into_batch(out: Path, sheet: Path) -> int:
+    """`grader merge`: check and keep the sheet's points, then write the batch's gradebook
+    again (grades.csv, results, feedback, report) with them."""
+    from grader.instructor import gradebook
+    from grader.records import UnknownExercise, get_exercise
+
+    out = Path(out)
+    try:
+        state = json.loads((out / "batch.json").read_text(encoding="utf-8"))
+        records = [get_exercise(e) for e in state["exercises"]]
+    except (OSError, ValueError, KeyError, UnknownExercise):
+        raise MergeError(f"{out} holds no batch (no readable batch.json): give --out") from None
+    students = sorted(p.stem for p in (out / "results").glob("*.json"))
+    count = merge_scores(out, sheet, records, students)
+    gradebook.write_all(out, students, records, state.get("isolation", ""))
+    return count
+
+
+def written_section(out: Path) -> str:
+    """The report's section: the merged written points per student."""
+    scores = load_scores(out)
+    if not scores:
+        return ""
+    rows = "".join(
+        f"<tr><td>{escape(student)}</td><td>{escape(key)}</td>"
+        f"<td class=num>{entry['points']:g}/{entry['max_points']:g}</td>"
+        f"<td>{escape(entry.get('comment', ''))}</td></tr>"
+        for student, by_part in sorted(scores.items())
+        for key, entry in sorted(by_part.items())
+    )
+    return (
+        "<h2>Written answers</h2><p class=muted>Scored by hand, merged with grader merge; "
+        "included in the totals.</p><table><tr><th>student</th><th>part</th>"
+        f"<th class=num>points</th><th>comment</th></tr>{rows}</table>"
+    )

@@ -1,0 +1,121 @@
+"""Written answers: a review sheet with every student's answer, `grader merge` of the filled
+sheet into grades, results, feedback and report, clear refusals, and points that survive a rerun."""
+
+from __future__ import annotations
+
+import csv
+import json
+
+import pytest
+from click.testing import CliRunner
+
+from grader.cli import main
+from grader.engine.grading import ANSWER_PLACEHOLDER
+from grader.instructor import gradebook
+from grader.instructor.submissions import discover
+from grader.instructor.written import MergeError, merge_into_batch, write_review_sheet
+from grader.records import get_exercise
+from tests.support.classbook import write_class
+
+RECORD = get_exercise(
+    "8-3"
+)  # SelfAttention 3, causal mask 1, layer_complexity 2, path 2; 2 written
+
+
+@pytest.fixture(scope="module")
+def batch(tmp_path_factory):
+    """ann passed every part and wrote an answer; ben passed SelfAttention only, no answer."""
+    root = tmp_path_factory.mktemp("week")
+    answers = root / "class" / "ann" / "answers"
+    answers.mkdir(parents=True)
+    (answers / "8-3.md").write_text(f"# 8-3\n{ANSWER_PLACEHOLDER}\nAttention: O(n²d).\n", "utf-8")
+    (root / "class" / "ben").mkdir()
+    out = root / "out"
+    every = {p.name for p in RECORD.parts}
+    write_class(out, {"ann": {"8-3": every}, "ben": {"8-3": {"SelfAttention"}}})
+    sheet = write_review_sheet(out, [RECORD], discover(root / "class"))
+    return out, sheet
+
+
+def sheet_rows(path):
+    with open(path, newline="", encoding="utf-8") as handle:
+        return list(csv.DictReader(handle))
+
+
+def grades(out):
+    return {row["student"]: row for row in sheet_rows(out / "grades.csv")}
+
+
+def test_review_sheet_has_every_student_and_answer(batch):
+    out, sheet = batch
+    rows = sheet_rows(sheet)
+    assert [(r["student"], r["exercise"], r["part"], r["max_points"]) for r in rows] == [
+        ("ann", "8-3", "comparison", "2"),
+        ("ben", "8-3", "comparison", "2"),
+    ]
+    assert rows[0]["answer"] == "Attention: O(n²d)." and rows[1]["answer"] == ""
+    assert rows[0]["points"] == ""  # for the instructor to fill
+    page = (out / "written" / "review.html").read_text("utf-8")
+    assert "Attention: O(n²d)." in page and "no answer written" in page
+
+
+@pytest.mark.parametrize(
+    "line, phrase",
+    [
+        ("zoe,8-3,comparison,1", "no student 'zoe'"),
+        ("ann,8-3,essay,1", "no written part 'essay'"),
+        ("ann,8-2,comparison,1", "of exercise '8-2'"),
+        ("ann,8-3,comparison,2.5", "2.5 points for 8-3 comparison, out of 0–2"),
+        ("ann,8-3,comparison,-1", "out of 0–2"),
+        ("ann,8-3,comparison,lots", "'lots' is not a number"),
+    ],
+)
+def test_bad_scores_are_refused_and_nothing_is_merged(batch, tmp_path, line, phrase):
+    out, _ = batch
+    before = (out / "grades.csv").read_text("utf-8")
+    scores = tmp_path / "scores.csv"
+    scores.write_text(f"student,exercise,part,points\nben,8-3,comparison,1\n{line}\n", "utf-8")
+    with pytest.raises(MergeError, match=phrase):
+        merge_into_batch(out, scores)
+    assert (out / "grades.csv").read_text("utf-8") == before
+    assert not (out / "written" / "scores.json").exists()
+
+
+def test_merge_adds_points_everywhere_and_a_rerun_keeps_them(batch):
+    out, sheet = batch
+    rows = sheet_rows(sheet)
+    rows[0]["points"], rows[0]["comment"] = "1.5", "good on cost, path length missing"
+    with open(sheet, "w", newline="", encoding="utf-8") as handle:
+        writer = csv.DictWriter(handle, fieldnames=list(rows[0]))
+        writer.writeheader()
+        writer.writerows(rows)  # ben's points left empty: not scored yet
+    result = CliRunner().invoke(main, ["merge", str(sheet), "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    assert "1 written scores merged" in result.output
+
+    def check():
+        table = grades(out)
+        # ann: 8 automatic points + 1.5 written, out of 8 + 2; ben unchanged (3 of 8).
+        assert (table["ann"]["total"], table["ann"]["max_total"]) == ("9.5", "10")
+        assert table["ann"]["written"] == "1.5"
+        assert (table["ben"]["total"], table["ben"]["max_total"], table["ben"]["written"]) == (
+            "3",
+            "8",
+            "",
+        )
+        document = json.loads((out / "results" / "ann.json").read_text("utf-8"))
+        assert document["total"] == 9.5
+        assert document["written"]["8-3 comparison"]["points"] == 1.5
+        feedback = (out / "feedback" / "ann.md").read_text("utf-8")
+        assert "Total: 9.5 / 10" in feedback and "path length missing" in feedback
+        report = (out / "report.html").read_text("utf-8")
+        assert "Written answers" in report and "1.5/2" in report
+
+    check()
+    # A rerun regrades ann (her result file is written afresh, without the written points),
+    # then writes the gradebook: the merged points are still there, and counted once.
+    write_class(
+        out, {"ann": {"8-3": {p.name for p in RECORD.parts}}, "ben": {"8-3": {"SelfAttention"}}}
+    )
+    gradebook.write_all(out, ["ann", "ben"], [RECORD])
+    check()
