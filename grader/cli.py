@@ -231,6 +231,12 @@ def batch(
             "not graded, not their fault; run the same command again to grade them.",
             err=True,
         )
+    if summary.removed:
+        click.echo(
+            f"No longer in {submissions}, so moved to {summary.out / 'removed'}: "
+            f"{', '.join(summary.removed)}",
+            err=True,
+        )
     for name in ("grades.csv", "report.html", "results/", "feedback/", "junit.xml"):
         click.echo(f"  {summary.out / name}")
 

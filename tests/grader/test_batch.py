@@ -5,6 +5,7 @@ import csv
 import io
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -282,6 +283,33 @@ def test_rerun_resumes_and_regrades_only_changed_work(graded, classroom):
         assert json.loads((out / "results" / "crash.json").read_text())["total"] == 10.0
     finally:
         changed.write_text(original)
+
+
+def test_a_rerun_without_a_student_moves_their_result_aside_and_says_so(graded, tmp_path):
+    _, out, results = graded
+    copy = tmp_path / "out"
+    shutil.copytree(out, copy)
+    smaller = tmp_path / "class"
+    for student in ("good", "crash"):
+        write(smaller / student, "ex8_2.py", CLASS[student])
+    summary = run_batch(smaller, BatchOptions(["8-2"], copy, jobs=2, timeout=6))
+    assert summary.graded == []  # unchanged work is not graded again
+    assert "hang" in summary.removed and "good" not in summary.removed
+    assert (copy / "removed" / "results" / "hang.json").is_file()
+    rows = list(csv.DictReader(io.StringIO((copy / "grades.csv").read_text())))
+    assert [r["student"] for r in rows] == ["crash", "good"]
+    html = (copy / "report.html").read_text()
+    assert "Moved aside" in html and "hang" in html.split("Moved aside", 1)[1].split("</p>")[0]
+
+
+def test_the_report_counts_each_cause_apart(graded):
+    _, out, results = graded
+    html = (out / "report.html").read_text()
+    summary = re.sub(r"<[^>]+>", "", html.split("<p>Parts: ", 1)[1].split("</p>", 1)[0])
+    # "hang" timed out on one part; "empty" handed in no file: 5 parts missing.
+    assert "timed out" in summary and "missing 5" in summary and "crashed" in summary
+    hang_row = html.split('feedback/hang.md"', 1)[1].split("</tr>", 1)[0]
+    assert "timed out" in hang_row and ASYM in hang_row
 
 
 def test_a_conflicting_seed_is_refused(graded, classroom):
