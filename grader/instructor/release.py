@@ -18,7 +18,32 @@ from grader.records import EXERCISES, get_exercise
 IGNORED = shutil.ignore_patterns(
     "__pycache__", "*.pyc", "*.egg-info", ".pytest_cache", ".ruff_cache", "fixtures"
 )
-STUDENT_PARTS = ("attnkit", "grader", "exercises", "README.md")
+STUDENT_PARTS = ("attnkit", "grader", "exercises")
+
+# The kit's own README: the instructor's (with `--submission solutions`, pytest, examples/) would
+# send students to files a kit does not have.
+STUDENT_README = """# Attention exercises (NNDL chapter 8)
+
+## Install
+
+With Python 3.10 or newer, in a virtual environment if you like:
+
+```bash
+pip install -e .
+```
+
+## Work on an exercise
+
+1. `grader list` shows the exercises; `grader show 8-2` explains one: the task, the file to
+   edit (`exercises/ex8_2.py`), its parts and points.
+2. Fill in the bodies that raise `NotImplementedError`. The docstrings say what each function
+   must return, with shapes.
+3. `grader check 8-2` grades your file: outputs and gradients, on several shapes. A part scores
+   its points when all its checks pass; a failure says which check, where, and what came back.
+   `--verbose` lists every check. Written answers go in `exercises/answers/<id>.md`.
+
+Exit status: 0 when every part passed, 1 when some part did not.
+{notebooks}"""
 
 
 class ReleaseError(RuntimeError):
@@ -37,6 +62,13 @@ def release_student(destination: Path, seed: int = 0) -> Path:
             shutil.copytree(source, destination / name, ignore=IGNORED)
         else:
             shutil.copy2(source, destination / name)
+    notebooks = ""
+    if (KIT / "notebooks").is_dir():
+        shutil.copytree(KIT / "notebooks", destination / "notebooks", ignore=IGNORED)
+        notebooks = "\n## Notebooks\n\n`notebooks/` has the chapter's notebooks (`jupyter lab`).\n"
+    (destination / "README.md").write_text(
+        STUDENT_README.format(notebooks=notebooks), encoding="utf-8"
+    )
     pyproject = (KIT / "pyproject.toml").read_text(encoding="utf-8")
     pyproject = pyproject.replace(', "solutions*"', "")
     (destination / "pyproject.toml").write_text(pyproject, encoding="utf-8")

@@ -61,6 +61,19 @@ def test_student_kit_grades_from_its_fixtures(student_kit):
     assert json.loads(solved.stdout)["score"] == 10.0
 
 
+def test_student_kit_has_its_own_readme_and_stubs_explains_itself(student_kit):
+    readme = (student_kit / "README.md").read_text()
+    assert "grader check" in readme and "pip install -e ." in readme
+    # Nothing a kit does not ship: the reference, the test suite, the demo class.
+    for absent in ("--submission solutions", "pytest", "examples/", "grader batch"):
+        assert absent not in readme
+    before = (student_kit / "exercises" / "ex8_2.py").read_text()
+    done = run_kit(student_kit, "-m", "grader.cli", "stubs")
+    assert done.returncode == 1 and "Traceback" not in done.stderr
+    assert "student kit" in done.stderr and "grader check" in done.stderr
+    assert (student_kit / "exercises" / "ex8_2.py").read_text() == before  # the work is kept
+
+
 def test_release_refuses_a_folder_in_use(tmp_path):
     (tmp_path / "something").write_text("x")
     with pytest.raises(ReleaseError, match="not empty"):
