@@ -267,6 +267,12 @@ def batch(
             "not graded, not their fault; run the same command again to grade them.",
             err=True,
         )
+    if summary.removed:
+        click.echo(
+            f"No longer in {submissions}, so moved to {summary.out / 'removed'}: "
+            f"{', '.join(summary.removed)}",
+            err=True,
+        )
     names = ["grades.csv", "report.html", "results/", "feedback/", "junit.xml"]
     names += (["similarity.csv"] if similarity else []) + (
         ["written/review.csv"] if written else []
@@ -369,7 +375,7 @@ def export_command(system, out_dir, roster, assignment, assignment_id, moodle_id
 
 @main.group()
 def release():
-    """(Instructors) Copies of the kit: for students, or a Gradescope autograder."""
+    """(Instructors) Copies of the kit: for students, a Gradescope autograder, a workflow."""
 
 
 @release.command("student")
@@ -410,6 +416,35 @@ def release_gradescope_command(target, exercise_ids, unsandboxed):
     except ReleaseError as error:
         raise click.ClickException(str(error)) from None
     click.echo(f"{target}: upload it as the autograder of a Gradescope programming assignment")
+
+
+@release.command("actions")
+@click.option(
+    "--exercise",
+    "-e",
+    "exercise_ids",
+    multiple=True,
+    required=True,
+    help="Exercise to grade (repeat for several).",
+)
+@click.option(
+    "--out",
+    "out_file",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="Write the workflow here (e.g. .github/workflows/classroom.yml) [default: print it].",
+)
+def release_actions_command(exercise_ids, out_file):
+    """A GitHub Actions workflow grading a student repository, one test per part."""
+    from grader.instructor.actions import actions_workflow
+
+    text = actions_workflow(_records(exercise_ids, False))
+    if out_file is None:
+        click.echo(text, nl=False)
+        return
+    out_file.parent.mkdir(parents=True, exist_ok=True)
+    out_file.write_text(text, encoding="utf-8")
+    click.echo(f"{out_file}: commit it to the assignment's template repository")
 
 
 @main.command()

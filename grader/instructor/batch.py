@@ -148,6 +148,8 @@ class BatchSummary:
     # Graded only in part: the grader's own machinery failed on some part (a rerun retries).
     not_final: list[str] = field(default_factory=list)
     out: Path = Path()
+    # Results of students no longer in SUBMISSIONS, moved to out/removed/.
+    removed: list[str] = field(default_factory=list)
 
 
 def run_batch(
@@ -212,7 +214,8 @@ def run_batch(
         from grader.instructor.similarity import write_for_batch
 
         write_for_batch(out, records, students)
-    gradebook.write_all(out, [s.id for s in students], records, isolation_note(options))
+    summary.removed = gradebook.set_aside_removed(out, summary.students)
+    gradebook.write_all(out, summary.students, records, isolation_note(options), summary.removed)
     return summary
 
 
@@ -441,7 +444,9 @@ def _finish(run: _Run, plan: _Plan) -> None:
         document["grader_errors"] = grader_errors
     if refused:
         document["refused"] = refused
-    _write_json(run.out / "results" / f"{plan.student.id}.json", document)
+    path = run.out / "results" / f"{plan.student.id}.json"
+    document = gradebook.merge_previous(document, _read_json(path), run.options.exercises)
+    _write_json(path, document)
     gradebook.write_feedback(run.out / "feedback" / f"{plan.student.id}.md", document, run.records)
     run.summary.graded.append(plan.student.id)
     if grader_errors:

@@ -14,6 +14,7 @@ from xml.sax.saxutils import escape, quoteattr
 from grader.engine.results import ExerciseResult
 from grader.engine.spec import Exercise
 from grader.engine.status import Status
+from grader.records import EXERCISES
 
 
 def student_document(student, exercises: list[ExerciseResult], flags, seed, public_seed, stamp):
@@ -37,8 +38,70 @@ def student_document(student, exercises: list[ExerciseResult], flags, seed, publ
     }
 
 
+def _about(flag: str, exercise: str) -> bool:
+    """Whether a student's flag is about this exercise (see grader.instructor.batch)."""
+    return flag.endswith(f":{exercise}") or flag in (f"missing-{exercise}", f"unusable-{exercise}")
+
+
+def merge_previous(document: dict, previous: dict | None, regraded: list[str]) -> dict:
+    """`document` (this run's exercises) with the exercises of `previous` (the student's result
+    already in the output folder) that this run did not grade, so that grading other exercises
+    into the same folder keeps the earlier columns instead of dropping them."""
+    if not isinstance(previous, dict) or not isinstance(previous.get("exercises"), list):
+        return document
+    kept = [e for e in previous["exercises"] if e.get("exercise") not in regraded]
+    if not kept:
+        return document
+    ids = {e["exercise"] for e in kept}
+    order = list(EXERCISES)
+    merged = dict(document)
+    merged["exercises"] = sorted(
+        [*document["exercises"], *kept],
+        key=lambda e: order.index(e["exercise"]) if e["exercise"] in order else len(order),
+    )
+    merged["total"] = float(sum(e["score"] for e in merged["exercises"]))
+    merged["max_total"] = float(sum(e["max_score"] for e in merged["exercises"]))
+    merged["flags"] = sorted(
+        set(document["flags"])
+        | {f for f in previous.get("flags", []) if any(_about(f, i) for i in ids)}
+    )
+    for field, belongs in (
+        ("mistakes", lambda key: key.split(" ")[0] in ids),
+        ("grader_errors", lambda key: key.split(" ")[0] in ids),
+        ("refused", lambda key: key in ids),
+    ):
+        earlier = {k: v for k, v in previous.get(field, {}).items() if belongs(k)}
+        if earlier or field in document:
+            merged[field] = {**earlier, **document.get(field, {})}
+    merged["final"] = document.get("final", True) and not merged.get("grader_errors")
+    return merged
+
+
+def set_aside_removed(out: Path, students: list[str]) -> list[str]:
+    """Move the results and feedback of students no longer among the submissions to
+    `out/removed/` (kept, not graded, not in the gradebook); returns who was moved."""
+    present = set(students)
+    moved = []
+    for result in sorted((out / "results").glob("*.json")):
+        if result.stem in present:
+            continue
+        for kind, name in (("results", f"{result.stem}.json"), ("feedback", f"{result.stem}.md")):
+            source = out / kind / name
+            if source.exists():
+                (out / "removed" / kind).mkdir(parents=True, exist_ok=True)
+                os.replace(source, out / "removed" / kind / name)
+        moved.append(result.stem)
+    return moved
+
+
+def columns(documents: list[dict], records: list[Exercise]) -> list[Exercise]:
+    """The exercises of the gradebook: this run's, and any kept from earlier runs."""
+    ids = {r.id for r in records} | {e["exercise"] for d in documents for e in d["exercises"]}
+    return [record for record in EXERCISES.values() if record.id in ids]
+
+
 def write_feedback(path: Path, document: dict, records: list[Exercise]) -> None:
-    titles = {r.id: r.title for r in records}
+    titles = {**{r.id: r.title for r in EXERCISES.values()}, **{r.id: r.title for r in records}}
     lines = [
         f"# Feedback for {document['student']}",
         "",
@@ -157,19 +220,24 @@ def junit_xml(documents: list[dict]) -> str:
     )
 
 
-def write_all(out: Path, students: list[str], records: list[Exercise], note: str = "") -> None:
-    from grader.instructor.adjustments import apply_adjustments  # issue 19: written, late
+def write_all(
+    out: Path,
+    students: list[str],
+    records: list[Exercise],
+    note: str = "",
+    removed: list[str] = (),
+) -> None:
+    from grader.instructor.adjustments import apply_adjustments
     from grader.instructor.report_html import report_html
+    from grader.instructor.sections import instructor_sections
 
     documents = load_documents(out, students)
     apply_adjustments(out, documents, records)
+    records = columns(documents, records)
     atomic_write(out / "grades.csv", grades_csv(documents, records))
     atomic_write(out / "junit.xml", junit_xml(documents))
-    from grader.instructor.sections import instructor_sections  # issue 19's sections
-
-    atomic_write(
-        out / "report.html", report_html(documents, records, note, instructor_sections(out))
-    )
+    report = report_html(documents, records, note, list(removed), instructor_sections(out))
+    atomic_write(out / "report.html", report)
 
 
 def atomic_write(path: Path, text: str) -> None:

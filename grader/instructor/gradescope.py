@@ -1,24 +1,83 @@
 """Grade one Gradescope submission and write results.json in Gradescope's schema.
 
-Run by the `run_autograder` of `grader release gradescope`. Public checks are visible at once;
-hidden checks (fresh seed, recorded in the output) are shown after the grades are published.
-Whatever happens, a results file is written: a crash of the grading itself gives score 0 and
-says so.
+Run by the `run_autograder` of `grader release gradescope`. The schema (Gradescope's
+"Autograder Specifications") allows only `passed` or `failed` as a test's status, so a part's
+own status (not implemented, timed out, error) is the first line of its output. Each part is
+one test with its real points, hidden checks included; the details of failed hidden checks
+are a second row, marked failed, that students see once grades are published.
+
+The hidden-check seed is derived from the assignment and the submission with a key drawn when
+the autograder was made (reproducible regrades, unknown to students); it goes to the
+instructor's `extra_data` and log, never to the student's text. Whatever happens, a results
+file is written: a crash of the grading itself gives score 0 and says so.
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
+import hmac
 import json
-import secrets
 import traceback
 from pathlib import Path
 
 from grader.engine.grading import grade
+from grader.engine.status import Status
 from grader.instructor.batch import BatchError, BatchOptions, require_sandbox
 from grader.instructor.gradebook import atomic_write
 from grader.instructor.submissions import FORBIDDEN_PACKAGES, find_exercise_file, scan
 from grader.records import get_exercise
+
+# A part's status in words, for the first line of its output (Gradescope knows only two).
+STATUS_WORDS = {
+    Status.PASSED: "passed",
+    Status.FAILED: "failed",
+    Status.NOT_IMPLEMENTED: "not implemented yet",
+    Status.ERROR: "error: the code raised an exception or could not be loaded",
+    Status.TIMEOUT: "timed out",
+}
+SHOWN_CHECKS = 5
+
+
+def hidden_seed(key: str, root: Path) -> int:
+    """The seed of the hidden checks for the submission under `root` (Gradescope's /autograder).
+
+    From Gradescope's submission_metadata.json (the assignment id and the submission id), so a
+    regrade of a submission draws the same hidden cases; where there is no metadata (a local
+    run), from the submitted files' contents. Keyed with the autograder's own secret, so the
+    seed cannot be computed from what a student knows.
+    """
+    try:
+        metadata = json.loads((root / "submission_metadata.json").read_text("utf-8"))
+        identity = f"gradescope:{metadata['assignment']['id']}:{metadata['id']}"
+    except (OSError, ValueError, KeyError, TypeError):
+        digest = hashlib.sha256()
+        submission = root / "submission"
+        for path in sorted(p for p in submission.rglob("*") if p.is_file()):
+            digest.update(path.relative_to(submission).as_posix().encode() + b"\0")
+            digest.update(path.read_bytes() + b"\0")
+        identity = f"files:{digest.hexdigest()}"
+    mac = hmac.new(key.encode(), identity.encode(), hashlib.sha256).digest()
+    return int.from_bytes(mac[:8], "big") % 2**31
+
+
+def _test(name: str, score: float, max_score: float, output: str, visibility: str) -> dict:
+    """One row of `tests`, its status computed from its points (the schema's two words)."""
+    return {
+        "name": name,
+        "score": float(score),
+        "max_score": float(max_score),
+        "status": "passed" if max_score > 0 and score >= max_score else "failed",
+        "output": output,
+        "visibility": visibility,
+    }
+
+
+def _listed(checks) -> str:
+    lines = [f"{c.name}: {c.message}" for c in checks[:SHOWN_CHECKS]]
+    if len(checks) > SHOWN_CHECKS:
+        lines.append(f"... {len(checks) - SHOWN_CHECKS} more")
+    return "\n".join(lines)
 
 
 def results_for(
@@ -29,7 +88,7 @@ def results_for(
     limits = BatchOptions(exercises).limits()
     state = require_sandbox(unsandboxed, "--unsandboxed to `grader release gradescope`")
     policy = {"protected": [str(root.resolve())]} if state["complete"] else None
-    tests, lines = [], [f"Hidden-check seed: {seed}"]
+    tests, lines = [], []
     for exercise_id in exercises:
         record = get_exercise(exercise_id)
         found = find_exercise_file(submission, record.file)
@@ -40,13 +99,13 @@ def results_for(
         if problem:
             for part in record.parts:
                 tests.append(
-                    {
-                        "name": f"{record.id} {part.name}",
-                        "score": 0.0,
-                        "max_score": float(part.points),
-                        "output": problem,
-                        "visibility": "visible",
-                    }
+                    _test(
+                        f"{record.id} {part.name}",
+                        0.0,
+                        part.points,
+                        f"{'missing' if found.missing else 'not graded'}: {problem}",
+                        "visible",
+                    )
                 )
             continue
         result = grade(
@@ -58,44 +117,46 @@ def results_for(
             sandbox=policy,
         )
         if result.refused:
+            refused = ", ".join(f"{k} x{n}" for k, n in sorted(result.refused.items()))
             tests.append(
-                {
-                    "name": f"{record.id}: attempts the sandbox refused (instructor only)",
-                    "score": 0.0,
-                    "max_score": 0.0,
-                    "output": ", ".join(f"{k} x{n}" for k, n in sorted(result.refused.items())),
-                    "visibility": "hidden",
-                }
+                _test(
+                    f"{record.id}: attempts the sandbox refused (instructor only)",
+                    0.0,
+                    0.0,
+                    refused,
+                    "hidden",
+                )
             )
         for part in result.parts:
+            name = f"{record.id} {part.name}"
             public = [c for c in part.checks if not c.hidden and not c.passed]
             hidden = [c for c in part.checks if c.hidden and not c.passed]
-            output = "\n".join(f"{c.name}: {c.message}" for c in public[:5])
-            if hidden and not public:
-                output = f"{len(hidden)} hidden checks failed (details after grades are published)"
-            tests.append(
-                {
-                    "name": f"{record.id} {part.name}",
-                    "score": part.score,
-                    "max_score": part.max_score,
-                    "status": part.status,
-                    "output": output or "passed",
-                    "visibility": "visible",
-                }
-            )
+            output = [STATUS_WORDS[part.status]]
+            if part.summary:
+                output.append(part.summary)
+            if public:
+                output.append(_listed(public))
             if hidden:
-                tests.append(
-                    {
-                        "name": f"{record.id} {part.name} (hidden checks)",
-                        "score": 0.0,
-                        "max_score": 0.0,
-                        "output": "\n".join(f"{c.name}: {c.message}" for c in hidden[:5]),
-                        "visibility": "after_published",
-                    }
+                output.append(
+                    f"{len(hidden)} hidden check{'s' if len(hidden) > 1 else ''} failed "
+                    "(details once grades are published)"
                 )
+            tests.append(_test(name, part.score, part.max_score, "\n".join(output), "visible"))
+            if hidden:
+                # The points are in the row above; this row only carries the details, and is
+                # marked failed so that it can never read as a pass.
+                row = _test(
+                    f"{name} (hidden checks)",
+                    0.0,
+                    0.0,
+                    f"counted in '{name}' above\n{_listed(hidden)}",
+                    "after_published",
+                )
+                tests.append(row)
     return {
         "score": float(sum(t["score"] for t in tests)),
-        "output": "\n".join(lines),
+        "output": "\n".join(lines) or "Graded.",
+        "extra_data": {"hidden_seed": seed},
         "tests": tests,
     }
 
@@ -112,10 +173,12 @@ def main(argv=None) -> int:
     results_path = args.root / "results" / "results.json"
     try:
         config = json.loads((args.root / "source" / "gradescope.json").read_text())
+        seed = hidden_seed(config["seed_key"], args.root)
+        print(f"Hidden-check seed: {seed}")  # Gradescope's log: the instructor's eyes only
         results = results_for(
             args.root / "submission",
             config["exercises"],
-            secrets.randbelow(2**31),
+            seed,
             args.root,
             unsandboxed=bool(config.get("unsandboxed")),
         )

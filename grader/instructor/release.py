@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import secrets
 import shutil
 import tempfile
 import zipfile
@@ -17,7 +18,32 @@ from grader.records import EXERCISES, get_exercise
 IGNORED = shutil.ignore_patterns(
     "__pycache__", "*.pyc", "*.egg-info", ".pytest_cache", ".ruff_cache", "fixtures"
 )
-STUDENT_PARTS = ("attnkit", "grader", "exercises", "README.md")
+STUDENT_PARTS = ("attnkit", "grader", "exercises")
+
+# The kit's own README: the instructor's (with `--submission solutions`, pytest, examples/) would
+# send students to files a kit does not have.
+STUDENT_README = """# Attention exercises (NNDL chapter 8)
+
+## Install
+
+With Python 3.10 or newer, in a virtual environment if you like:
+
+```bash
+pip install -e .
+```
+
+## Work on an exercise
+
+1. `grader list` shows the exercises; `grader show 8-2` explains one: the task, the file to
+   edit (`exercises/ex8_2.py`), its parts and points.
+2. Fill in the bodies that raise `NotImplementedError`. The docstrings say what each function
+   must return, with shapes.
+3. `grader check 8-2` grades your file: outputs and gradients, on several shapes. A part scores
+   its points when all its checks pass; a failure says which check, where, and what came back.
+   `--verbose` lists every check. Written answers go in `exercises/answers/<id>.md`.
+
+Exit status: 0 when every part passed, 1 when some part did not.
+{notebooks}"""
 
 
 class ReleaseError(RuntimeError):
@@ -36,6 +62,13 @@ def release_student(destination: Path, seed: int = 0) -> Path:
             shutil.copytree(source, destination / name, ignore=IGNORED)
         else:
             shutil.copy2(source, destination / name)
+    notebooks = ""
+    if (KIT / "notebooks").is_dir():
+        shutil.copytree(KIT / "notebooks", destination / "notebooks", ignore=IGNORED)
+        notebooks = "\n## Notebooks\n\n`notebooks/` has the chapter's notebooks (`jupyter lab`).\n"
+    (destination / "README.md").write_text(
+        STUDENT_README.format(notebooks=notebooks), encoding="utf-8"
+    )
     pyproject = (KIT / "pyproject.toml").read_text(encoding="utf-8")
     pyproject = pyproject.replace(', "solutions*"', "")
     (destination / "pyproject.toml").write_text(pyproject, encoding="utf-8")
@@ -99,7 +132,7 @@ def solution_leaks(folder: Path) -> list[str]:
 RUN_AUTOGRADER = """#!/usr/bin/env bash
 # Gradescope runs this for each submission. It always leaves a results.json behind.
 root="${AUTOGRADER_ROOT:-/autograder}"
-python="${PYTHON:-python3}"
+python="${PYTHON:-$root/venv/bin/python}"
 mkdir -p "$root/results"
 cd "$root/source" || exit 0
 failed='{"score": 0.0, "tests": [], "output": "The autograder failed before grading."}'
@@ -109,13 +142,50 @@ fi
 exit 0
 """
 
+# The packages the kit imports at run time; setup.sh installs exactly the versions installed
+# where the autograder was made (where the instructor ran the kit and its tests).
+PINNED = ("tensorflow", "keras", "numpy", "click")
+
 SETUP = """#!/usr/bin/env bash
-# Gradescope runs this once, when the autograder image is built.
+# Gradescope runs this once, as root, when the autograder image is built. Its base images are
+# Ubuntu with no promise of pip or of a recent Python: install Python {python} from apt when it
+# is missing, grade in a virtual environment of its own (Ubuntu 24.04's Python refuses plain
+# pip installs), and install exactly the versions the kit was tested with (requirements.txt).
 set -euo pipefail
-cd /autograder/source
-python3 -m pip install --upgrade pip
-python3 -m pip install -e .
+root="${{AUTOGRADER_ROOT:-/autograder}}"
+python="python{python}"
+if ! command -v "$python" >/dev/null 2>&1 || ! "$python" -c "import venv, ensurepip" 2>/dev/null
+then
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update
+  apt-get install -y --no-install-recommends "$python" "$python-venv" ||
+    {{ echo "setup.sh: Python {python} is not in this image's apt sources; choose a" \\
+        "Gradescope base image that has it (the kit was tested with it)" >&2; exit 1; }}
+fi
+"$python" -m venv "$root/venv"
+"$root/venv/bin/python" -m pip install --upgrade pip
+"$root/venv/bin/python" -m pip install -r "$root/source/requirements.txt"
+"$root/venv/bin/python" -m pip install --no-deps -e "$root/source"
+"$root/venv/bin/python" -c "import grader.instructor.gradescope, keras"
 """
+
+
+def tested_versions() -> dict[str, str]:
+    """The version of each run-time package in this environment (what the kit was tested
+    with), and of Python as major.minor."""
+    import platform
+    from importlib.metadata import PackageNotFoundError, version
+
+    versions = {"python": ".".join(platform.python_version_tuple()[:2])}
+    for name in PINNED:
+        try:
+            versions[name] = version(name)
+        except PackageNotFoundError as error:
+            raise ReleaseError(
+                f"{name} is not installed here, so its tested version is unknown: install the "
+                "kit (pip install -e .) before making the autograder"
+            ) from error
+    return versions
 
 
 def release_gradescope(target: Path, exercises: list[str], unsandboxed: bool = False) -> Path:
@@ -135,9 +205,18 @@ def release_gradescope(target: Path, exercises: list[str], unsandboxed: bool = F
                 shutil.copytree(source, root / name, ignore=IGNORED)
             else:
                 shutil.copy2(source, root / name)
-        config = {"exercises": [r.id for r in records], "unsandboxed": unsandboxed}
+        config = {
+            "exercises": [r.id for r in records],
+            "unsandboxed": unsandboxed,
+            # Keys the hidden-check seed of each submission (grader.instructor.gradescope).
+            "seed_key": secrets.token_hex(16),
+        }
         (root / "gradescope.json").write_text(json.dumps(config))
-        for name, text in (("run_autograder", RUN_AUTOGRADER), ("setup.sh", SETUP)):
+        versions = tested_versions()
+        pins = "".join(f"{name}=={versions[name]}\n" for name in PINNED)
+        (root / "requirements.txt").write_text(pins)
+        setup = SETUP.format(python=versions["python"])
+        for name, text in (("run_autograder", RUN_AUTOGRADER), ("setup.sh", setup)):
             (root / name).write_text(text)
             (root / name).chmod(0o755)
         target.parent.mkdir(parents=True, exist_ok=True)

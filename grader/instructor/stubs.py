@@ -21,6 +21,10 @@ class MarkerError(ValueError):
     pass
 
 
+class NoSolutions(MarkerError):
+    """`grader stubs` where there is no solutions/ folder (a student kit)."""
+
+
 def make_stub(source: str, exercise_id: str, filename: str = "<solution>") -> str:
     lines, inside = [], None
     for number, line in enumerate(source.splitlines(keepends=True), start=1):
@@ -58,6 +62,12 @@ def sync_stubs(
     """Make every stub from its solution; return the stubs that were (or would be) changed."""
     solutions = solutions or package_dir("solutions")
     exercises = exercises or package_dir("exercises")
+    if not solutions.is_dir():
+        raise NoSolutions(
+            f"`grader stubs` makes the exercise files from the solutions, and {solutions} does "
+            "not exist: this is a student kit, whose exercise files are already made. Edit "
+            "them, then run `grader check ID`."
+        )
     changed = []
     for record in EXERCISES.values():
         if ids and record.id not in ids:

@@ -17,6 +17,7 @@ from grader.instructor.release import (
     solution_leaks,
 )
 from grader.instructor.stubs import package_dir
+from tests.support.gradescope_schema import read_results
 
 pytestmark = pytest.mark.ex8_2
 
@@ -60,6 +61,19 @@ def test_student_kit_grades_from_its_fixtures(student_kit):
     assert json.loads(solved.stdout)["score"] == 10.0
 
 
+def test_student_kit_has_its_own_readme_and_stubs_explains_itself(student_kit):
+    readme = (student_kit / "README.md").read_text()
+    assert "grader check" in readme and "pip install -e ." in readme
+    # Nothing a kit does not ship: the reference, the test suite, the demo class.
+    for absent in ("--submission solutions", "pytest", "examples/", "grader batch"):
+        assert absent not in readme
+    before = (student_kit / "exercises" / "ex8_2.py").read_text()
+    done = run_kit(student_kit, "-m", "grader.cli", "stubs")
+    assert done.returncode == 1 and "Traceback" not in done.stderr
+    assert "student kit" in done.stderr and "grader check" in done.stderr
+    assert (student_kit / "exercises" / "ex8_2.py").read_text() == before  # the work is kept
+
+
 def test_release_refuses_a_folder_in_use(tmp_path):
     (tmp_path / "something").write_text("x")
     with pytest.raises(ReleaseError, match="not empty"):
@@ -74,6 +88,7 @@ def autograder(tmp_path_factory):
         names = bundle.namelist()
         bundle.extractall(root / "source")
     assert {"setup.sh", "run_autograder", "gradescope.json", "solutions/ex8_2.py"} <= set(names)
+    assert "requirements.txt" in names
     return root
 
 
@@ -100,17 +115,36 @@ def gradescope_run(autograder: Path, files: dict[str, str], python=sys.executabl
         timeout=300,
     )
     assert done.returncode == 0, done.stderr
-    return json.loads(results.read_text())
+    return read_results(results)
 
 
 def test_gradescope_full_marks_in_its_schema(autograder):
     results = gradescope_run(autograder, {"ex8_2.py": ALICE.read_text()})
     assert results["score"] == 10.0
-    assert "Hidden-check seed" in results["output"]
+    # The seed is the instructor's (extra_data, the log), never in the student's text.
+    assert "seed" not in results["output"].lower()
+    seed = results["extra_data"]["hidden_seed"]
     visible = [t for t in results["tests"] if t["visibility"] == "visible"]
-    assert len(visible) == 5
-    for test in results["tests"]:
-        assert {"name", "score", "max_score", "output", "visibility"} <= set(test)
+    assert len(visible) == 5 and {t["status"] for t in visible} == {"passed"}
+    # Derived from the submission with the autograder's key (reproducible: test_gradescope.py).
+    from grader.instructor.gradescope import hidden_seed
+
+    key = json.loads((autograder / "source" / "gradescope.json").read_text())["seed_key"]
+    assert seed == hidden_seed(key, autograder)
+
+
+def test_gradescope_setup_pins_the_tested_versions_and_makes_its_own_python(autograder):
+    from importlib.metadata import version
+
+    source = autograder / "source"
+    pins = dict(line.split("==") for line in (source / "requirements.txt").read_text().split())
+    assert pins == {name: version(name) for name in ("tensorflow", "keras", "numpy", "click")}
+    setup = (source / "setup.sh").read_text()
+    assert subprocess.run(["bash", "-n", str(source / "setup.sh")]).returncode == 0
+    minor = f"{sys.version_info.major}.{sys.version_info.minor}"
+    assert f'python="python{minor}"' in setup and "apt-get install" in setup
+    assert "-m venv" in setup and "requirements.txt" in setup
+    assert "$root/venv/bin/python" in (source / "run_autograder").read_text()
 
 
 @pytest.mark.parametrize(
@@ -125,6 +159,7 @@ def test_gradescope_reports_broken_submissions_with_zero(autograder, files, phra
     results = gradescope_run(autograder, files)
     assert results["score"] == 0.0
     assert any(phrase in test["output"] for test in results["tests"])
+    assert {t["status"] for t in results["tests"]} == {"failed"}
 
 
 FORGER = """
@@ -183,8 +218,10 @@ def test_gradescope_refuses_to_run_code_without_a_sandbox_unless_released_so(tmp
     (tmp_path / "submission").mkdir()
     planted = tmp_path / "ran"
     (tmp_path / "submission" / "ex8_2.py").write_text(f"open({str(planted)!r}, 'w')\n")
-    (tmp_path / "source" / "gradescope.json").write_text(json.dumps({"exercises": ["8-2"]}))
+    (tmp_path / "source" / "gradescope.json").write_text(
+        json.dumps({"exercises": ["8-2"], "seed_key": "k"})
+    )
     assert gradescope.main(["--root", str(tmp_path)]) == 0
-    results = json.loads((tmp_path / "results" / "results.json").read_text())
+    results = read_results(tmp_path / "results" / "results.json")
     assert results["score"] == 0.0 and "--unsandboxed" in results["output"]
     assert "NOT sandboxed" in results["output"] and not planted.exists()

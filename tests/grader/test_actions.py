@@ -1,0 +1,101 @@
+"""`grader release actions`: a workflow GitHub Classroom's reporter accepts (parsed as YAML),
+whose commands run here and exit 0 exactly when the part passes."""
+
+import shlex
+import subprocess
+import sys
+
+import pytest
+import yaml
+from click.testing import CliRunner
+
+from grader import cli
+from grader.engine.results import CheckResult, ExerciseResult, PartResult
+from grader.instructor.actions import actions_workflow
+from grader.instructor.stubs import package_dir
+from grader.records import EXERCISES
+
+pytestmark = pytest.mark.ex8_2
+
+CHOSEN = [EXERCISES["8-1"], EXERCISES["8-2"]]
+
+
+@pytest.fixture(scope="module")
+def workflow():
+    result = CliRunner().invoke(cli.main, ["release", "actions", "-e", "8-1", "-e", "8-2"])
+    assert result.exit_code == 0, result.output
+    return yaml.safe_load(result.output)
+
+
+def grading_steps(workflow):
+    job = workflow["jobs"]["run-autograding-tests"]
+    return [s for s in job["steps"] if "autograding-command-grader" in s.get("uses", "")]
+
+
+def test_named_and_guarded_as_the_reporter_requires(workflow):
+    assert workflow["name"] == "Autograding Tests"
+    assert list(workflow["jobs"]) == ["run-autograding-tests"]  # one job, that id
+    job = workflow["jobs"]["run-autograding-tests"]
+    assert job["if"] == "github.actor != 'github-classroom[bot]'"
+    assert "push" in workflow["on"]
+
+
+def test_one_test_per_part_with_its_points_and_every_result_reported(workflow):
+    steps = grading_steps(workflow)
+    expected = [(r.id, p.name, p.points) for r in CHOSEN for p in r.parts]
+    got = [shlex.split(s["with"]["command"]) for s in steps]
+    assert [(c[2], c[4], s["with"]["max-score"]) for c, s in zip(got, steps, strict=True)] == [
+        (i, n, pts) for i, n, pts in expected
+    ]
+    assert all(c[:2] == ["grader", "check"] and c[3] == "--part" for c in got)
+    reporter = workflow["jobs"]["run-autograding-tests"]["steps"][-1]
+    runners = reporter["with"]["runners"].split(",")
+    assert runners == [s["id"] for s in steps]
+    assert reporter["env"] == {
+        f"{r.upper()}_RESULTS": f"${{{{steps.{r}.outputs.result}}}}" for r in runners
+    }
+    assert all(r[0].isalpha() for r in runners)  # GitHub's rule for step ids
+
+
+@pytest.mark.parametrize("passed,code", [(True, 0), (False, 1)])
+def test_every_command_runs_and_its_exit_code_is_the_verdict(workflow, monkeypatch, passed, code):
+    """Each command as the command grader runs it (`grader check …`), the grading replaced by a
+    result made here: the options and part names are the kit's, exit 0 only for a pass."""
+    from grader.engine import grading
+    from grader.sandbox import processes
+
+    def fake_grade(exercise_id, folder, parts=None, **kwargs):
+        status = "passed" if passed else "failed"
+        points = {p.name: p.points for p in EXERCISES[exercise_id].parts}
+        checks = [CheckResult("a check", passed)]
+        graded = [PartResult(n, points[n], status, checks) for n in parts]
+        return ExerciseResult(exercise_id, graded)
+
+    monkeypatch.setattr(grading, "grade", fake_grade)
+    monkeypatch.setattr(processes, "warm_up", lambda: None)
+    for step in grading_steps(workflow):
+        words = shlex.split(step["with"]["command"])
+        result = CliRunner().invoke(cli.main, words[1:])
+        assert result.exit_code == code, (words, result.output)
+
+
+def test_a_command_runs_for_real_on_the_kit(workflow, tmp_path):
+    """One command in a real shell, as the runner does, on the stubs: not implemented, exit 1."""
+    command = next(
+        s["with"]["command"] for s in grading_steps(workflow) if "variances" in s["with"]["command"]
+    )
+    done = subprocess.run(
+        [sys.executable, "-m", "grader.cli", *shlex.split(command)[1:]],
+        cwd=package_dir("exercises").parent,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 1 and "not implemented" in done.stdout, done.stdout + done.stderr
+
+
+def test_written_to_a_file_it_is_the_same_workflow(tmp_path):
+    target = tmp_path / ".github" / "workflows" / "classroom.yml"
+    result = CliRunner().invoke(cli.main, ["release", "actions", "-e", "8-2", "--out", target])
+    assert result.exit_code == 0, result.output
+    assert target.read_text() == actions_workflow([EXERCISES["8-2"]])
