@@ -16,6 +16,9 @@ import sys
 def main() -> None:
     with open(sys.argv[1], encoding="utf-8") as handle:
         job = json.load(handle)
+    # As in the fork helper, whose children inherit it: print() goes through stderr, which is
+    # line-buffered, so what a submission printed reaches its log even if it then kills itself.
+    sys.stdout = sys.stderr
     import grader.sandbox.preload  # noqa: F401 - Keras and the backend, as the fork helper has
     from grader.sandbox.scheduler import run_child
 

@@ -127,7 +127,7 @@ def test_fresh_interpreters_where_fork_is_missing_grade_the_same_way(folder):
         job(folder, "dies", "die", "g"),
         job(folder, "last", "pid", "g"),
     ]
-    reports = scheduler.schedule(processes.describe_units(jobs), 1, scheduler.start_interpreter)
+    reports = scheduler.schedule(processes.describe_units(jobs), 1, scheduler.InterpreterChild)
     outcomes = {j.key: processes._collect(j, reports[j.key]) for j in jobs}
     assert outcomes["dies"].state == RunState.CRASHED
     assert "exited with status 7" in outcomes["dies"].problem
