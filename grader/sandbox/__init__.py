@@ -87,7 +87,8 @@ def status() -> dict:
         "signals": abi >= 6 or seccomp.supported(),
         "processes": seccomp.supported(),
         "network": seccomp.supported() or abi >= 4,
-        "complete": abi >= 1 and seccomp.supported(),
+        # The seccomp listener reaches the supervisor only through the child's channel.
+        "complete": abi >= 1 and seccomp.supported() and supervisor.can_pass_channel(),
     }
 
 
@@ -97,6 +98,8 @@ def describe(state: dict | None = None) -> str:
         missing = [] if state["files"] else ["Landlock (Linux 5.13 or newer, enabled)"]
         if not state["processes"]:
             missing.append("seccomp (Linux on x86-64 or arm64)")
+        elif not supervisor.can_pass_channel():
+            missing.append("Unix sockets that pass descriptors")
         return (
             f"NOT sandboxed: this machine ({platform.system()} {platform.release()}) lacks "
             + " and ".join(missing)

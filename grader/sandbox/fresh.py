@@ -24,6 +24,10 @@ def main() -> None:
 
     channel = job.get("channel")
     end = socket.socket(fileno=channel) if channel is not None else None
+    if end is None and job.get("sandbox") is not None:
+        # The seccomp listener would stay with the submission, which could then answer its own
+        # refused calls: no sandbox without a supervisor to hand it to.
+        raise SystemExit("a sandboxed child needs a channel to its supervisor; there is none")
     if end is None:
         os.close(os.open(job["started_marker"], os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600))
     run_child(job, end)

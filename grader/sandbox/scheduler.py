@@ -149,12 +149,12 @@ class InterpreterChild:
             job["channel"] = theirs.fileno()
         self.marker = job["started_marker"]
         self.job_file = f"{stem}.job.json"
-        with open(self.job_file, "w", encoding="utf-8") as handle:
-            json.dump(job, handle)
+        with _new_file(self.job_file) as handle:
+            handle.write(json.dumps(job).encode("utf-8"))
         # Until the child sends its output to the first part's log, what a failed start prints
         # (a broken TensorFlow installation) goes there too, as a forked child's goes to its
         # helper's log.
-        first_log = open(job["parts"][0]["log"], "wb")
+        first_log = _new_file(job["parts"][0]["log"])
         try:
             self.process = subprocess.Popen(
                 [sys.executable, "-m", "grader.sandbox.fresh", self.job_file],
@@ -210,6 +210,13 @@ class InterpreterChild:
         if self.watch is not None:
             self.watch.close()
         discard(self.job_file)
+
+
+def _new_file(path: str):
+    """A new file at `path` for writing, never through whatever an earlier child left there."""
+    discard(path)
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0)
+    return os.fdopen(os.open(path, flags, 0o600), "wb")
 
 
 def _child_environment() -> dict:

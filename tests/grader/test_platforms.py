@@ -268,9 +268,10 @@ def test_a_fresh_interpreter_grades_exactly_as_a_fork(graded_by_fork, submission
 
 @pytest.mark.ex8_2
 def test_check_on_a_windows_like_interpreter_grades_the_same(graded_by_fork, submission):
-    """`grader check` itself, its children too without fork, process groups or SIGKILL: a
-    part that hangs is still stopped, and the part after it still graded."""
-    parts = ("variances", "softmax_jacobian")
+    """`grader check` itself, its children too, without fork, process groups or SIGKILL: the
+    reference is run and a part that hangs is still stopped (the parts after a hang or a crash
+    are the previous test's)."""
+    parts = ("variances",)
     done = _windows_like(
         "import sys; from grader.cli import main; main(sys.argv[1:])",
         "check",
