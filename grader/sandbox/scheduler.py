@@ -263,7 +263,6 @@ class _Running:
             ready=os.path.join(unit["workdir"], f"{unit['key']}.ready{attempt}"),
         )
         self.parts = unit["parts"]
-        self.up = False  # the child said it started: its machinery is in place
         self.ready = False
         self.current = 0
         self.seconds: list[float] = []
@@ -273,6 +272,7 @@ class _Running:
         limits = unit.get("limits") or {}
         self.disk_at_start = _folder_usage(unit["workdir"], 2 * MAX_FILES) if limits else (0, 0)
         self.child = start(self.job)
+        self.up = self.child.started  # it said it started: its machinery is in place
         # Time the child's main thread had spent runnable but waiting for a CPU (see overran).
         self.waited_at_phase_start = 0.0
         self.next_watch, self.reason = 0.0, ""
