@@ -52,6 +52,19 @@ from grader.sandbox import landlock, seccomp, supervisor
 
 # Kept from the grader's environment; anything else (tokens, paths of the instructor's) is not.
 ENVIRONMENT = ("PATH", "LANG", "LANGUAGE", "TZ", "PYTHONPATH", "VIRTUAL_ENV", "LD_LIBRARY_PATH")
+# What Python itself needs on Windows (without SYSTEMROOT it cannot even seed its hashes), and
+# TensorFlow's and Keras's folders there; children on Windows are never sandboxed.
+WINDOWS_ENVIRONMENT = (
+    "SYSTEMROOT",
+    "WINDIR",
+    "PATHEXT",
+    "COMSPEC",
+    "TEMP",
+    "TMP",
+    "USERPROFILE",
+    "LOCALAPPDATA",
+    "APPDATA",
+)
 ENVIRONMENT_PREFIXES = ("LC_", "KERAS_", "TF_", "XLA_", "CUDA_", "JAX_", "OMP_", "MKL_")
 SYSTEM_FOLDERS = ("/usr", "/lib", "/lib32", "/lib64", "/opt/conda")
 SYSTEM_FILES = (
@@ -183,10 +196,11 @@ def grants(policy: dict, pid: int) -> list[tuple[str, int]]:
 
 def clean_environment(keep: dict | None = None) -> dict:
     """The grader's environment, cut down to the allowlist."""
+    kept = ENVIRONMENT + (WINDOWS_ENVIRONMENT if os.name == "nt" else ())
     return {
         name: value
         for name, value in (keep if keep is not None else os.environ).items()
-        if name in ENVIRONMENT or name.startswith(ENVIRONMENT_PREFIXES)
+        if name in kept or name.startswith(ENVIRONMENT_PREFIXES)
     }
 
 

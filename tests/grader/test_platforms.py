@@ -295,3 +295,14 @@ def test_check_on_a_windows_like_interpreter_grades_the_same(graded_by_fork, sub
     assert done.returncode == 1, done.stderr[-3000:]
     shown = json.loads(done.stdout)["parts"]
     assert shown == [graded_by_fork.part(name).to_dict() for name in parts]
+
+
+def test_children_on_windows_keep_what_python_needs_there(monkeypatch):
+    grader_environment = {"SYSTEMROOT": r"C:\\Windows", "PATH": "p", "GITHUB_TOKEN": "secret"}
+    monkeypatch.setattr(sandbox.os, "name", "nt")
+    assert sandbox.clean_environment(grader_environment) == {
+        "SYSTEMROOT": r"C:\\Windows",
+        "PATH": "p",
+    }
+    monkeypatch.setattr(sandbox.os, "name", "posix")
+    assert sandbox.clean_environment(grader_environment) == {"PATH": "p"}
