@@ -42,6 +42,17 @@ def _submission(value: str) -> Path:
     )
 
 
+def warm_up() -> None:
+    """Start the grading helper early; a GRADER_START_METHOD it cannot follow is a usage error."""
+    from grader.sandbox.platforms import StartMethodError
+    from grader.sandbox.processes import warm_up as start_helper
+
+    try:
+        start_helper()
+    except StartMethodError as error:
+        raise click.UsageError(str(error)) from None
+
+
 timeout_option = click.option(
     "--timeout",
     type=click.FloatRange(min=0, min_open=True),
@@ -101,8 +112,6 @@ def show(exercise_id):
 @click.option("--part", "parts", multiple=True, help="Grade only this part (repeatable).")
 def check(exercise_ids, everything, submission, output_format, verbose, seed, timeout, parts):
     """Grade your exercise files against the reference: outputs and gradients."""
-    from grader.sandbox.processes import warm_up
-
     records = _records(exercise_ids, everything)
     folder = _submission(submission)
     for name in parts:
@@ -227,7 +236,6 @@ def batch(
     """(Instructors) Grade a whole class: one folder or .zip per student in SUBMISSIONS."""
     from grader.instructor.batch import BatchError, BatchOptions, run_batch
     from grader.instructor.late import PolicyError, read_policy
-    from grader.sandbox.processes import warm_up
 
     records = _records(exercise_ids, False)
     try:

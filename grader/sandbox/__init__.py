@@ -52,6 +52,19 @@ from grader.sandbox import landlock, seccomp, supervisor
 
 # Kept from the grader's environment; anything else (tokens, paths of the instructor's) is not.
 ENVIRONMENT = ("PATH", "LANG", "LANGUAGE", "TZ", "PYTHONPATH", "VIRTUAL_ENV", "LD_LIBRARY_PATH")
+# What Python itself needs on Windows (without SYSTEMROOT it cannot even seed its hashes), and
+# TensorFlow's and Keras's folders there; children on Windows are never sandboxed.
+WINDOWS_ENVIRONMENT = (
+    "SYSTEMROOT",
+    "WINDIR",
+    "PATHEXT",
+    "COMSPEC",
+    "TEMP",
+    "TMP",
+    "USERPROFILE",
+    "LOCALAPPDATA",
+    "APPDATA",
+)
 ENVIRONMENT_PREFIXES = ("LC_", "KERAS_", "TF_", "XLA_", "CUDA_", "JAX_", "OMP_", "MKL_")
 SYSTEM_FOLDERS = ("/usr", "/lib", "/lib32", "/lib64", "/opt/conda")
 SYSTEM_FILES = (
@@ -87,7 +100,8 @@ def status() -> dict:
         "signals": abi >= 6 or seccomp.supported(),
         "processes": seccomp.supported(),
         "network": seccomp.supported() or abi >= 4,
-        "complete": abi >= 1 and seccomp.supported(),
+        # The seccomp listener reaches the supervisor only through the child's channel.
+        "complete": abi >= 1 and seccomp.supported() and supervisor.can_pass_channel(),
     }
 
 
@@ -97,6 +111,8 @@ def describe(state: dict | None = None) -> str:
         missing = [] if state["files"] else ["Landlock (Linux 5.13 or newer, enabled)"]
         if not state["processes"]:
             missing.append("seccomp (Linux on x86-64 or arm64)")
+        elif not supervisor.can_pass_channel():
+            missing.append("Unix sockets that pass descriptors")
         return (
             f"NOT sandboxed: this machine ({platform.system()} {platform.release()}) lacks "
             + " and ".join(missing)
@@ -180,10 +196,11 @@ def grants(policy: dict, pid: int) -> list[tuple[str, int]]:
 
 def clean_environment(keep: dict | None = None) -> dict:
     """The grader's environment, cut down to the allowlist."""
+    kept = ENVIRONMENT + (WINDOWS_ENVIRONMENT if os.name == "nt" else ())
     return {
         name: value
         for name, value in (keep if keep is not None else os.environ).items()
-        if name in ENVIRONMENT or name.startswith(ENVIRONMENT_PREFIXES)
+        if name in kept or name.startswith(ENVIRONMENT_PREFIXES)
     }
 
 

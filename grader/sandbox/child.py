@@ -106,7 +106,7 @@ def _isolate(job: dict, log_path: str) -> None:
     """Own process group (so the grader can kill everything it spawns), quiet stdio, one thread."""
     try:
         os.setsid()
-    except OSError:
+    except (OSError, AttributeError):  # a session already, or Windows (the tree: taskkill /T)
         pass
     devnull = os.open(os.devnull, os.O_RDONLY)
     os.dup2(devnull, 0)
@@ -324,7 +324,3 @@ def describe(error: BaseException, module_path: str) -> dict:
     described = {"exception": type(error).__name__, "message": message[:2000], "where": where}
     limit = limits.limit_of(error)
     return {**described, "limit": limit} if limit else described
-
-
-if __name__ == "__main__":  # a job in a fresh interpreter, where os.fork does not exist
-    run_job(__import__("json").loads(sys.argv[1]))

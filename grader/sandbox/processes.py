@@ -13,8 +13,9 @@ runs in the zygote. This module is the grader's side: `run_jobs` sends the units
 part's bundle and the tail of its log. Results come back only as bundle files, which the grader
 reads itself.
 
-Where `os.fork` does not exist (Windows), the scheduler runs here and each group in a fresh
-interpreter instead: slower, same results.
+With the spawn start method (Windows, macOS, or GRADER_START_METHOD=spawn; see
+grader.sandbox.platforms), the scheduler runs here instead and each group in a fresh
+interpreter: slower, same results.
 """
 
 from __future__ import annotations
@@ -35,7 +36,8 @@ import numpy as np
 from grader import sandbox
 from grader.engine.bundle import BundleError, load_bundle, open_plain_file
 from grader.engine.status import RunState
-from grader.sandbox.scheduler import discard, schedule, start_interpreter
+from grader.sandbox import platforms
+from grader.sandbox.scheduler import InterpreterChild, discard, schedule
 
 HELPER_ATTEMPTS = 3
 LOG_TAIL_CHARS = 1500
@@ -195,8 +197,9 @@ def zygote() -> Zygote:
 
 
 def warm_up() -> None:
-    """Start the zygote now, so its Keras import overlaps the grader's own work."""
-    if hasattr(os, "fork"):
+    """Start the zygote now (fork start method), so its Keras import overlaps the grader's own
+    work. Raises StartMethodError for a GRADER_START_METHOD that cannot be followed."""
+    if platforms.start_method() == platforms.FORK:
         zygote()
 
 
@@ -219,7 +222,7 @@ def run_jobs(jobs: list[Job], parallel: int | None = None, on_done=None) -> dict
         if on_done:
             on_done(job, outcomes[job.key])
 
-    if hasattr(os, "fork"):
+    if platforms.start_method() == platforms.FORK:
         for _ in range(HELPER_ATTEMPTS):
             remaining = [job for job in jobs if job.key not in outcomes]
             if not remaining:
@@ -235,7 +238,7 @@ def run_jobs(jobs: list[Job], parallel: int | None = None, on_done=None) -> dict
             if job.key not in outcomes:
                 collect({"key": job.key, "state": RunState.GRADER_FAILED, "exitcode": None})
     else:
-        schedule(describe_units(jobs), parallel, start_interpreter, collect)
+        schedule(describe_units(jobs), parallel, InterpreterChild, collect)
     for job in jobs:  # a job the scheduler never reported on counts as crashed
         if job.key not in outcomes:
             collect({"key": job.key, "state": RunState.CRASHED, "exitcode": None, "seconds": 0.0})

@@ -1,17 +1,19 @@
 """The scheduler: run units (the parts of one submitted exercise) in children, at most N at once,
 each part within its own wall-clock limit. It runs inside the zygote (forked children, see
-grader.sandbox.zygote) or, where `os.fork` does not exist, in the grader (fresh interpreters).
+grader.sandbox.zygote) or, with the spawn start method (grader.sandbox.platforms), in the grader
+(fresh interpreters).
 
-Every part's limit is enforced here, from outside the child: importing the submission gets the
-first part's limit, then each part gets its own from the moment the bundle of the one before it
-appeared. A child that overruns is killed with its whole process group and its running part
-reported as a timeout; a child that dies reports its exit status. Either way the parts that had
-written a bundle keep it, and the parts not started yet run again in a fresh child, so one part
-that hangs or crashes costs only that part. A child that hangs or dies while importing the
-submission costs every part (each would import it again); one that fails before any submitted
-code ran is tried again, then reported as the grader's failure. Progress is read from files
-only, and each part is reported as one line (`{"key", "state", "exitcode", "seconds"}`), whose
-state is a `RunState`.
+Every part's limit is enforced here, from outside the child: the child's own start (a fresh
+interpreter's TensorFlow import, up to STARTUP_SECONDS) counts against no part; importing the
+submission gets the first part's limit, then each part gets its own from the moment the bundle
+of the one before it appeared. A child that overruns is killed with its whole process tree and
+its running part reported as a timeout; a child that dies reports its exit status. Either way
+the parts that had written a bundle keep it, and the parts not started yet run again in a fresh
+child, so one part that hangs or crashes costs only that part. A child that hangs or dies while
+importing the submission costs every part (each would import it again); one that fails before
+any submitted code ran is tried again, then reported as the grader's failure. Progress is read
+from files only, and each part is reported as one line (`{"key", "state", "exitcode",
+"seconds"}`), whose state is a `RunState`.
 """
 
 from __future__ import annotations
@@ -26,40 +28,37 @@ import subprocess
 import sys
 import time
 from collections import deque
+from typing import NoReturn
 
 from grader import sandbox
 from grader.engine.status import RunState
-from grader.sandbox import supervisor
+from grader.sandbox import platforms, supervisor
 
 SETUP_ATTEMPTS = 3
 STARVED_LIMIT = 10
 WATCH_SECONDS = 0.2
 MAX_FILES = 10000
+# How long a child may take to start (a fresh interpreter imports TensorFlow, slowly on a cold
+# laptop) before submitted code runs; past it, the grader's own machinery failed.
+STARTUP_SECONDS = 120.0
 TICK_SECONDS = 0.005
 
 
 class ForkedChild:
     def __init__(self, job: dict):
-        from grader.sandbox.child import run_job
-
         self.uid = _slot_uid(job)
         self.exitcode: int | None = None
         mine, theirs = supervisor.channel()
         self.pid = os.fork()
         if self.pid == 0:  # the child: never return into the zygote's loop
-            code = 1
-            try:
+
+            def prepare():
                 signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM})
                 sandbox.protect_this_process(protect=False)
                 mine.close()
                 _close_inherited_files(keep=theirs.fileno())
-                run_job(job, theirs)
-                code = 0
-            except BaseException as error:  # noqa: BLE001 - the missing result is the report
-                # One line, no traceback: this log may be shown to the student.
-                print(f"{type(error).__name__}: {error}", file=sys.stderr)
-            finally:
-                os._exit(code)
+
+            run_child(job, theirs, prepare)
         theirs.close()
         self.watch = supervisor.Watch(mine)
 
@@ -110,33 +109,122 @@ def _close_inherited_files(keep: int) -> None:
     os.closerange(keep + 1, highest)
 
 
-class InterpreterChild:
-    def __init__(self, job: dict):
-        self.process = subprocess.Popen(
-            [sys.executable, "-m", "grader.sandbox.child", json.dumps(job)],
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
+def run_child(job: dict, end, prepare=None) -> NoReturn:
+    """The body of every child, forked or in a fresh interpreter: run the job, then exit at
+    once (0 once every part is written, 1 otherwise), skipping TensorFlow's slow teardown."""
+    code = 1
+    try:
+        if prepare is not None:
+            prepare()
+        from grader.sandbox.child import run_job
 
-    started = True  # no channel to tell otherwise
+        run_job(job, end)
+        code = 0
+    except BaseException as error:  # noqa: BLE001 - the missing result is the report
+        # One line, no traceback: this log may be shown to the student.
+        print(f"{type(error).__name__}: {error}", file=sys.stderr)
+    finally:
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.flush()
+            except BaseException:  # noqa: BLE001 - past its output cap, or closed
+                pass
+        os._exit(code)
+
+
+class InterpreterChild:
+    """A child in a fresh interpreter (`python -m grader.sandbox.fresh`), the spawn start method
+    (grader.sandbox.platforms). Where the platform can pass a socket to a new process (POSIX)
+    it gets the same channel to its supervisor as a forked child, so a sandbox, its refused
+    calls and the grader's own failures are told apart alike; elsewhere (Windows, never
+    sandboxed) it marks a file once it has started."""
+
+    def __init__(self, job: dict):
+        stem = job["ready"]
+        job = dict(job, started_marker=f"{stem}.started")
+        discard(job["started_marker"])
+        mine = theirs = None
+        if supervisor.can_pass_channel():
+            mine, theirs = supervisor.channel()
+            job["channel"] = theirs.fileno()
+        self.marker = job["started_marker"]
+        self.job_file = f"{stem}.job.json"
+        with _new_file(self.job_file) as handle:
+            handle.write(json.dumps(job).encode("utf-8"))
+        # Until the child sends its output to the first part's log, what a failed start prints
+        # (a broken TensorFlow installation) goes there too, as a forked child's goes to its
+        # helper's log.
+        first_log = _new_file(job["parts"][0]["log"])
+        try:
+            self.process = subprocess.Popen(
+                [sys.executable, "-m", "grader.sandbox.fresh", self.job_file],
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=first_log,
+                env=_child_environment(),
+                pass_fds=[theirs.fileno()] if theirs is not None else (),
+                **platforms.new_group_options(),
+            )
+        finally:
+            first_log.close()
+            if theirs is not None:
+                theirs.close()
+        self.watch = supervisor.Watch(mine) if mine is not None else None
+        self._marked = False
 
     @property
     def pid(self) -> int:
         return self.process.pid
 
+    @property
+    def started(self) -> bool:
+        if self.watch is not None:
+            return self.watch.started
+        self._marked = self._marked or os.path.exists(self.marker)
+        return self._marked
+
     def poll(self) -> int | None:
-        return self.process.poll()
+        if self.watch is not None:
+            self.watch.poll()
+        exitcode = self.process.poll()
+        if exitcode is not None:
+            self._done()
+        return exitcode
 
     def fds(self) -> list[int]:
-        return []
+        return self.watch.fds() if self.watch is not None else []
 
     def sweep(self) -> None:
-        pass
+        """Kill whatever the child left behind (its process group, on POSIX)."""
+        platforms.kill_tree(self.process)
 
     def kill(self) -> int | None:
-        self.process.kill()
-        return self.process.wait()
+        if self.watch is not None:
+            self.watch.poll()
+        platforms.kill_tree(self.process)
+        exitcode = self.process.wait()
+        self._done()
+        return exitcode
+
+    def _done(self) -> None:
+        if self.watch is not None:
+            self.watch.close()
+        discard(self.job_file)
+
+
+def _new_file(path: str):
+    """A new file at `path` for writing, never through whatever an earlier child left there."""
+    discard(path)
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0)
+    return os.fdopen(os.open(path, flags, 0o600), "wb")
+
+
+def _child_environment() -> dict:
+    """What a fresh child sees: the same allowlist as the helper of the fork method."""
+    from grader.sandbox.processes import configure_backend
+
+    configure_backend()
+    return sandbox.clean_environment()
 
 
 def _slot_uid(job: dict) -> int | None:
@@ -158,10 +246,6 @@ def _kill_user(uid: int) -> None:
         finally:
             os._exit(0)
     os.waitpid(pid, 0)
-
-
-def start_interpreter(job: dict) -> InterpreterChild:
-    return InterpreterChild(job)
 
 
 class _Running:
@@ -188,16 +272,21 @@ class _Running:
         limits = unit.get("limits") or {}
         self.disk_at_start = _folder_usage(unit["workdir"], 2 * MAX_FILES) if limits else (0, 0)
         self.child = start(self.job)
+        self.up = self.child.started  # it said it started: its machinery is in place
         # Time the child's main thread had spent runnable but waiting for a CPU (see overran).
         self.waited_at_phase_start = 0.0
         self.next_watch, self.reason = 0.0, ""
 
     def limit(self) -> float:
+        if not self.up:  # a fresh interpreter still importing TensorFlow: not the part's time
+            return max(STARTUP_SECONDS, float(self.parts[0]["timeout"]))
         return float(self.parts[min(self.current, len(self.parts) - 1)]["timeout"])
 
     def advance(self) -> None:
         now = time.monotonic()
         started = self.phase_started
+        if not self.up and self.child.started:
+            self.up, self.phase_started = True, now
         if not self.ready and (
             os.path.exists(self.job["ready"]) or os.path.exists(self.parts[0]["out"])
         ):

@@ -30,6 +30,12 @@ IOCTL_RECV = 0xC0000000 | (NOTIF_SIZE << 16) | (ord("!") << 8) | 0
 IOCTL_SEND = 0xC0000000 | (RESPONSE_SIZE << 16) | (ord("!") << 8) | 1
 
 
+def can_pass_channel() -> bool:
+    """Whether a channel can reach a child (Unix sockets that carry descriptors: POSIX).
+    Windows has neither; a child there is never sandboxed, so nothing is lost but `start`."""
+    return hasattr(socket, "AF_UNIX") and hasattr(socket, "send_fds")
+
+
 def channel() -> tuple[socket.socket, socket.socket]:
     """(the supervisor's end, the child's end). A stream where there is no SOCK_SEQPACKET
     (macOS): there no sandbox sends events, and only the `start` at its head is read."""

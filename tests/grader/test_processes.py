@@ -121,19 +121,6 @@ def test_giving_up_half_way_stops_the_helper_and_every_child_at_once(folder):
     assert pid_of(run_jobs([job(folder, "again", "pid", None)])["again"]) > 0
 
 
-def test_fresh_interpreters_where_fork_is_missing_grade_the_same_way(folder):
-    jobs = [
-        job(folder, "first", "pid", "g"),
-        job(folder, "dies", "die", "g"),
-        job(folder, "last", "pid", "g"),
-    ]
-    reports = scheduler.schedule(processes.describe_units(jobs), 1, scheduler.start_interpreter)
-    outcomes = {j.key: processes._collect(j, reports[j.key]) for j in jobs}
-    assert outcomes["dies"].state == RunState.CRASHED
-    assert "exited with status 7" in outcomes["dies"].problem
-    assert pid_of(outcomes["first"]) != pid_of(outcomes["last"])
-
-
 class _Idle:
     """A child that is never done: only the clock and its waiting time decide."""
 
