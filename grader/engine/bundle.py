@@ -92,6 +92,8 @@ def cases_to_bundle(cases: list[Case]) -> tuple[list[dict], dict[str, np.ndarray
                 "rtol": case.rtol,
                 "atol": case.atol,
                 "hidden": case.hidden,
+                "raises": case.raises,
+                "promise": case.promise,
             }
         )
         for name, value in case.inputs.items():
@@ -119,6 +121,8 @@ def cases_from_bundle(described: list[dict], arrays: dict[str, np.ndarray]) -> l
                 rtol=info.get("rtol"),
                 atol=info.get("atol"),
                 hidden=info.get("hidden", False),
+                raises=info.get("raises", ""),
+                promise=info.get("promise", ""),
             )
         )
     return cases

@@ -129,6 +129,14 @@ def function_case(target: str, **params) -> Case:
     return Case(target, FUNCTION, dims_label(**params), params=params)
 
 
+def raising_function_case(target: str, promise: str, exception="ValueError", **params) -> Case:
+    """A case of a function that must raise `exception` when called with these keyword
+    arguments (see grader.engine.contracts); `promise` is the docstring's promise, in its words
+    ("raise ValueError for a kind other than lstm, gru or simple_rnn")."""
+    label = dims_label(**{name: repr(value) for name, value in params.items()})
+    return Case(target, FUNCTION, label, params=params, raises=exception, promise=promise)
+
+
 def layer_case(
     target, rng, dims, inputs, upstream, weights=None, weights_first=False, fan_in=(), **fields
 ) -> Case:

@@ -26,6 +26,10 @@ class Case:
     A layer is built with `dtype`, given `weights` by weight name, called with `inputs` in
     order, and its vector–Jacobian products with `upstream` are taken w.r.t. every input and
     weight. A function is called with `inputs` in order and `params` as keyword arguments.
+
+    A case with `raises` (an exception's name, "ValueError") is a contract check: the call must
+    raise it, and `promise` says, in the words of the docstring, what the student must do when
+    it does not ("raise ValueError for a kind other than lstm, gru or simple_rnn").
     """
 
     target: str
@@ -40,6 +44,8 @@ class Case:
     rtol: float | None = None
     atol: float | None = None
     hidden: bool = False
+    raises: str = ""
+    promise: str = ""
 
 
 def call_with_case(function: Callable, case: Case, changed: Mapping | None = None):

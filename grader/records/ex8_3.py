@@ -45,6 +45,12 @@ PATHS = {
 PATHS["dilated_convolution"] += [(1000, 10), (7, 9)]
 
 
+UNKNOWN_PATH_KIND = (
+    "the docstring asks for a ValueError when `kind` is not self_attention, recurrent, "
+    "convolution or dilated_convolution"
+)
+
+
 def attention_case(rng, dims, causal=False):
     d_k, d_v = dims["d_k"], dims["d_v"]
     params = {"key_dim": d_k, "causal": causal} | ({} if d_v is None else {"value_dim": d_v})
@@ -74,7 +80,13 @@ def path_cases(rng, hidden=False):
         k = int(rng.integers(2, 8))
         rows.append(("dilated_convolution", k ** int(rng.integers(1, 5)), k))
     named = (dict(zip(("kind", "n", "k"), row, strict=False)) for row in rows)
-    return [draw.function_case("maximum_path_length", **params) for params in named]
+    cases = [draw.function_case("maximum_path_length", **params) for params in named]
+    if not hidden:  # the docstring's ValueError for a kind it does not name
+        cases += [
+            draw.raising_function_case("maximum_path_length", UNKNOWN_PATH_KIND, kind=kind, n=8)
+            for kind in ("transformer", "Recurrent", "convolutions")
+        ]
+    return cases
 
 
 FIRST_POSITION = on.agrees_at(
