@@ -74,6 +74,30 @@ def changed_inputs(case: Case, got: CaseOutput, name: str) -> list[CheckResult]:
     return checks
 
 
+def precision_lost(case: Case, got: CaseOutput, name: str) -> list[CheckResult]:
+    """A failing check when a function given float64 arrays (and none of lower precision)
+    returned floats of lower precision: a float32 answer to a float64 question loses half its
+    digits. Integer answers (counts, indices) are not floats and pass."""
+    floats = [np.asarray(v).dtype for v in case.inputs.values() if np.asarray(v).dtype.kind == "f"]
+    if case.kind == LAYER or not floats or any(d != np.float64 for d in floats):
+        return []
+    received = np.dtype(got.dtype) if got.dtype in _FLOAT_NAMES else None
+    if received is None or received.itemsize >= 8:
+        return []
+    return [
+        CheckResult(
+            name,
+            False,
+            f"returned {got.dtype} for float64 inputs: compute in the dtype of the inputs "
+            "(a float32 constant or a cast to float32 loses half the digits)",
+            "precision lost",
+        )
+    ]
+
+
+_FLOAT_NAMES = ("float16", "float32", "float64")
+
+
 def _change(sent: np.ndarray, left: np.ndarray) -> str:
     """How `left` differs from `sent` in plain words, or "" when it does not."""
     if left.shape != sent.shape:

@@ -149,6 +149,7 @@ def _judge_case(part, case: Case, want: CaseOutput, got: CaseOutput) -> list[Che
         )
     ]
     checks += contracts.changed_inputs(case, got, f"{prefix}arguments unchanged, {case.label}")
+    checks += contracts.precision_lost(case, got, f"{prefix}dtype, {case.label}")
     if case.kind == LAYER:
         dtype_problem = compare.dtype_difference(case, got.dtype)
         checks.append(_check(f"{prefix}dtype, {case.label}", dtype_problem, hidden))

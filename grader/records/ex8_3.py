@@ -42,7 +42,18 @@ PATHS = {
     "convolution": [(2, 2), (10, 3), (100, 5), (1000, 3), (7, 9)],
     "dilated_convolution": [(2, 2), (10, 3), (125, 5), (216, 6), (1024, 2), (1025, 2)],
 }
-PATHS["dilated_convolution"] += [(1000, 10), (7, 9)]
+PATHS["dilated_convolution"] += [(1000, 10), (7, 9), (1001, 10), (243, 3), (244, 3), (2, 9)]
+# and (n, k) for convolutions where n - 1 is a multiple of k - 1 and one past it.
+PATHS["convolution"] += [(9, 3), (11, 3), (2, 11)]
+
+
+def n_after_a_power(case) -> bool:
+    """Whether n - 1 is an exact power of k (where a floored logarithm of n - 1 is off)."""
+    n, k = case.params["n"], case.params["k"]
+    reach = 1
+    while reach < n - 1:
+        reach *= k
+    return reach == n - 1
 
 
 UNKNOWN_PATH_KIND = (
@@ -77,8 +88,8 @@ def path_cases(rng, hidden=False):
         rows = [(kind, int(rng.integers(2, 5000))) for kind in ("self_attention", "recurrent")]
         for kind in ("convolution", "dilated_convolution"):
             rows += [(kind, int(rng.integers(2, 5000)), int(rng.integers(2, 12))) for _ in range(3)]
-        k = int(rng.integers(2, 8))
-        rows.append(("dilated_convolution", k ** int(rng.integers(1, 5)), k))
+        rows += [("dilated_convolution", n, k) for n, k in draw.around_powers(rng, 3)]
+        rows += [("convolution", n, k) for n, k in draw.around_powers(rng, 1, exponents=(1, 3))]
     named = (dict(zip(("kind", "n", "k"), row, strict=False)) for row in rows)
     cases = [draw.function_case("maximum_path_length", **params) for params in named]
     if not hidden:  # the docstring's ValueError for a kind it does not name
@@ -263,6 +274,15 @@ RECORD = Exercise(
                     when=on.param_is("kind", "convolution"),
                 ),
                 Mistake.of(
+                    "floating-point logarithm of n - 1",
+                    "math.floor(math.log(n - 1, k)) + 1 is off by one where n - 1 is a power of "
+                    "k (math.log(1000, 10) is 2.9999999999999996), and so is a count rounded "
+                    "down: here n - 1 is a power of k. Count the layers with integers (multiply "
+                    "by k until you reach n).",
+                    lambda n, k: math.floor(math.log(n - 1, k)) + 1,
+                    when=on.all_of(on.param_is("kind", "dilated_convolution"), n_after_a_power),
+                ),
+                Mistake.of(
                     "rounded down",
                     "The number of layers was rounded down, so the last layer does not reach "
                     "the first position: round up.",
@@ -278,6 +298,7 @@ RECORD = Exercise(
                     lambda n, k: math.ceil(math.log(n) / math.log(k)),
                     when=on.param_is("kind", "dilated_convolution"),
                 ),
+
             ),
         ),
     ),

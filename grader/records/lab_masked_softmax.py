@@ -33,6 +33,7 @@ POOLING = [
     dict(B=1, Tq=1, Tk=1, d_v=1, first=(1,)),
     dict(B=2, Tq=4, Tk=6, d_v=2, per="query", first=(0, 6, 3)),
     dict(B=2, Tq=4, Tk=6, d_v=3, first=(0, 4), dtype="float32"),
+    dict(B=2, Tq=3, Tk=5, d_v=2, first=(0, 3), large=True),
 ]
 
 
@@ -91,11 +92,13 @@ def mask_case(rng, B, Tq, Tk, kind, large=False):
     return Case("masked_softmax_from_mask", FUNCTION, label, {"scores": scores, "mask": mask})
 
 
-def pooling_case(rng, B, Tq, Tk, d_v, per="batch", first=(0,), dtype="float64"):
+def pooling_case(rng, B, Tq, Tk, d_v, per="batch", first=(0,), dtype="float64", large=False):
     valid_lens, text = lengths(rng, B, Tq, Tk, per, first)
     dims = dict(B=B, Tq=Tq, Tk=Tk, d_v=d_v)
     label = f"{draw.dims_label(**dims)}, {text}" + ("" if dtype == "float64" else f" {dtype}")
-    inputs = {"scores": "B Tq Tk", "values": "B Tk d_v", "valid_lens": valid_lens.astype(float)}
+    label += f", {draw.LARGE_SCORES}" if large else ""
+    scores = draw.large_scores(rng, (B, Tq, Tk)) if large else "B Tq Tk"
+    inputs = {"scores": scores, "values": "B Tk d_v", "valid_lens": valid_lens.astype(float)}
     return draw.layer_case(
         "MaskedAttentionPooling", rng, dims, inputs, "B Tq d_v", label=label, dtype=dtype
     )

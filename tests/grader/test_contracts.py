@@ -150,3 +150,48 @@ def test_a_fixture_keeps_the_cases_that_must_raise(tmp_path):
     _only_contract_failures(result.part("doubling_ratio"), "no ValueError was raised")
     graded = grade("8-1", package_dir("solutions"), reference=FixtureReference(fixture))
     assert graded.score == graded.max_score
+
+
+def test_boundaries_and_variations_catch_what_the_old_cases_let_through(tmp_path):
+    """A float32 Jacobian for float64 scores (8-2), a raw exp plus 1e-9 in masked attention
+    pooling (masked-softmax: large scores), an update that drops repeated units (8-6: orders
+    with repeats)."""
+    float32 = (
+        "ops.convert_to_tensor(scores), axis=-1)",
+        "ops.convert_to_tensor(scores, 'float32'), -1)",
+    )
+    part = grade("8-2", plant(tmp_path / "a", "8-2", float32), parts=["softmax_jacobian"]).part(
+        "softmax_jacobian"
+    )
+    assert part.status == FAILED and "precision lost" in part.mistakes
+    dtype_checks = [c for c in failures(part) if c.name.startswith("dtype, ")]
+    cases = [c for c in part.checks if c.name.startswith("output, ")]
+    assert len(dtype_checks) == len(cases) > 1  # every case (the values lose digits too)
+    assert all("returned float32 for float64 inputs" in c.message for c in dtype_checks)
+
+    raw_exp = (
+        "        weights = masked_softmax(scores, valid_lens)\n",
+        "        keep = ops.cast(sequence_mask(valid_lens if len(valid_lens.shape) > 1 else "
+        "valid_lens[:, None], ops.shape(scores)[-1]), scores.dtype)\n"
+        "        e = ops.exp(scores) * keep\n"
+        "        weights = e / (ops.sum(e, axis=-1, keepdims=True) + 1e-9)\n",
+    )
+    folder = plant(tmp_path / "b", "masked-softmax", raw_exp)
+    part = grade("masked-softmax", folder, parts=["MaskedAttentionPooling"]).part(
+        "MaskedAttentionPooling"
+    )
+    assert part.status == FAILED
+    assert all("large scores" in c.name for c in failures(part)), failures(part)
+    assert any("NaN or infinite" in c.message for c in failures(part))
+
+    deduplicated = (
+        "for unit in np.asarray(order, dtype=int).reshape(-1):\n        field",
+        "for unit in dict.fromkeys(np.asarray(order, dtype=int).reshape(-1).tolist()):\n"
+        "        field",
+    )
+    part = grade(
+        "8-6", plant(tmp_path / "c", "8-6", deduplicated), parts=["async_update"], hidden_seed=3
+    ).part("async_update")
+    assert part.status == FAILED
+    hidden = [c for c in failures(part) if c.hidden]
+    assert hidden and all("repeated" in c.name for c in failures(part)), failures(part)
