@@ -298,7 +298,6 @@ RECORD = Exercise(
                     lambda n, k: math.ceil(math.log(n) / math.log(k)),
                     when=on.param_is("kind", "dilated_convolution"),
                 ),
-
             ),
         ),
     ),
