@@ -94,6 +94,8 @@ def cases_to_bundle(cases: list[Case]) -> tuple[list[dict], dict[str, np.ndarray
                 "hidden": case.hidden,
                 "raises": case.raises,
                 "promise": case.promise,
+                "variant_of": case.variant_of,
+                "relation": case.relation,
             }
         )
         for name, value in case.inputs.items():
@@ -123,6 +125,8 @@ def cases_from_bundle(described: list[dict], arrays: dict[str, np.ndarray]) -> l
                 hidden=info.get("hidden", False),
                 raises=info.get("raises", ""),
                 promise=info.get("promise", ""),
+                variant_of=info.get("variant_of", -1),
+                relation=info.get("relation", ""),
             )
         )
     return cases

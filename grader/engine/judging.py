@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from grader.engine import compare, contracts
+from grader.engine import compare, contracts, properties
 from grader.engine.protocol import CaseOutput, import_failure, read_case_outputs
 from grader.engine.results import CheckResult, PartResult
 from grader.engine.spec import LAYER, Case
@@ -54,6 +54,7 @@ def judge_part(part, cases, expected, outcome: Outcome, timeout: float) -> PartR
     checks = []
     for case, want, got in zip(cases, expected, received, strict=True):
         checks.extend(judge_case(part, case, want, got))
+    checks += properties.judge_relations(part, cases, received)
     statuses = {
         contracts.expected_statuses(case, got) for case, got in zip(cases, received, strict=True)
     }

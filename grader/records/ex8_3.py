@@ -6,6 +6,7 @@ import math
 
 import numpy as np
 
+from grader.engine import properties as relations
 from grader.engine import sampling as draw
 from grader.engine import selectors as on
 from grader.engine.spec import Exercise, Mistake, Part, Property, WrittenPart
@@ -133,6 +134,7 @@ RECORD = Exercise(
             name="SelfAttention",
             points=3,
             make_cases=ATTENTION.cases(attention_case),
+            relations=(relations.queries_permuted(("inputs",)), relations.batch_alone()),
             description="SelfAttention.call without a mask: outputs and gradients w.r.t. the "
             "input and the three kernels.",
             mistakes=(
@@ -180,6 +182,7 @@ RECORD = Exercise(
             points=1,
             targets=("SelfAttention",),
             make_cases=CAUSAL.cases(attention_case, causal=True),
+            relations=(relations.future_changed("inputs"),),
             description="SelfAttention(causal=True): position i attends to positions j <= i.",
             properties=(Property("first position attends to itself", FIRST_POSITION),),
             mistakes=(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from grader.engine import properties as relations
 from grader.engine import sampling as draw
 from grader.engine import selectors as on
 from grader.engine.spec import FUNCTION, Case, Exercise, Mistake, Part, Property, call_with_case
@@ -121,6 +122,13 @@ def from_mask_cases(rng, hidden=False):
         b, tq, tk = draw.random_shapes(rng, 1, 3)[0]
         cases.append(mask_case(rng, b, tq, tq if kind == "causal" else tk, kind))
     return cases
+
+
+def padded_everywhere(case) -> np.ndarray:
+    """(B, Tk): the keys past every query's valid length (masked for all queries)."""
+    lengths = np.asarray(case.inputs["valid_lens"]).reshape(len(case.inputs["scores"]), -1)
+    keys = np.arange(case.inputs["scores"].shape[-1])
+    return keys[None, :] >= lengths.max(axis=1)[:, None]
 
 
 def pooling_cases(rng, hidden=False):
@@ -268,6 +276,11 @@ RECORD = Exercise(
             name="MaskedAttentionPooling",
             points=2,
             make_cases=pooling_cases,
+            relations=(
+                relations.masked_keys_changed(("scores",), padded_everywhere, axis=2),
+                relations.masked_keys_changed(("values",), padded_everywhere),
+                relations.batch_alone(),
+            ),
             description="MaskedAttentionPooling.call: masked weights times values; finite "
             "gradients, also for fully masked rows.",
             mistakes=(UNIFORM, NOT_RENORMALISED, OFF_BY_ONE, WRONG_AXIS),
