@@ -8,9 +8,9 @@ taken over the kept positions only:
     α_j = exp(s_j) / Σ_{k kept} exp(s_k) for a kept key j,    α_j = 0 for a masked key j.
 
 A row whose keys are all masked (valid length 0) gets all-zero weights, not NaN: its softmax
-has nothing to normalise. Replace masked scores by a large finite negative number (never
--inf: exp(-inf - (-inf)) is NaN), take a stable softmax, then set the masked positions to
-exactly zero.
+has nothing to normalise. Replace masked scores by a large finite negative number (with
+-inf, a fully masked row computes exp(-inf - (-inf)), which is NaN, and only the last step
+can repair it), take a stable softmax, then set the masked positions to exactly zero.
 
 Grade your work with `grader check masked-softmax`. The functions are called with NumPy
 arrays (scores float64, lengths int64, masks bool) and may return NumPy arrays or tensors; the

@@ -92,6 +92,10 @@ def cases_to_bundle(cases: list[Case]) -> tuple[list[dict], dict[str, np.ndarray
                 "rtol": case.rtol,
                 "atol": case.atol,
                 "hidden": case.hidden,
+                "raises": case.raises,
+                "promise": case.promise,
+                "variant_of": case.variant_of,
+                "relation": case.relation,
             }
         )
         for name, value in case.inputs.items():
@@ -119,6 +123,10 @@ def cases_from_bundle(described: list[dict], arrays: dict[str, np.ndarray]) -> l
                 rtol=info.get("rtol"),
                 atol=info.get("atol"),
                 hidden=info.get("hidden", False),
+                raises=info.get("raises", ""),
+                promise=info.get("promise", ""),
+                variant_of=info.get("variant_of", -1),
+                relation=info.get("relation", ""),
             )
         )
     return cases

@@ -7,6 +7,7 @@ from pathlib import Path
 import numpy as np
 
 from grader.engine.bundle import cases_to_bundle, save_bundle
+from grader.engine.properties import add_variants
 from grader.engine.spec import Case, Exercise
 
 
@@ -25,6 +26,9 @@ def make_cases(record: Exercise, seed: int, hidden_seed: int | None = None):
                 case.hidden = True
                 case.label = f"hidden, {case.label}"
             cases[part.name] += extra
+        # Variants from a generator of their own, so that no other case changes with them.
+        extra_seed = [] if hidden_seed is None else [hidden_seed]
+        add_variants(part, cases[part.name], np.random.default_rng([seed, index, 2, *extra_seed]))
     return cases
 
 

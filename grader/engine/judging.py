@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from grader.engine import compare
+from grader.engine import compare, contracts, properties
 from grader.engine.protocol import CaseOutput, import_failure, read_case_outputs
 from grader.engine.results import CheckResult, PartResult
 from grader.engine.spec import LAYER, Case
@@ -54,7 +54,11 @@ def judge_part(part, cases, expected, outcome: Outcome, timeout: float) -> PartR
     checks = []
     for case, want, got in zip(cases, expected, received, strict=True):
         checks.extend(judge_case(part, case, want, got))
-    status = _status(checks, {got.status for got in received})
+    checks += properties.judge_relations(part, cases, received)
+    statuses = {
+        contracts.expected_statuses(case, got) for case, got in zip(cases, received, strict=True)
+    }
+    status = _status(checks, statuses)
     return PartResult(part.name, part.points, status, checks)
 
 
@@ -124,6 +128,8 @@ def judge_case(part, case: Case, want: CaseOutput, got: CaseOutput) -> list[Chec
 
 def _judge_case(part, case: Case, want: CaseOutput, got: CaseOutput) -> list[CheckResult]:
     prefix = f"{case.target}: " if len(part.targets) > 1 else ""
+    if case.raises:
+        return [contracts.judge_raises(case, got, f"{prefix}raises {case.raises}, {case.label}")]
     if got.status == CaseStatus.NOT_IMPLEMENTED:
         message = "not implemented yet" + (f" ({got.message})" if got.message else "")
         return [CheckResult(f"{prefix}{case.label}", False, message, cause=got.status)]
@@ -143,6 +149,8 @@ def _judge_case(part, case: Case, want: CaseOutput, got: CaseOutput) -> list[Che
             hidden,
         )
     ]
+    checks += contracts.changed_inputs(case, got, f"{prefix}arguments unchanged, {case.label}")
+    checks += contracts.precision_lost(case, got, f"{prefix}dtype, {case.label}")
     if case.kind == LAYER:
         dtype_problem = compare.dtype_difference(case, got.dtype)
         checks.append(_check(f"{prefix}dtype, {case.label}", dtype_problem, hidden))

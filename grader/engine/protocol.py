@@ -39,11 +39,22 @@ def _grad_prefix(index: int) -> str:
     return f"case{index}/grad/"
 
 
+def after_key(index: int, name: str) -> str:
+    """The key of input `name` of case `index` as the submission left it after the call."""
+    return f"{_after_prefix(index)}{name}"
+
+
+def _after_prefix(index: int) -> str:
+    return f"case{index}/after/"
+
+
 @dataclass
 class CaseOutput:
     status: CaseStatus
     output: np.ndarray | None = None
     grads: dict[str, np.ndarray] = field(default_factory=dict)
+    # Each input as the call left it, by name (the grader compares it with what it sent).
+    after: dict[str, np.ndarray] = field(default_factory=dict)
     dtype: str = ""
     exception: str = ""
     message: str = ""
@@ -57,12 +68,15 @@ class CaseOutput:
         return words + (f" [{self.where}]" if self.where else "")
 
 
-def answered(index: int, output: np.ndarray, grads: dict, arrays: dict) -> dict:
-    """The report of case `index`, which returned `output` (and these gradients, by name); the
-    arrays go into `arrays`, under the keys the grader reads them from."""
+def answered(index: int, output: np.ndarray, grads: dict, arrays: dict, after=None) -> dict:
+    """The report of case `index`, which returned `output` (and these gradients, by name, and
+    left its inputs as `after`, by name); the arrays go into `arrays`, under the keys the
+    grader reads them from."""
     arrays[output_key(index)] = output
     for name, grad in grads.items():
         arrays[grad_key(index, name)] = grad
+    for name, value in (after or {}).items():
+        arrays[after_key(index, name)] = value
     return {"status": CaseStatus.OK, "output_dtype": str(output.dtype), "grads": list(grads)}
 
 
@@ -85,7 +99,7 @@ def read_case_outputs(outcome: Outcome, count: int) -> list[CaseOutput]:
         if status != CaseStatus.OK:
             outputs.append(_failure(status, report))
             continue
-        prefix = _grad_prefix(index)
+        prefix, left = _grad_prefix(index), _after_prefix(index)
         outputs.append(
             CaseOutput(
                 status,
@@ -93,6 +107,7 @@ def read_case_outputs(outcome: Outcome, count: int) -> list[CaseOutput]:
                 grads={
                     k[len(prefix) :]: v for k, v in outcome.arrays.items() if k.startswith(prefix)
                 },
+                after={k[len(left) :]: v for k, v in outcome.arrays.items() if k.startswith(left)},
                 dtype=str(report.get("output_dtype", "")),
             )
         )

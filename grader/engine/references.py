@@ -9,7 +9,8 @@ from pathlib import Path
 from grader import KIT
 from grader.engine.bundle import cases_from_bundle, cases_to_bundle, load_bundle, save_bundle
 from grader.engine.cases import make_cases, save_cases
-from grader.engine.protocol import CaseOutput, answered, read_case_outputs
+from grader.engine.protocol import FAILURE_FIELDS, CaseOutput, answered, read_case_outputs
+from grader.engine.protocol import failed as failed_report
 from grader.engine.spec import Case, Exercise
 from grader.engine.status import CaseStatus, RunState
 from grader.sandbox.processes import Job, Outcome, run_jobs
@@ -70,10 +71,17 @@ class LiveReference:
         except ValueError as error:
             raise GraderError(f"the reference solution could not run: {error}") from error
         failed = [
-            (c, o) for c, o in zip(everything, outputs, strict=True) if o.status != CaseStatus.OK
+            (c, o)
+            for c, o in zip(everything, outputs, strict=True)
+            if (o.status != CaseStatus.OK) != bool(c.raises) or o.exception != c.raises
         ]
         if failed:
             case, output = failed[0]
+            if case.raises and output.status == CaseStatus.OK:
+                raise GraderError(
+                    f"the reference solution did not raise {case.raises} on {case.target}, "
+                    f"{case.label}"
+                )
             raise GraderError(
                 f"the reference solution failed on {case.target}, {case.label}: "
                 f"{output.exception}: {output.message} ({output.where})"
@@ -145,6 +153,8 @@ def write_fixture(record: Exercise, seed: int, path: str | Path, reference: Live
         answers: dict = {}
         reports = [
             answered(index, output.output, output.grads, answers)
+            if output.status == CaseStatus.OK
+            else failed_report(output.status, {key: getattr(output, key) for key in FAILURE_FIELDS})
             for index, output in enumerate(expected[part.name])
         ]
         case_arrays.update({EXPECTED + key: value for key, value in answers.items()})

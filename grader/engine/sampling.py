@@ -13,6 +13,18 @@ from grader.engine.spec import FUNCTION, LAYER, Case
 from grader.reference.attention import softmax
 
 
+def around_powers(rng, count: int, bases=(2, 13), exponents=(1, 5), largest: int = 10**6):
+    """Integer formulas at their boundaries: for `count` drawn (k, p), the sizes k^p - 1, k^p
+    and k^p + 1 (those >= 2 and <= `largest`), each as (n, k). A formula computed with a
+    floating logarithm or a division is off by one exactly there (math.log(1000, 10) is
+    2.9999999999999996)."""
+    rows = []
+    for _ in range(count):
+        k, p = int(rng.integers(*bases)), int(rng.integers(*exponents))
+        rows += [(n, k) for n in (k**p - 1, k**p, k**p + 1) if 2 <= n <= largest]
+    return rows
+
+
 def random_shapes(rng, count: int, size: int, low: int = 1, high: int = 7) -> list[tuple]:
     """`count` shapes of `size` dimensions, each in [low, high): one draw per shape, so a
     record that asks for the same shapes draws the same numbers."""
@@ -127,6 +139,14 @@ def drawn_cases(
 def function_case(target: str, **params) -> Case:
     """A case of a function called with keyword arguments only, labelled by them."""
     return Case(target, FUNCTION, dims_label(**params), params=params)
+
+
+def raising_function_case(target: str, promise: str, exception="ValueError", **params) -> Case:
+    """A case of a function that must raise `exception` when called with these keyword
+    arguments (see grader.engine.contracts); `promise` is the docstring's promise, in its words
+    ("raise ValueError for a kind other than lstm, gru or simple_rnn")."""
+    label = dims_label(**{name: repr(value) for name, value in params.items()})
+    return Case(target, FUNCTION, label, params=params, raises=exception, promise=promise)
 
 
 def layer_case(

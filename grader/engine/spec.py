@@ -26,6 +26,10 @@ class Case:
     A layer is built with `dtype`, given `weights` by weight name, called with `inputs` in
     order, and its vector–Jacobian products with `upstream` are taken w.r.t. every input and
     weight. A function is called with `inputs` in order and `params` as keyword arguments.
+
+    A case with `raises` (an exception's name, "ValueError") is a contract check: the call must
+    raise it, and `promise` says, in the words of the docstring, what the student must do when
+    it does not ("raise ValueError for a kind other than lstm, gru or simple_rnn").
     """
 
     target: str
@@ -40,6 +44,12 @@ class Case:
     rtol: float | None = None
     atol: float | None = None
     hidden: bool = False
+    raises: str = ""
+    promise: str = ""
+    # A variant of another case of its part (grader.engine.properties): the index of that case
+    # in the part's cases, and the name of the relation that made it.
+    variant_of: int = -1
+    relation: str = ""
 
 
 def call_with_case(function: Callable, case: Case, changed: Mapping | None = None):
@@ -137,6 +147,24 @@ class Property:
 
 
 @dataclass(frozen=True)
+class Relation:
+    """A property between two runs of the submission, checked in the grader's process.
+
+    `vary(case, rng)` makes, in the grader's process, a variant of a case (its masked keys
+    changed, its inputs permuted, one example of its batch alone), or None where the relation
+    does not apply; the child runs it like any case (and it is compared with the reference
+    too). `check(case, output, variant, variant_output)` returns None when the two outputs are
+    related as they must be, else what is wrong in the words of the chapter. See
+    grader.engine.properties for the relations records use.
+    """
+
+    name: str
+    vary: Callable[[Case, np.random.Generator], Case | None]
+    check: Callable[[Case, np.ndarray, Case, np.ndarray], str | None]
+    targets: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
 class Part:
     """A graded part. `make_cases(rng, hidden=False)` makes its cases; with `hidden=True` it
     draws fresh shapes as well as values (batch grading's hidden checks). `targets` are the
@@ -149,6 +177,7 @@ class Part:
     mistakes: tuple[Mistake, ...] = ()
     description: str = ""
     properties: tuple[Property, ...] = ()
+    relations: tuple[Relation, ...] = ()
 
     def __post_init__(self):
         if not self.targets:

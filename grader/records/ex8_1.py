@@ -40,22 +40,39 @@ def count_cases(target, gru=False):
     return make_cases
 
 
+# The docstrings promise a ValueError for a kind they do not know: "LSTM" in capitals, a
+# transformer, and no kind at all.
+UNKNOWN_KINDS = ("transformer", "LSTM", "")
+UNKNOWN_KIND = "the docstring asks for a ValueError when `kind` is not lstm, gru or simple_rnn"
+
+
+def unknown_kind_cases(target, hidden, **sizes):
+    """Cases that must raise ValueError: public checks only (every seed asks the same)."""
+    if hidden:
+        return []
+    return [
+        draw.raising_function_case(target, UNKNOWN_KIND, kind=k, **sizes) for k in UNKNOWN_KINDS
+    ]
+
+
 def coefficient_cases(rng, hidden=False):
     dims = [int(n) for n in rng.integers(1, 1000, size=2)] if hidden else COEFFICIENT_DIMS
-    return [
+    cases = [
         draw.function_case("param_count_coefficients", kind=k, input_dim=d)
         for k in ref.KINDS
         for d in dims
     ]
+    return cases + unknown_kind_cases("param_count_coefficients", hidden, input_dim=4)
 
 
 def doubling_cases(rng, hidden=False):
     sizes = _sizes(rng, hidden, DOUBLING_SIZES, count=4)
-    return [
+    cases = [
         draw.function_case("doubling_ratio", kind=k, input_dim=i, units=u)
         for k in ref.KINDS
         for i, u in sizes
     ]
+    return cases + unknown_kind_cases("doubling_ratio", hidden, input_dim=4, units=8)
 
 
 # The count of each kind: a mistake changes one of its terms (see grader.reference.recurrent).

@@ -6,6 +6,7 @@ import math
 
 import numpy as np
 
+from grader.engine import properties as relations
 from grader.engine import sampling as draw
 from grader.engine import selectors as on
 from grader.engine.spec import Exercise, Mistake, Part, Property, WrittenPart
@@ -42,7 +43,24 @@ PATHS = {
     "convolution": [(2, 2), (10, 3), (100, 5), (1000, 3), (7, 9)],
     "dilated_convolution": [(2, 2), (10, 3), (125, 5), (216, 6), (1024, 2), (1025, 2)],
 }
-PATHS["dilated_convolution"] += [(1000, 10), (7, 9)]
+PATHS["dilated_convolution"] += [(1000, 10), (7, 9), (1001, 10), (243, 3), (244, 3), (2, 9)]
+# and (n, k) for convolutions where n - 1 is a multiple of k - 1 and one past it.
+PATHS["convolution"] += [(9, 3), (11, 3), (2, 11)]
+
+
+def n_after_a_power(case) -> bool:
+    """Whether n - 1 is an exact power of k (where a floored logarithm of n - 1 is off)."""
+    n, k = case.params["n"], case.params["k"]
+    reach = 1
+    while reach < n - 1:
+        reach *= k
+    return reach == n - 1
+
+
+UNKNOWN_PATH_KIND = (
+    "the docstring asks for a ValueError when `kind` is not self_attention, recurrent, "
+    "convolution or dilated_convolution"
+)
 
 
 def attention_case(rng, dims, causal=False):
@@ -71,10 +89,16 @@ def path_cases(rng, hidden=False):
         rows = [(kind, int(rng.integers(2, 5000))) for kind in ("self_attention", "recurrent")]
         for kind in ("convolution", "dilated_convolution"):
             rows += [(kind, int(rng.integers(2, 5000)), int(rng.integers(2, 12))) for _ in range(3)]
-        k = int(rng.integers(2, 8))
-        rows.append(("dilated_convolution", k ** int(rng.integers(1, 5)), k))
+        rows += [("dilated_convolution", n, k) for n, k in draw.around_powers(rng, 3)]
+        rows += [("convolution", n, k) for n, k in draw.around_powers(rng, 1, exponents=(1, 3))]
     named = (dict(zip(("kind", "n", "k"), row, strict=False)) for row in rows)
-    return [draw.function_case("maximum_path_length", **params) for params in named]
+    cases = [draw.function_case("maximum_path_length", **params) for params in named]
+    if not hidden:  # the docstring's ValueError for a kind it does not name
+        cases += [
+            draw.raising_function_case("maximum_path_length", UNKNOWN_PATH_KIND, kind=kind, n=8)
+            for kind in ("transformer", "Recurrent", "convolutions")
+        ]
+    return cases
 
 
 FIRST_POSITION = on.agrees_at(
@@ -110,6 +134,7 @@ RECORD = Exercise(
             name="SelfAttention",
             points=3,
             make_cases=ATTENTION.cases(attention_case),
+            relations=(relations.queries_permuted(("inputs",)), relations.batch_alone()),
             description="SelfAttention.call without a mask: outputs and gradients w.r.t. the "
             "input and the three kernels.",
             mistakes=(
@@ -157,6 +182,7 @@ RECORD = Exercise(
             points=1,
             targets=("SelfAttention",),
             make_cases=CAUSAL.cases(attention_case, causal=True),
+            relations=(relations.future_changed("inputs"),),
             description="SelfAttention(causal=True): position i attends to positions j <= i.",
             properties=(Property("first position attends to itself", FIRST_POSITION),),
             mistakes=(
@@ -249,6 +275,15 @@ RECORD = Exercise(
                     "positions back.",
                     lambda n, k: -(-n // k),
                     when=on.param_is("kind", "convolution"),
+                ),
+                Mistake.of(
+                    "floating-point logarithm of n - 1",
+                    "math.floor(math.log(n - 1, k)) + 1 is off by one where n - 1 is a power of "
+                    "k (math.log(1000, 10) is 2.9999999999999996), and so is a count rounded "
+                    "down: here n - 1 is a power of k. Count the layers with integers (multiply "
+                    "by k until you reach n).",
+                    lambda n, k: math.floor(math.log(n - 1, k)) + 1,
+                    when=on.all_of(on.param_is("kind", "dilated_convolution"), n_after_a_power),
                 ),
                 Mistake.of(
                     "rounded down",

@@ -55,8 +55,11 @@ def dynamics_case(rng, target, setting):
 
 
 def update_cases(rng, hidden=False):
-    # Hidden: each random setting is drawn just before its case (a generator).
-    settings = (Setting(**draw.pick(rng, **RANDOM)) for _ in range(4)) if hidden else UPDATE
+    # Hidden: each random setting is drawn just before its case (a generator); half the orders
+    # are not one sweep: units repeated and left out, shorter or longer than the state.
+    orders = dict(repeats=(0, 1, 5, 30))
+    drawn = (Setting(**draw.pick(rng, **RANDOM, **orders)) for _ in range(6))
+    settings = drawn if hidden else UPDATE
     return [dynamics_case(rng, "async_update", s) for s in settings]
 
 

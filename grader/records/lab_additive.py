@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from grader.engine import properties as relations
 from grader.engine import sampling as draw
 from grader.engine import selectors as on
 from grader.engine.spec import Exercise, Mistake, Part
@@ -114,6 +115,7 @@ RECORD = Exercise(
             make_cases=ATTENTION.cases(
                 additive_case, target="AdditiveAttention", inputs=QKV, upstream="B Tq d_v"
             ),
+            relations=(relations.keys_permuted(("key", "value")), relations.batch_alone()),
             description="AdditiveAttention.call: softmax of the additive scores over the keys, "
             "times the values.",
             mistakes=(

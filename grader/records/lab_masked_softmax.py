@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from grader.engine import properties as relations
 from grader.engine import sampling as draw
 from grader.engine import selectors as on
 from grader.engine.spec import FUNCTION, Case, Exercise, Mistake, Part, Property, call_with_case
@@ -33,6 +34,7 @@ POOLING = [
     dict(B=1, Tq=1, Tk=1, d_v=1, first=(1,)),
     dict(B=2, Tq=4, Tk=6, d_v=2, per="query", first=(0, 6, 3)),
     dict(B=2, Tq=4, Tk=6, d_v=3, first=(0, 4), dtype="float32"),
+    dict(B=2, Tq=3, Tk=5, d_v=2, first=(0, 3), large=True),
 ]
 
 
@@ -91,11 +93,13 @@ def mask_case(rng, B, Tq, Tk, kind, large=False):
     return Case("masked_softmax_from_mask", FUNCTION, label, {"scores": scores, "mask": mask})
 
 
-def pooling_case(rng, B, Tq, Tk, d_v, per="batch", first=(0,), dtype="float64"):
+def pooling_case(rng, B, Tq, Tk, d_v, per="batch", first=(0,), dtype="float64", large=False):
     valid_lens, text = lengths(rng, B, Tq, Tk, per, first)
     dims = dict(B=B, Tq=Tq, Tk=Tk, d_v=d_v)
     label = f"{draw.dims_label(**dims)}, {text}" + ("" if dtype == "float64" else f" {dtype}")
-    inputs = {"scores": "B Tq Tk", "values": "B Tk d_v", "valid_lens": valid_lens.astype(float)}
+    label += f", {draw.LARGE_SCORES}" if large else ""
+    scores = draw.large_scores(rng, (B, Tq, Tk)) if large else "B Tq Tk"
+    inputs = {"scores": scores, "values": "B Tk d_v", "valid_lens": valid_lens.astype(float)}
     return draw.layer_case(
         "MaskedAttentionPooling", rng, dims, inputs, "B Tq d_v", label=label, dtype=dtype
     )
@@ -118,6 +122,13 @@ def from_mask_cases(rng, hidden=False):
         b, tq, tk = draw.random_shapes(rng, 1, 3)[0]
         cases.append(mask_case(rng, b, tq, tq if kind == "causal" else tk, kind))
     return cases
+
+
+def padded_everywhere(case) -> np.ndarray:
+    """(B, Tk): the keys past every query's valid length (masked for all queries)."""
+    lengths = np.asarray(case.inputs["valid_lens"]).reshape(len(case.inputs["scores"]), -1)
+    keys = np.arange(case.inputs["scores"].shape[-1])
+    return keys[None, :] >= lengths.max(axis=1)[:, None]
 
 
 def pooling_cases(rng, hidden=False):
@@ -265,6 +276,11 @@ RECORD = Exercise(
             name="MaskedAttentionPooling",
             points=2,
             make_cases=pooling_cases,
+            relations=(
+                relations.masked_keys_changed(("scores",), padded_everywhere, axis=2),
+                relations.masked_keys_changed(("values",), padded_everywhere),
+                relations.batch_alone(),
+            ),
             description="MaskedAttentionPooling.call: masked weights times values; finite "
             "gradients, also for fully masked rows.",
             mistakes=(UNIFORM, NOT_RENORMALISED, OFF_BY_ONE, WRONG_AXIS),

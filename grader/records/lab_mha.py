@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from grader.engine import properties as relations
 from grader.engine import sampling as draw
 from grader.engine import selectors as on
 from grader.engine.spec import FUNCTION, Case, Exercise, Mistake, Part
@@ -131,6 +132,7 @@ RECORD = Exercise(
             name="MultiHeadAttention",
             points=5,
             make_cases=draw.rows_cases(mha_case, LAYERS, layer_sizes, float32=FLOAT32),
+            relations=(relations.keys_permuted(("key", "value")), relations.batch_alone()),
             description="MultiHeadAttention.call: outputs and gradients w.r.t. query, key, "
             "value and the four kernels.",
             mistakes=(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from grader.engine import properties as relations
 from grader.engine import sampling as draw
 from grader.engine import selectors as on
 from grader.engine.spec import FUNCTION, LAYER, Case, Exercise, Mistake, Part, Property
@@ -204,6 +205,7 @@ RECORD = Exercise(
             "ParametricNadarayaWatson",
             4,
             PARAMETRIC.cases(parametric_case),
+            relations=(relations.keys_permuted(("keys", "values")), relations.batch_alone()),
             description="ParametricNadarayaWatson.call: softmax(-½((x - x_j) w)²) pooling, "
             "gradients to queries, keys, values and w.",
             mistakes=(

@@ -29,6 +29,7 @@ from grader.sandbox import limits, supervisor
 # Captured before any submitted code runs, so that patching NumPy in a submission cannot change
 # how results are written.
 _asarray = np.asarray
+_copy = np.array
 _save_bundle = save_bundle
 _open, _dup2 = os.open, os.dup2
 _send_event = supervisor.send_event
@@ -167,14 +168,15 @@ def _run_case(module, case, index: int, arrays: dict, module_path: str) -> dict:
                 f"{Path(module_path).name} defines no `{case.target}`: keep the names of the stub"
             )
         if case.kind == LAYER:
-            output, grads = _run_layer(target, case)
+            output, grads, after = _run_layer(target, case)
         else:
-            output, grads = _run_function(target, case), {}
+            output, after = _run_function(target, case)
+            grads = {}
     except NotImplementedError as error:
         return protocol.failed(CaseStatus.NOT_IMPLEMENTED, describe(error, module_path))
     except BaseException as error:  # noqa: BLE001
         return protocol.failed(CaseStatus.ERROR, describe(error, module_path))
-    return protocol.answered(index, output, grads, arrays)
+    return protocol.answered(index, output, grads, arrays, after)
 
 
 def _to_numpy(value, what: str) -> np.ndarray:
@@ -193,9 +195,20 @@ def _to_numpy(value, what: str) -> np.ndarray:
     return array
 
 
-def _run_function(function, case) -> np.ndarray:
+def _run_function(function, case) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+    """The function's output, and each input as the call left it (copied: the grader compares
+    it with what it sent, to catch a function that writes into its arguments)."""
     args = [case.inputs[name] for name in case.inputs]
-    return _to_numpy(function(*args, **case.params), f"{case.target}()")
+    output = _to_numpy(function(*args, **case.params), f"{case.target}()")
+    return output, {name: _left(arg) for name, arg in zip(case.inputs, args, strict=True)}
+
+
+def _left(value) -> np.ndarray:
+    """An argument as the call left it, as a plain array (a copy, so that nothing the
+    submission still holds can change it before it is written)."""
+    import keras
+
+    return _copy(_asarray(keras.ops.convert_to_numpy(value)), copy=True)
 
 
 def _run_layer(layer_class, case) -> tuple[np.ndarray, dict[str, np.ndarray]]:
@@ -206,15 +219,15 @@ def _run_layer(layer_class, case) -> tuple[np.ndarray, dict[str, np.ndarray]]:
     layer(*inputs)  # builds the layer, so its weights exist
     variables = _assign_weights(layer, case)
     output, grads = vector_jacobian(layer, inputs, variables, case.upstream.astype(case.dtype))
+    after = {name: _left(x) for name, x in zip(case.inputs, inputs, strict=True)}
     if not grads:  # the output has the wrong shape: no VJP to take, the grader says why
-        return _to_numpy(output, f"{case.target}.call"), {}
+        return _to_numpy(output, f"{case.target}.call"), {}, after
     named = {f"input:{name}": g for name, g in zip(case.inputs, grads[: len(inputs)], strict=True)}
     named.update(
         {f"weight:{n}": g for n, g in zip(case.weights, grads[len(inputs) :], strict=True)}
     )
-    return _to_numpy(output, f"{case.target}.call"), {
-        name: _asarray(keras.ops.convert_to_numpy(g)) for name, g in named.items()
-    }
+    grads = {name: _asarray(keras.ops.convert_to_numpy(g)) for name, g in named.items()}
+    return _to_numpy(output, f"{case.target}.call"), grads, after
 
 
 def _assign_weights(layer, case) -> list:

@@ -84,6 +84,8 @@ def gru_param_count(input_dim, units, reset_after=True):
 COUNTS = {"lstm": lstm_param_count, "gru": gru_param_count, "simple_rnn": simple_rnn_param_count}
 
 def param_count_coefficients(kind, input_dim):
+    if kind not in COUNTS:
+        raise ValueError(f"unknown kind {kind!r}")
     # A quadratic is fixed by three values; its second difference is 2a.
     y0, y1, y2 = (COUNTS[kind](input_dim, u) for u in (0, 1, 2))
     a = (y2 - 2 * y1 + y0) / 2

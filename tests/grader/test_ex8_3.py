@@ -109,6 +109,8 @@ ALTERNATIVE_TENSORFLOW = {
             return layers
         if kind == "convolution":
             return math.ceil((n - 1) / (k - 1))
+        if kind not in ("self_attention", "recurrent"):
+            raise ValueError(f"unknown kind {kind!r}")
         return {"self_attention": 1, "recurrent": n}[kind]
     """,
 }
@@ -306,6 +308,12 @@ PLANTED = [
         path(dilated="math.ceil(math.log(n, k))"),
         "floating-point logarithm",
         "3.0000000000000004",
+    ),
+    (
+        "maximum_path_length",
+        path(dilated="math.floor(math.log(n - 1, k)) + 1"),
+        "floating-point logarithm of n - 1",
+        "2.9999999999999996",
     ),
 ]
 

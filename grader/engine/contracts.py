@@ -1,0 +1,113 @@
+"""Contract checks: what a docstring promises besides the value returned.
+
+Two kinds, judged in the grader's process on what a child reported:
+
+- a case that must raise (`Case.raises`, "ValueError"): the documented error for an argument
+  the function does not accept. Returning a value, or raising something else, fails it with the
+  docstring's promise (`Case.promise`) in the message;
+- inputs left unchanged: the child reports every input as the call left it; an input that
+  differs from what the grader sent (a function that writes into its argument in place) fails
+  the case, whatever it returned. Only a change is reported, so that the checks of a correct
+  submission read as before.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from grader.engine.protocol import CaseOutput
+from grader.engine.results import CheckResult
+from grader.engine.spec import LAYER, Case
+from grader.engine.status import CaseStatus
+
+
+def judge_raises(case: Case, got: CaseOutput, name: str) -> CheckResult:
+    """The check of a case that must raise `case.raises`."""
+    if got.status == CaseStatus.NOT_IMPLEMENTED:
+        message = "not implemented yet" + (f" ({got.message})" if got.message else "")
+        return CheckResult(name, False, message, cause=got.status)
+    if got.status == CaseStatus.OK:
+        return CheckResult(
+            name, False, f"no {case.raises} was raised, a value was returned: {case.promise}"
+        )
+    if got.exception == case.raises and got.limit is None:
+        return CheckResult(name, True)
+    return CheckResult(
+        name,
+        False,
+        f"raised {got.error_words()}, not {case.raises}: {case.promise}",
+        cause=got.status,
+        limit=got.limit,
+    )
+
+
+def expected_statuses(case: Case, got: CaseOutput) -> CaseStatus:
+    """The status of a case as the part's status counts it: a case that must raise and did
+    raise something counts as one that answered (its check says whether it was the right
+    error), so that it never turns the part into an error."""
+    if case.raises and got.status == CaseStatus.ERROR:
+        return CaseStatus.OK
+    return got.status
+
+
+def changed_inputs(case: Case, got: CaseOutput, name: str) -> list[CheckResult]:
+    """A failing check for each input the call changed (none when all are as sent)."""
+    checks = []
+    for input_name, sent in case.inputs.items():
+        sent = np.asarray(sent, dtype=case.dtype) if case.kind == LAYER else np.asarray(sent)
+        left = got.after.get(input_name)
+        if left is None:
+            problem = "was not reported back after the call"
+        else:
+            problem = _change(sent, np.asarray(left))
+        if problem:
+            checks.append(
+                CheckResult(
+                    name,
+                    False,
+                    f"the argument `{input_name}` was changed by the call ({problem}): work on "
+                    f"a copy (`{input_name} = np.array({input_name})`); the caller's array must "
+                    "stay as it was",
+                    "argument changed in place",
+                )
+            )
+    return checks
+
+
+def precision_lost(case: Case, got: CaseOutput, name: str) -> list[CheckResult]:
+    """A failing check when a function given float64 arrays (and none of lower precision)
+    returned floats of lower precision: a float32 answer to a float64 question loses half its
+    digits. Integer answers (counts, indices) are not floats and pass."""
+    floats = [np.asarray(v).dtype for v in case.inputs.values() if np.asarray(v).dtype.kind == "f"]
+    if case.kind == LAYER or not floats or any(d != np.float64 for d in floats):
+        return []
+    received = np.dtype(got.dtype) if got.dtype in _FLOAT_NAMES else None
+    if received is None or received.itemsize >= 8:
+        return []
+    return [
+        CheckResult(
+            name,
+            False,
+            f"returned {got.dtype} for float64 inputs: compute in the dtype of the inputs "
+            "(a float32 constant or a cast to float32 loses half the digits)",
+            "precision lost",
+        )
+    ]
+
+
+_FLOAT_NAMES = ("float16", "float32", "float64")
+
+
+def _change(sent: np.ndarray, left: np.ndarray) -> str:
+    """How `left` differs from `sent` in plain words, or "" when it does not."""
+    if left.shape != sent.shape:
+        return f"its shape went from {sent.shape} to {left.shape}"
+    sent, left = sent.astype(np.float64), left.astype(np.float64)
+    same = (left == sent) | (np.isnan(left) & np.isnan(sent))
+    if bool(np.all(same)):
+        return ""
+    where = tuple(int(i) for i in np.unravel_index(int(np.argmax(~same)), same.shape))
+    return (
+        f"{int((~same).sum())} of {sent.size} entries differ; at index {list(where)} it was "
+        f"{sent[where]:g}, it is now {left[where]:g}"
+    )

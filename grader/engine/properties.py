@@ -1,0 +1,249 @@
+"""Properties between two runs of a submission: what attention must do, checked on outputs.
+
+A record declares them as `Relation`s of a part (grader.engine.spec): each makes, in the
+grader's process, a variant of a case; the child runs the variant like any other case; the grader
+then checks that the two outputs are related as the chapter says they must be, and explains in
+its words when they are not:
+
+- `masked_keys_changed`: changing what a mask hides changes no output ("your mask leaks");
+- `keys_permuted`: attention pooling is a weighted SUM over the keys: shuffling the keys (with
+  their values) changes nothing;
+- `queries_permuted`: self-attention without positions is permutation-equivariant: permuting
+  its inputs permutes its outputs;
+- `batch_alone`: each example graded alone gives what it gave in the batch (nothing may be
+  summed or normalised across the batch axis).
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+
+from grader.engine.compare import matches
+from grader.engine.protocol import CaseOutput
+from grader.engine.results import CheckResult
+from grader.engine.spec import Case, Relation
+from grader.engine.status import CaseStatus
+
+
+def add_variants(part, cases: list[Case], rng) -> None:
+    """Append to `cases` the variant each relation of `part` makes of each of them."""
+    count = len(cases)
+    for relation in part.relations:
+        for index in range(count):
+            case = cases[index]
+            if case.raises or (relation.targets and case.target not in relation.targets):
+                continue
+            variant = relation.vary(case, rng)
+            if variant is not None:
+                variant.variant_of, variant.relation = index, relation.name
+                variant.label = f"{case.label}, {relation.name}"
+                cases.append(variant)
+
+
+def judge_relations(part, cases: list[Case], received: list[CaseOutput]) -> list[CheckResult]:
+    """A check per variant whose case and itself both answered: whether the relation holds."""
+    relations = {relation.name: relation for relation in part.relations}
+    checks = []
+    for variant, got in zip(cases, received, strict=True):
+        relation = relations.get(variant.relation)
+        if relation is None or not 0 <= variant.variant_of < len(cases):
+            continue
+        base, base_got = cases[variant.variant_of], received[variant.variant_of]
+        if CaseStatus.OK not in (got.status,) or base_got.status != CaseStatus.OK:
+            continue  # the case's own check says why it gave no answer
+        if got.output is None or base_got.output is None:
+            continue
+        broken = relation.check(base, np.asarray(base_got.output), variant, np.asarray(got.output))
+        prefix = f"{base.target}: " if len(part.targets) > 1 else ""
+        check = CheckResult(
+            f"{prefix}property: {relation.name}, {base.label}",
+            broken is None,
+            broken or "",
+            f"property: {relation.name}" if broken else None,
+        )
+        check.hidden = base.hidden
+        checks.append(check)
+    return checks
+
+
+def _copy(case: Case, **inputs) -> Case:
+    return replace(
+        case,
+        inputs={**case.inputs, **inputs},
+        weights=dict(case.weights),
+        params=dict(case.params),
+        variant_of=-1,
+        relation="",
+    )
+
+
+def _same_shape(output, other) -> bool:
+    return np.shape(output) == np.shape(other)
+
+
+def batch_alone(names: tuple[str, ...] = ()):
+    """Example 0 of a batch of two or more, alone: `names` (default: every input) sliced to
+    their first entry along axis 0, and the upstream gradient with them."""
+
+    def vary(case, rng):
+        sliced = names or tuple(case.inputs)
+        batch = np.shape(case.inputs[sliced[0]])[0] if np.ndim(case.inputs[sliced[0]]) else 0
+        if batch < 2 or any(np.shape(case.inputs[n])[:1] != (batch,) for n in sliced):
+            return None
+        variant = _copy(case, **{name: case.inputs[name][:1].copy() for name in sliced})
+        if case.upstream is not None:
+            variant.upstream = case.upstream[:1].copy()
+        return variant
+
+    def check(case, output, variant, alone):
+        if np.ndim(output) == 0 or np.shape(alone)[1:] != np.shape(output)[1:] or len(alone) != 1:
+            return None  # the output check reports a wrong shape
+        if matches(output[:1].astype(float), alone.astype(float), case):
+            return None
+        batch = np.shape(case.inputs[names[0] if names else next(iter(case.inputs))])[0]
+        return (
+            f"example 0 alone gives another output than it did in a batch of {batch}: the "
+            "examples of a batch must not see each other; something sums, averages or takes "
+            "a softmax across the batch axis (axis 0)"
+        )
+
+    return Relation("examples independent of the batch", vary, check)
+
+
+def _permutation(size: int, rng) -> np.ndarray:
+    order = rng.permutation(size)
+    return order if size < 2 or (order != np.arange(size)).any() else np.roll(order, 1)
+
+
+def keys_permuted(names: tuple[str, ...], axis: int = 1):
+    """The keys shuffled: the inputs `names` (keys, values and whatever goes with each key)
+    permuted alike along `axis`; the output must not change."""
+
+    def vary(case, rng):
+        size = np.shape(case.inputs[names[0]])[axis]
+        if size < 2:
+            return None
+        order = _permutation(size, rng)
+        return _copy(case, **{n: np.take(case.inputs[n], order, axis=axis) for n in names})
+
+    def check(case, output, variant, shuffled):
+        if not _same_shape(output, shuffled) or matches(output, shuffled, case):
+            return None
+        return (
+            "shuffling the keys together with their values changed the output: attention "
+            "pooling is a weighted sum over the keys, whose order must not matter; a key "
+            "is being matched with another key's value, or the weights are taken over the "
+            "wrong axis"
+        )
+
+    return Relation("keys in any order", vary, check)
+
+
+def queries_permuted(names: tuple[str, ...], axis: int = 1, out_axis: int = 1, when=None):
+    """Self-attention without positions: the inputs `names` permuted along `axis`; the output
+    must be the original output permuted alike (along `out_axis`). `when(case)` limits it
+    (not where a causal mask makes the order matter)."""
+
+    def vary(case, rng):
+        size = np.shape(case.inputs[names[0]])[axis]
+        if size < 2 or (when is not None and not when(case)):
+            return None
+        order = _permutation(size, rng)
+        variant = _copy(case, **{n: np.take(case.inputs[n], order, axis=axis) for n in names})
+        if case.upstream is not None:
+            variant.upstream = np.take(case.upstream, order, axis=out_axis)
+        return variant
+
+    def check(case, output, variant, permuted):
+        if not _same_shape(output, permuted):
+            return None
+        order = _order_of(case.inputs[names[0]], variant.inputs[names[0]], axis)
+        expected = np.take(output, order, axis=out_axis)
+        if matches(expected, permuted, case):
+            return None
+        return (
+            "permuting the positions of the inputs did not permute the outputs alike: "
+            "self-attention without positional encodings is permutation-equivariant, so "
+            "something in your code depends on where a position is (a mask, a cumulative sum, "
+            "a position term)"
+        )
+
+    return Relation("permutation-equivariant", vary, check)
+
+
+def _order_of(original, permuted, axis) -> list[int]:
+    """The permutation that made `permuted` from `original` along `axis` (its entries are
+    random reals, so each slice is found by its values)."""
+    first = np.moveaxis(np.asarray(original), axis, 0)
+    second = np.moveaxis(np.asarray(permuted), axis, 0)
+    return [
+        int(np.flatnonzero([np.array_equal(row, slice_) for slice_ in first])[0]) for row in second
+    ]
+
+
+def masked_keys_changed(names: tuple[str, ...], masked, axis: int = 1):
+    """What a mask hides, changed: the inputs `names` at the key positions `masked(case)`
+    (a bool array of shape (B, Tk): key j of example b is masked for EVERY query) replaced by
+    other values; no output may change."""
+
+    def vary(case, rng):
+        hidden = np.asarray(masked(case), bool)
+        if not hidden.any():
+            return None
+        changed = {}
+        for name in names:
+            array = np.array(case.inputs[name], dtype=np.float64)
+            moved = np.moveaxis(array, axis, 1)
+            noise = 3.0 + 5.0 * rng.standard_normal(moved.shape)
+            moved[hidden] = noise[hidden]
+            changed[name] = np.moveaxis(moved, 1, axis)
+        return _copy(case, **changed)
+
+    def check(case, output, variant, other):
+        if not _same_shape(output, other) or matches(output, other, case):
+            return None
+        hidden = np.asarray(masked(case), bool)
+        diff = np.abs(np.asarray(output, float) - np.asarray(other, float))
+        where = np.unravel_index(int(np.argmax(diff)), diff.shape)
+        example = int(where[0])
+        key = int(np.flatnonzero(hidden[example])[0]) if hidden[example].any() else None
+        query = f"query {int(where[1])}" if len(where) > 2 else "the output"
+        return (
+            f"output at {query} of example {example} changed when masked key {key} changed: "
+            "your mask leaks (a masked key must get exactly zero weight, so its score and value "
+            "can change nothing)"
+        )
+
+    return Relation("masked keys change nothing", vary, check)
+
+
+def future_changed(name: str, axis: int = 1, out_axis: int = 1):
+    """Under a causal mask: the input `name` at the last position changed; the outputs at
+    every earlier position (which must not see it) must not change."""
+
+    def vary(case, rng):
+        array = np.array(case.inputs[name], dtype=np.float64)
+        if array.shape[axis] < 2:
+            return None
+        moved = np.moveaxis(array, axis, 0)
+        moved[-1] = 3.0 + 5.0 * rng.standard_normal(moved[-1].shape)
+        return _copy(case, **{name: np.moveaxis(moved, 0, axis)})
+
+    def check(case, output, variant, other):
+        if not _same_shape(output, other):
+            return None
+        last = np.shape(output)[out_axis] - 1
+        before = np.take(output, range(last), axis=out_axis)
+        after = np.take(other, range(last), axis=out_axis)
+        if matches(before, after, case):
+            return None
+        diff = np.abs(np.moveaxis(before - after, out_axis, 0).reshape(last, -1)).max(axis=1)
+        query = int(np.argmax(diff))
+        return (
+            f"output at query {query} changed when the future key {last} changed: your mask "
+            "leaks (under a causal mask, position i sees positions j <= i only)"
+        )
+
+    return Relation("the future changes nothing", vary, check)

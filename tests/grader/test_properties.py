@@ -1,0 +1,115 @@
+"""Properties between two runs (grader.engine.properties), checked in the grader's process: each
+relation is tested on outputs computed here in float64 NumPy, by a correct attention (it passes)
+and by a planted mistake (it trips the relation, with the chapter's words); then two grading runs
+show them end to end on planted submissions."""
+
+import numpy as np
+
+from grader.engine import properties as relations
+from grader.engine.grading import grade
+from grader.engine.results import FAILED
+from grader.engine.spec import LAYER, Case
+from tests.support.grading import failures
+from tests.support.planting import plant
+
+RNG = np.random.default_rng(0)
+
+
+def softmax(scores, axis=-1):
+    shifted = np.exp(scores - scores.max(axis=axis, keepdims=True))
+    return shifted / shifted.sum(axis=axis, keepdims=True)
+
+
+def pooling(query, key, value, keep=None, batch_axis=False):
+    scores = query @ np.swapaxes(key, -1, -2)
+    if keep is not None:
+        scores = np.where(keep, scores, -1e9)
+    return softmax(scores, axis=0 if batch_axis else -1) @ value
+
+
+def _case(**inputs):
+    return Case("L", LAYER, "B=3", inputs=inputs)
+
+
+def _holds(relation, case, function):
+    variant = relation.vary(case, np.random.default_rng(1))
+    assert variant is not None
+    return relation.check(case, function(**case.inputs), variant, function(**variant.inputs))
+
+
+def test_batch_independence_catches_a_softmax_across_the_batch():
+    case = _case(query=RNG.normal(size=(3, 2, 4)), key=RNG.normal(size=(3, 5, 4)))
+    case.inputs["value"] = RNG.normal(size=(3, 5, 2))
+    relation = relations.batch_alone()
+    assert _holds(relation, case, pooling) is None
+    broken = _holds(relation, case, lambda **a: pooling(**a, batch_axis=True))
+    assert broken.startswith("example 0 alone gives another output than it did in a batch of 3")
+    assert "softmax across the batch axis" in broken
+    single = _case(query=RNG.normal(size=(1, 2, 4)))
+    assert relation.vary(single, RNG) is None  # nothing to separate
+
+
+def test_keys_in_any_order_catches_values_paired_with_the_wrong_keys():
+    case = _case(query=RNG.normal(size=(2, 3, 4)), key=RNG.normal(size=(2, 5, 4)))
+    case.inputs["value"] = RNG.normal(size=(2, 5, 3))
+    relation = relations.keys_permuted(("key", "value"))
+    assert _holds(relation, case, pooling) is None
+    flipped = lambda query, key, value: pooling(query, key, value[:, ::-1])  # noqa: E731
+    assert "a key is being matched with another key's value" in _holds(relation, case, flipped)
+
+
+def test_self_attention_is_permutation_equivariant_without_positions_only():
+    case = _case(inputs=RNG.normal(size=(2, 6, 3)))
+    relation = relations.queries_permuted(("inputs",))
+    assert _holds(relation, case, lambda inputs: pooling(inputs, inputs, inputs)) is None
+
+    def with_positions(inputs):
+        placed = inputs + 0.3 * np.arange(inputs.shape[1])[None, :, None]
+        return pooling(placed, placed, placed)
+
+    broken = _holds(relation, case, with_positions)
+    assert "self-attention without positional encodings is permutation-equivariant" in broken
+
+
+def test_a_leaking_padding_mask_is_named_with_the_query_and_the_key():
+    lengths = np.array([3, 5])
+    keep = (np.arange(5)[None, :] < lengths[:, None])[:, None, :]
+    case = _case(query=RNG.normal(size=(2, 2, 4)), key=RNG.normal(size=(2, 5, 4)))
+    case.inputs["value"] = RNG.normal(size=(2, 5, 3))
+    relation = relations.masked_keys_changed(("key", "value"), lambda c: ~keep[:, 0, :])
+    assert _holds(relation, case, lambda **a: pooling(**a, keep=keep)) is None
+    broken = _holds(relation, case, pooling)  # the mask forgotten
+    assert (
+        broken.startswith("output at query ") and "of example 0 changed when masked key 3" in broken
+    )
+    assert "your mask leaks" in broken
+    nothing_masked = relations.masked_keys_changed(("key",), lambda c: np.zeros((2, 5), bool))
+    assert nothing_masked.vary(case, RNG) is None
+
+
+def test_a_causal_mask_that_leaks_is_named_at_the_first_query_that_saw_the_future():
+    case = _case(inputs=RNG.normal(size=(2, 4, 3)))
+    causal = np.tril(np.ones((4, 4), bool))
+    relation = relations.future_changed("inputs")
+    masked = lambda inputs: pooling(inputs, inputs, inputs, keep=causal)  # noqa: E731
+    assert _holds(relation, case, masked) is None
+    broken = _holds(relation, case, lambda inputs: pooling(inputs, inputs, inputs))
+    assert broken.startswith("output at query ") and "when the future key 3 changed" in broken
+
+
+def test_leaking_masks_fail_their_parts_end_to_end(tmp_path):
+    """The planted submissions ignore the mask: the value checks fail, and the relation says
+    why in the chapter's words."""
+    ignored = (
+        "        weights = masked_softmax(scores, valid_lens)\n",
+        "        weights = ops.softmax(scores)\n",
+    )
+    folder = plant(tmp_path / "a", "masked-softmax", ignored)
+    part = grade("masked-softmax", folder, parts=["MaskedAttentionPooling"]).part(
+        "MaskedAttentionPooling"
+    )
+    assert part.status == FAILED and "property: masked keys change nothing" in part.mistakes
+    leaks = [c for c in failures(part) if c.name.startswith("property: masked keys change")]
+    assert leaks and all("your mask leaks" in c.message for c in leaks)
+    # Batch independence holds: the mistake is the mask, not the batch.
+    assert not [c for c in failures(part) if c.name.startswith("property: examples independent")]
