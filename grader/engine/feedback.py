@@ -76,7 +76,11 @@ def problems(part: PartResult) -> list[CheckResult]:
     """The part's failed checks, one per problem, the most useful first (stable: case order
     within a rank and kind)."""
     failed = [check for check in part.checks if not check.passed]
-    failed.sort(key=lambda check: (rank(check), check_kind(check)))
+    counts: dict[str, int] = {}
+    for check in failed:
+        counts[problem_key(check)] = counts.get(problem_key(check), 0) + 1
+    # Within a rank, the problem seen on the most cases first.
+    failed.sort(key=lambda check: (rank(check), -counts[problem_key(check)], check_kind(check)))
     distinct, seen = [], set()
     for check in failed:
         key = problem_key(check)

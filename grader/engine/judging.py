@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from grader.engine import compare
+from grader.engine import compare, framework_errors
 from grader.engine.protocol import CaseOutput, import_failure, read_case_outputs
 from grader.engine.results import CheckResult, PartResult
 from grader.engine.spec import LAYER, Case
@@ -25,7 +25,8 @@ GRADER_FAILED_WORDS = (
 )
 
 
-def judge_part(part, cases, expected, outcome: Outcome, timeout: float) -> PartResult:
+def judge_part(part, cases, expected, outcome: Outcome, timeout: float, source=None) -> PartResult:
+    """`source`: the submitted file, read (parsed, never run) to say where an error's code is."""
     if outcome.state == RunState.GRADER_FAILED:
         return grader_failure(part, outcome.problem + _instructor_tail(outcome))
     if outcome.state == RunState.TIMED_OUT:
@@ -53,7 +54,7 @@ def judge_part(part, cases, expected, outcome: Outcome, timeout: float) -> PartR
 
     checks = []
     for case, want, got in zip(cases, expected, received, strict=True):
-        checks.extend(judge_case(part, case, want, got))
+        checks.extend(judge_case(part, case, want, got, source))
     status = _status(checks, {got.status for got in received})
     return PartResult(part.name, part.points, status, checks)
 
@@ -113,24 +114,31 @@ def _instructor_tail(outcome: Outcome) -> str:
     return f"; its log ends:\n{tail[-1500:]}" if tail else ""
 
 
-def judge_case(part, case: Case, want: CaseOutput, got: CaseOutput) -> list[CheckResult]:
+def judge_case(part, case: Case, want: CaseOutput, got: CaseOutput, source=None) -> list:
     """The checks of one case: the output, and for a layer its dtype and gradients, and the
     part's properties; or one failing check when the case gave no answer."""
-    checks = _judge_case(part, case, want, got)
+    checks = _judge_case(part, case, want, got, source)
     for check in checks:
         check.hidden = case.hidden
     return checks
 
 
-def _judge_case(part, case: Case, want: CaseOutput, got: CaseOutput) -> list[CheckResult]:
+def _judge_case(part, case: Case, want: CaseOutput, got: CaseOutput, source=None) -> list:
     prefix = f"{case.target}: " if len(part.targets) > 1 else ""
     if got.status == CaseStatus.NOT_IMPLEMENTED:
         message = "not implemented yet" + (f" ({got.message})" if got.message else "")
         return [CheckResult(f"{prefix}{case.label}", False, message, cause=got.status)]
     if got.status != CaseStatus.OK:
+        raw = got.error_words()
+        explained = framework_errors.explain(got.exception, got.message, got.where, case, source)
         return [
             CheckResult(
-                f"{prefix}{case.label}", False, got.error_words(), cause=got.status, limit=got.limit
+                f"{prefix}{case.label}",
+                False,
+                explained or raw,
+                cause=got.status,
+                limit=got.limit,
+                raw=raw if explained else "",
             )
         ]
     if got.output is None:
