@@ -23,6 +23,8 @@ from grader.engine.spec import Exercise
 from grader.engine.status import CaseStatus, Status
 
 SHOWN_PROBLEMS = 2
+# The names of the one check of a part that failed for the whole file (grader.engine.judging).
+WHOLE_FILE = ("load", "import")
 INDENT = "      "
 
 
@@ -94,7 +96,7 @@ def problem_text(check: CheckResult, first: bool) -> str:
     """One line: the explanation first, then on which check; where and what only for the
     first problem of a part (the others are read after fixing it)."""
     words = check.words
-    if check.name in words or check.name in ("load", "import"):
+    if check.name in words or check.name in WHOLE_FILE:
         return words
     detail = check.detail.replace(" values differ from the reference", " differ")
     context = f"{check.name}: {detail}" if first and detail else check.name
@@ -123,7 +125,7 @@ def common_failure(result: ExerciseResult) -> str:
     messages = set()
     for part in result.parts:
         failed = [check for check in part.checks if not check.passed]
-        if part.status == Status.PASSED or len(failed) != 1 or failed[0].cause is not None:
+        if part.status == Status.PASSED or len(failed) != 1 or failed[0].name not in WHOLE_FILE:
             return ""
         messages.add(failed[0].message)
     return messages.pop() if len(messages) == 1 and len(result.parts) > 1 else ""

@@ -54,7 +54,7 @@ def render(
     name_width = max(len(part.name) for part in result.parts)
     lines = [
         style(f"Exercise {record.id} · {record.title}", bold=True),
-        f"  file: {result.submission}",
+        style(f"  graded file: {result.submission}", bold=True),
     ]
     common = "" if verbose else feedback.common_failure(result)
     if common:
