@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from grader.engine import diagnosis
 from grader.engine.spec import LAYER, Case, Mistake
 
 # The names of differences the engine recognises on any exercise (a diagnosis), as against the
@@ -20,7 +21,7 @@ from grader.engine.spec import LAYER, Case, Mistake
 GENERIC = frozenset(
     {"all zeros", "constant factor", "transposed", "gradient cut", "dtype changed", "NaN"}
 )
-DIAGNOSED = "slip: "
+DIAGNOSED = diagnosis.SLIP
 # What a scalar that differs (and no more is known) is told.
 VALUE_WRONG = "the value differs from the reference"
 
@@ -97,6 +98,11 @@ def difference(
         if candidate is not None and matches(np.asarray(candidate, np.float64), received, case):
             detail = located if expected.size == 1 else f"{located}; {differ}"
             return Difference(mistake.explanation, mistake.name, detail)
+    slip = diagnosis.diagnose(expected, received, case, lambda a, b: matches(a, b, case))
+    if slip is not None:
+        return Difference(
+            slip[1], slip[0], located if expected.size == 1 else f"{located}; {differ}"
+        )
     if not np.any(received):
         return Difference(
             "every value is zero: is something not computed yet, or overwritten?",
@@ -146,6 +152,9 @@ def _shape_difference(expected: np.ndarray, received: np.ndarray) -> Difference:
             message + ": the last two axes are swapped (a transpose too many or too few)",
             "transposed",
         )
+    swapped = diagnosis.swapped_shape(expected.shape, received.shape)
+    if swapped:
+        return Difference(f"{message}: {swapped}", DIAGNOSED + "axes swapped")
     return Difference(message)
 
 
