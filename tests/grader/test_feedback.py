@@ -67,7 +67,7 @@ def test_a_syntax_error_is_shown_once_not_once_per_part():
 
 
 def test_a_scalar_that_differs_gives_its_two_values_not_one_of_one():
-    case = Case("dot_product_variance", "function", "d=4")
+    case = Case("dot_product_variance", "function", "default variances")
     found = compare.difference(np.float64(4.0), np.float64(1.0), case)
     assert "1 of 1" not in found.text() and "expected 4, received 1" in found.text()
     assert "4" not in found.text(reveal=False)  # a hidden case still keeps its values
