@@ -68,7 +68,7 @@ def scaled_dot_product_variance(d, var_q=1.0, var_k=1.0):
     Var(c X) = c² Var(X). This is why (8.4) divides by sqrt(d): the result no longer grows
     with d, so the softmax does not saturate for wide vectors.
     """
-    raise NotImplementedError("Exercise 8-2: dividing by sqrt(d) divides the variance by d")
+    raise NotImplementedError("Exercise 8-2: what does dividing by a constant c do to a variance?")
 
 
 def bilinear_asymmetry(W):

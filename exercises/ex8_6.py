@@ -46,7 +46,7 @@ def hebbian_weights(patterns):
     Returns:
         W, shape (M, M): symmetric, zero diagonal, divided by N (the number of patterns).
     """
-    raise NotImplementedError("Exercise 8-6: patterns.T @ patterns sums the outer products; divide by N; zero the diagonal")
+    raise NotImplementedError("Exercise 8-6: Hebb's rule as outer products (NNDL's normalisation), no self-connections")
 
 
 def energy(W, state, bias=None):

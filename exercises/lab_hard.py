@@ -70,4 +70,4 @@ class StraightThroughHardAttention(keras.layers.Layer):
         respect to the values is that of the hard selection. Use w = e_ĵ + α - stop_gradient(α)
         (or α + stop_gradient(e_ĵ - α)), with α = softmax(scores) over the keys.
         """
-        raise NotImplementedError("Exercise hard: one-hot of the argmax, plus α minus stop_gradient(α), times the values")
+        raise NotImplementedError("Exercise hard: keep the hard one-hot's value; which term lends it the soft α's gradient?")

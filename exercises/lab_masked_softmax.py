@@ -47,7 +47,7 @@ def masked_softmax(scores, valid_lens=None):
     of a row sum to one; a row of length 0 is all zeros (not NaN, not uniform). Stable for
     large scores (about a thousand). Hint: `sequence_mask`, then `masked_softmax_from_mask`.
     """
-    raise NotImplementedError("Exercise masked-softmax: lengths (B,) apply to every query: (B, 1); build the mask, then softmax")
+    raise NotImplementedError("Exercise masked-softmax: which axes of the scores do the lengths (B,) apply along? Then mask, softmax")
 
 
 def masked_softmax_from_mask(scores, mask):

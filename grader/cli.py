@@ -90,7 +90,10 @@ def show(exercise_id):
 @click.argument("exercise_ids", nargs=-1)
 @click.option("--all", "everything", is_flag=True, help="Check every exercise.")
 @click.option(
-    "--submission", default="exercises", show_default=True, help="Folder with your exercise files."
+    "--submission",
+    default=None,
+    help="Folder with your exercise files [default: the current folder when it holds the "
+    "exercise's file, else the kit's exercises/].",
 )
 @click.option(
     "--format",
@@ -113,7 +116,7 @@ def show(exercise_id):
 def check(exercise_ids, everything, submission, output_format, verbose, seed, timeout, parts):
     """Grade your exercise files against the reference: outputs and gradients."""
     records = _records(exercise_ids, everything)
-    folder = _submission(submission)
+    given = _submission(submission) if submission is not None else None
     for name in parts:
         if len(records) != 1 or name not in [p.name for p in records[0].parts]:
             known = ", ".join(p.name for r in records for p in r.parts)
@@ -133,20 +136,68 @@ def check(exercise_ids, everything, submission, output_format, verbose, seed, ti
             f"note: {sandbox.describe(protections)}; your code runs with your own rights.",
             err=True,
         )
+    from grader.instructor.submissions import FORBIDDEN_PACKAGES, scan
+
     all_passed = True
     for record in records:
+        folder = given or _check_folder(record)
         try:
+            # Imports of the kit's own answers are blocked as `grader batch` blocks them, so
+            # that the score here is the score there.
             result = grade(
-                record.id, folder, seed=seed, timeout=timeout, parts=parts or None, sandbox=policy
+                record.id,
+                folder,
+                seed=seed,
+                timeout=timeout,
+                parts=parts or None,
+                sandbox=policy,
+                blocked_imports=FORBIDDEN_PACKAGES,
             )
         except GraderError as error:
             raise click.ClickException(str(error)) from None
         all_passed &= result.passed
+        path = Path(result.submission)
+        flags = scan(path) if path.is_file() else []
         if output_format == "json":
-            click.echo(json.dumps(result.to_dict(), ensure_ascii=False))
-        else:
-            click.echo(render(record, result, verbose=verbose, color=color), color=color)
+            click.echo(json.dumps(result.to_dict() | _flagged(flags), ensure_ascii=False))
+            continue
+        again = _again_command(record.id, submission, parts, seed, timeout)
+        click.echo(render(record, result, verbose=verbose, color=color, again=again), color=color)
+        for flag in flags:
+            click.echo(f"batch flag: {flag}: {FLAG_WORDS.get(flag.split('-')[0], '')}", err=True)
     sys.exit(0 if all_passed else 1)
+
+
+# What `grader batch` flags, as `grader check` tells the student.
+FLAG_WORDS = {
+    "imports": "your instructor's grading blocks this import, so those parts score 0 there "
+    "(and here): write the code yourself",
+    "opens": "your file names the solutions folder; your instructor sees this flag",
+}
+
+
+def _flagged(flags: list[str]) -> dict:
+    return {"flags": flags} if flags else {}
+
+
+def _check_folder(record) -> Path:
+    """The current folder when it holds the exercise's file (a student working in their
+    exercises folder), else the kit's own exercises/."""
+    here = Path.cwd()
+    return here if (here / record.file).is_file() else _submission("exercises")
+
+
+def _again_command(exercise_id, submission, parts, seed, timeout) -> str:
+    """`grader check` with the student's own options, to run after editing."""
+    words = ["grader check", exercise_id]
+    if submission is not None:
+        words.append(f"--submission {submission}")
+    words += [f"--part {name!r}" if " " in name else f"--part {name}" for name in parts]
+    if seed:
+        words.append(f"--seed {seed}")
+    if timeout is not None:
+        words.append(f"--timeout {timeout:g}")
+    return " ".join(words)
 
 
 @main.command()

@@ -77,7 +77,7 @@ def scaled_dot_product_variance(d, var_q=1.0, var_k=1.0):
     Var(c X) = c² Var(X). This is why (8.4) divides by sqrt(d): the result no longer grows
     with d, so the softmax does not saturate for wide vectors.
     """
-    # BEGIN SOLUTION: dividing by sqrt(d) divides the variance by d
+    # BEGIN SOLUTION: what does dividing by a constant c do to a variance?
     return dot_product_variance(d, var_q, var_k) / float(d)
     # END SOLUTION
 

@@ -46,7 +46,7 @@ def hebbian_weights(patterns):
     Returns:
         W, shape (M, M): symmetric, zero diagonal, divided by N (the number of patterns).
     """
-    # BEGIN SOLUTION: patterns.T @ patterns sums the outer products; divide by N; zero the diagonal
+    # BEGIN SOLUTION: Hebb's rule as outer products (NNDL's normalisation), no self-connections
     x = np.asarray(patterns, dtype=np.float64)
     coupling = x.T @ x / x.shape[0]
     np.fill_diagonal(coupling, 0.0)

@@ -82,7 +82,7 @@ class StraightThroughHardAttention(keras.layers.Layer):
         respect to the values is that of the hard selection. Use w = e_ĵ + α - stop_gradient(α)
         (or α + stop_gradient(e_ĵ - α)), with α = softmax(scores) over the keys.
         """
-        # BEGIN SOLUTION: one-hot of the argmax, plus α minus stop_gradient(α), times the values
+        # BEGIN SOLUTION: keep the hard one-hot's value; which term lends it the soft α's gradient?
         soft = ops.softmax(scores, axis=-1)
         hard = ops.one_hot(ops.argmax(scores, axis=-1), ops.shape(scores)[-1], dtype=soft.dtype)
         weights = hard + soft - ops.stop_gradient(soft)

@@ -50,7 +50,7 @@ def masked_softmax(scores, valid_lens=None):
     of a row sum to one; a row of length 0 is all zeros (not NaN, not uniform). Stable for
     large scores (about a thousand). Hint: `sequence_mask`, then `masked_softmax_from_mask`.
     """
-    # BEGIN SOLUTION: lengths (B,) apply to every query: (B, 1); build the mask, then softmax
+    # BEGIN SOLUTION: which axes of the scores do the lengths (B,) apply along? Then mask, softmax
     if valid_lens is None:
         return ops.softmax(ops.convert_to_tensor(scores), axis=-1)
     lengths = ops.convert_to_tensor(valid_lens)

@@ -13,7 +13,17 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from grader.engine import diagnosis
 from grader.engine.spec import LAYER, Case, Mistake
+
+# The names of differences the engine recognises on any exercise (a diagnosis), as against the
+# mistakes a record names; the diagnosis engine's own names start with DIAGNOSED.
+GENERIC = frozenset(
+    {"all zeros", "constant factor", "transposed", "gradient cut", "dtype changed", "NaN"}
+)
+DIAGNOSED = diagnosis.SLIP
+# What a scalar that differs (and no more is known) is told.
+VALUE_WRONG = "the value differs from the reference"
 
 TOLERANCES = {"float64": (1e-6, 1e-7), "float32": (2e-3, 2e-3), "float16": (2e-2, 2e-2)}
 
@@ -68,6 +78,7 @@ def difference(
             f"{int((~finite).sum())} of {received.size} values are NaN or infinite; an exp() "
             "that overflows or a division by zero does this"
             + ("; use a numerically stable form" if "stability" in case.label else ""),
+            "NaN",
             detail=f"first at index {bad}",
         )
     ok = close(expected, received, case)
@@ -76,13 +87,22 @@ def difference(
     worst = np.unravel_index(
         int(np.argmax(np.where(ok, -1.0, np.abs(received - expected)))), expected.shape
     )
-    where = f"at index {[int(i) for i in worst]}" if expected.ndim else "value"
-    located = f"{where}: expected {_fmt(expected[worst])}, received {_fmt(received[worst])}"
-    differ = f"{int((~ok).sum())} of {ok.size} values differ from the reference"
+    values = f"expected {_fmt(expected[worst])}, received {_fmt(received[worst])}"
+    if expected.size == 1:  # a scalar: no "1 of 1 values differ"
+        located, differ = values, VALUE_WRONG
+    else:
+        located = f"at index {[int(i) for i in worst]}: {values}"
+        differ = f"{int((~ok).sum())} of {ok.size} values differ from the reference"
     for mistake in mistakes:
         candidate = mistake.output(case)
         if candidate is not None and matches(np.asarray(candidate, np.float64), received, case):
-            return Difference(mistake.explanation, mistake.name, f"{located}; {differ}")
+            detail = located if expected.size == 1 else f"{located}; {differ}"
+            return Difference(mistake.explanation, mistake.name, detail)
+    slip = diagnosis.diagnose(expected, received, case, lambda a, b: matches(a, b, case))
+    if slip is not None:
+        return Difference(
+            slip[1], slip[0], located if expected.size == 1 else f"{located}; {differ}"
+        )
     if not np.any(received):
         return Difference(
             "every value is zero: is something not computed yet, or overwritten?",
@@ -132,6 +152,9 @@ def _shape_difference(expected: np.ndarray, received: np.ndarray) -> Difference:
             message + ": the last two axes are swapped (a transpose too many or too few)",
             "transposed",
         )
+    swapped = diagnosis.swapped_shape(expected.shape, received.shape)
+    if swapped:
+        return Difference(f"{message}: {swapped}", DIAGNOSED + "axes swapped")
     return Difference(message)
 
 

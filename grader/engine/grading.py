@@ -100,6 +100,7 @@ def grade(
                 expected[part.name],
                 mine[part.name],
                 timeout or record.timeout,
+                source=path,
             )
         )
     return result

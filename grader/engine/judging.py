@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from grader.engine import compare, contracts, properties
+from grader.engine import compare, contracts, framework_errors, properties
 from grader.engine.protocol import CaseOutput, import_failure, read_case_outputs
 from grader.engine.results import CheckResult, PartResult
 from grader.engine.spec import LAYER, Case
@@ -25,7 +25,8 @@ GRADER_FAILED_WORDS = (
 )
 
 
-def judge_part(part, cases, expected, outcome: Outcome, timeout: float) -> PartResult:
+def judge_part(part, cases, expected, outcome: Outcome, timeout: float, source=None) -> PartResult:
+    """`source`: the submitted file, read (parsed, never run) to say where an error's code is."""
     if outcome.state == RunState.GRADER_FAILED:
         return grader_failure(part, outcome.problem + _instructor_tail(outcome))
     if outcome.state == RunState.TIMED_OUT:
@@ -53,7 +54,7 @@ def judge_part(part, cases, expected, outcome: Outcome, timeout: float) -> PartR
 
     checks = []
     for case, want, got in zip(cases, expected, received, strict=True):
-        checks.extend(judge_case(part, case, want, got))
+        checks.extend(judge_case(part, case, want, got, source))
     checks += properties.judge_relations(part, cases, received)
     statuses = {
         contracts.expected_statuses(case, got) for case, got in zip(cases, received, strict=True)
@@ -117,16 +118,16 @@ def _instructor_tail(outcome: Outcome) -> str:
     return f"; its log ends:\n{tail[-1500:]}" if tail else ""
 
 
-def judge_case(part, case: Case, want: CaseOutput, got: CaseOutput) -> list[CheckResult]:
+def judge_case(part, case: Case, want: CaseOutput, got: CaseOutput, source=None) -> list:
     """The checks of one case: the output, and for a layer its dtype and gradients, and the
     part's properties; or one failing check when the case gave no answer."""
-    checks = _judge_case(part, case, want, got)
+    checks = _judge_case(part, case, want, got, source)
     for check in checks:
         check.hidden = case.hidden
     return checks
 
 
-def _judge_case(part, case: Case, want: CaseOutput, got: CaseOutput) -> list[CheckResult]:
+def _judge_case(part, case: Case, want: CaseOutput, got: CaseOutput, source=None) -> list:
     prefix = f"{case.target}: " if len(part.targets) > 1 else ""
     if case.raises:
         return [contracts.judge_raises(case, got, f"{prefix}raises {case.raises}, {case.label}")]
@@ -134,9 +135,16 @@ def _judge_case(part, case: Case, want: CaseOutput, got: CaseOutput) -> list[Che
         message = "not implemented yet" + (f" ({got.message})" if got.message else "")
         return [CheckResult(f"{prefix}{case.label}", False, message, cause=got.status)]
     if got.status != CaseStatus.OK:
+        raw = got.error_words()
+        explained = framework_errors.explain(got.exception, got.message, got.where, case, source)
         return [
             CheckResult(
-                f"{prefix}{case.label}", False, got.error_words(), cause=got.status, limit=got.limit
+                f"{prefix}{case.label}",
+                False,
+                explained or raw,
+                cause=got.status,
+                limit=got.limit,
+                raw=raw if explained else "",
             )
         ]
     if got.output is None:
@@ -154,7 +162,9 @@ def _judge_case(part, case: Case, want: CaseOutput, got: CaseOutput) -> list[Che
     if case.kind == LAYER:
         dtype_problem = compare.dtype_difference(case, got.dtype)
         checks.append(_check(f"{prefix}dtype, {case.label}", dtype_problem, hidden))
-        for name, grad in want.grads.items():
+        # With an output of the wrong shape no gradient could be taken: say nothing of them.
+        shaped = np.shape(got.output) == np.shape(want.output)
+        for name, grad in want.grads.items() if shaped else ():
             wrt = name.split(":", 1)[-1]
             found = got.grads.get(name)
             if found is None:
@@ -179,4 +189,5 @@ def _judge_case(part, case: Case, want: CaseOutput, got: CaseOutput) -> list[Che
 def _check(name: str, problem: compare.Difference | None, hidden: bool = False) -> CheckResult:
     if problem is None:
         return CheckResult(name, True)
-    return CheckResult(name, False, problem.text(reveal=not hidden), problem.mistake)
+    detail = problem.detail if not hidden else ""
+    return CheckResult(name, False, problem.text(reveal=not hidden), problem.mistake, detail=detail)

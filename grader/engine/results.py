@@ -34,6 +34,21 @@ class CheckResult:
     limit: Limit | None = None
     # A check of a hidden case: its details are shown only once grades are published.
     hidden: bool = False
+    # Where and what, when `message` ends with it in parentheses (the worst element, expected
+    # against received), so that feedback can show the explanation first and this after it.
+    detail: str = ""
+    # The error as the framework worded it, when `message` is its translation (--verbose).
+    raw: str = ""
+
+    @property
+    def words(self) -> str:
+        """`message` without its `detail`: the explanation alone."""
+        suffix = f" ({self.detail})"
+        return (
+            self.message[: -len(suffix)]
+            if self.detail and self.message.endswith(suffix)
+            else self.message
+        )
 
     def to_dict(self) -> dict:
         return {"name": self.name, "passed": self.passed, "message": self.message}

@@ -6,11 +6,11 @@ import sys
 
 import click
 
+from grader.engine import feedback
 from grader.engine.results import ExerciseResult
 from grader.engine.spec import Exercise
 from grader.engine.status import Answer, CaseStatus, Status
 
-SHOWN_FAILURES = 2
 COLOURS = {
     Status.PASSED: "green",
     Status.NOT_IMPLEMENTED: "yellow",
@@ -36,51 +36,61 @@ def _points(value: float) -> str:
 
 
 def render(
-    record: Exercise, result: ExerciseResult, *, verbose: bool = False, color: bool | None = None
+    record: Exercise,
+    result: ExerciseResult,
+    *,
+    verbose: bool = False,
+    color: bool | None = None,
+    again: str | None = None,
+    width: int | None = None,
 ) -> str:
+    """`again`: the command that grades the same files again (the student's own options); by
+    default `grader check <id>`."""
+
     def style(text, **kwargs):
         return click.style(text, **kwargs) if color is not False else text
 
     ok_mark, fail_mark = _marks()
-    width = max(len(part.name) for part in result.parts)
+    name_width = max(len(part.name) for part in result.parts)
     lines = [
         style(f"Exercise {record.id} · {record.title}", bold=True),
-        f"  file: {result.submission}",
+        style(f"  graded file: {result.submission}", bold=True),
     ]
+    common = "" if verbose else feedback.common_failure(result)
+    if common:
+        lines += feedback.wrap(f"{fail_mark} {common}", width, "  ")
+    first_causes = feedback.causes(record, result)
     for part in result.parts:
         mark = ok_mark if part.status == Status.PASSED else fail_mark
         head = (
-            f"  {mark} {part.name:<{width}}  {_points(part.score)}/{_points(part.max_score)}"
+            f"  {mark} {part.name:<{name_width}}  {_points(part.score)}/{_points(part.max_score)}"
             f"  {WORDS.get(part.status, part.status)}"
         )
         lines.append(style(head, fg=COLOURS.get(part.status, "red")))
         failures = [check for check in part.checks if not check.passed]
-        if part.status == Status.NOT_IMPLEMENTED and not verbose:
+        if common or not failures:
+            pass
+        elif part.status == Status.NOT_IMPLEMENTED and not verbose:
             hints = dict.fromkeys(
                 c.message for c in failures if c.cause == CaseStatus.NOT_IMPLEMENTED
             )
-            lines.extend(
-                f"      to do: {hint.removeprefix('not implemented yet (')[:-1]}"
-                if hint.endswith(")")
-                else f"      {hint}"
-                for hint in hints
+            for hint in hints:
+                lines += feedback.wrap(_to_do(hint), width)
+        elif verbose:
+            ranked = sorted(failures, key=lambda c: (feedback.rank(c), feedback.check_kind(c)))
+            for check in ranked:
+                lines += feedback.wrap(feedback.problem_text(check, first=True), width)
+                if check.raw:
+                    lines += feedback.wrap(f"(raw: {check.raw})", width, feedback.INDENT + "  ")
+        else:
+            before = (
+                [feedback.cause_words(part.name, first_causes[part.name])]
+                if part.name in first_causes
+                else []
             )
-            continue
-        shown = failures if verbose else _first_distinct(failures)
-        for check in shown:
-            lines.append(
-                f"      {check.name}: {check.message}"
-                if check.name not in check.message
-                else f"      {check.message}"
-            )
+            lines += feedback.part_lines(part, before, width)
         if verbose:
             lines.extend(f"      {ok_mark} {check.name}" for check in part.checks if check.passed)
-        elif len(failures) > len(shown):
-            lines.append(
-                f"      … {len(failures) - len(shown)} more failed "
-                f"check{'s' if len(failures) - len(shown) > 1 else ''} "
-                "(--verbose lists every check)"
-            )
     for written in result.for_instructor:
         state = (
             "written: for the instructor"
@@ -88,27 +98,26 @@ def render(
             else f"not written yet ({written['answer_file']})"
         )
         lines.append(
-            f"  · {written['name']:<{width}}  {_points(written['max_score'])} pt  "
+            f"  · {written['name']:<{name_width}}  {_points(written['max_score'])} pt  "
             f"{state}, not in the automatic score"
         )
     total = f"Score: {_points(result.score)}/{_points(result.max_score)}"
     lines.append(style(total, bold=True, fg="green" if result.passed else None))
     if not result.passed:
-        lines.append(f"Edit {result.submission}, then run `grader check {record.id}` again.")
+        lines.append(
+            f"Edit {result.submission}, then run `{again or f'grader check {record.id}'}` again."
+        )
     return "\n".join(lines)
 
 
-def _first_distinct(failures):
-    """The first failures with different messages: a mistake repeated on every case shows once."""
-    shown, seen = [], set()
-    for check in failures:
-        key = check.mistake or check.message.split(" (")[0]
-        if key not in seen:
-            seen.add(key)
-            shown.append(check)
-        if len(shown) == SHOWN_FAILURES:
-            break
-    return shown
+def _to_do(hint: str) -> str:
+    """A "not implemented yet (Exercise 8-2: ...)" message as a short to-do line: its first
+    sentence."""
+    if not hint.endswith(")") or "(" not in hint:
+        return hint
+    words = hint.removeprefix("not implemented yet (")[:-1]
+    first = words.split(". ", 1)[0].rstrip(".")
+    return f"to do: {first}" + ("." if first else "")
 
 
 def render_show(record: Exercise) -> str:

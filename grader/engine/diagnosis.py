@@ -1,0 +1,172 @@
+"""Generic slips, recognised on any exercise where no mistake of the record names the failure.
+
+Each slip is computed in the grader's process from the expected output, the received one and
+the case: its named sizes (the "B=2 Tq=3 Tk=5 d=4" of its label, which every record writes
+from its `Dims` table with grader.engine.sampling.dims_label), its inputs and its weights. The
+slips: a scale by another size of the case or its square root ("you divided by √Tk = √5; divide
+by √d = √4"), a normalisation over another axis, two axes swapped (batch and time, say), the
+right values in the wrong places (heads split or merged in the wrong order), a bias or a
+residual input missing or added twice.
+
+Nothing here names an exercise: a record's own `Mistake`s are tried first (grader.engine.compare)
+and say more where they apply.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import re
+
+import numpy as np
+
+from grader.engine.spec import Case
+
+# "Tq=3" in a label; not "0.5=x" nor a part of a word.
+_SIZE = re.compile(r"(?<![\w.])([A-Za-z][\w]*)=(\d+)(?![\w.])")
+SLIP = "slip: "
+# Sizes nothing is ever scaled by: the batch.
+NEVER_A_SCALE = frozenset({"B", "batch"})
+
+
+def sizes(case: Case) -> dict[str, int]:
+    """The named sizes of a case (from its label), those above 1 only (a size of 1 scales
+    nothing), but the batch's."""
+    found = {name: int(value) for name, value in _SIZE.findall(case.label) if int(value) > 1}
+    return {name: value for name, value in found.items() if name not in NEVER_A_SCALE}
+
+
+def diagnose(expected: np.ndarray, received: np.ndarray, case: Case, agree) -> tuple | None:
+    """(name, explanation) of the first slip that explains `received`, or None. `agree(a, b)`
+    says whether two arrays of the expected shape agree within the case's tolerance."""
+    for slip in (_scaled_by_a_size, _normalised_elsewhere, _axes_swapped, _bias_or_residual):
+        found = slip(expected, received, case, agree)
+        if found:
+            return SLIP + found[0], found[1]
+    if _same_values_elsewhere(expected, received, agree):
+        return SLIP + "values moved", (
+            "the values are right but in the wrong places: a reshape where a transpose was "
+            "needed, or axes (heads, time steps) split or merged in the wrong order"
+        )
+    return None
+
+
+def _scaled_by_a_size(expected, received, case, agree):
+    energy = float(np.sum(expected * expected))
+    if energy == 0.0:
+        return None
+    factor = float(np.sum(expected * received)) / energy
+    if abs(factor - 1.0) < 1e-3 or not agree(expected * factor, received):
+        return None
+    named = sizes(case)
+    by_value: dict[int, list[str]] = {}
+    for name, value in named.items():
+        by_value.setdefault(value, []).append(name)
+
+    def call(value, root):
+        names = " or ".join(by_value[value])
+        return f"√{names} = √{value}" if root else f"{names} = {value}"
+
+    close = lambda a, b: math.isclose(a, b, rel_tol=1e-6)  # noqa: E731
+    # Square roots first (the scale of attention is one), then the sizes themselves.
+    for root in (True, False):
+        for right, used in itertools.permutations(by_value, 2):
+            ratio = math.sqrt(right / used) if root else right / used
+            if close(factor, ratio):
+                return "scaled by another size", (
+                    f"every value is {factor:.4g} times the expected one: you divided by "
+                    f"{call(used, root)}; divide by {call(right, root)}"
+                )
+        for value in by_value:
+            scale = math.sqrt(value) if root else value
+            if close(factor, scale):
+                return "scale missing", (
+                    f"every value is {call(value, root)} times the expected one: a division by "
+                    f"{'√' if root else ''}{' or '.join(by_value[value])} is missing"
+                )
+            if close(factor, 1 / scale):
+                return "scaled twice", (
+                    f"every value is 1/{call(value, root).split(' = ')[0]} of the expected one: "
+                    f"you divided by {call(value, root)} once too often"
+                )
+    return None
+
+
+def _normalised_elsewhere(expected, received, case, agree):
+    """Rows of the expected output sum to one along one axis, the received along another."""
+    if expected.ndim < 2 or np.any(expected < -1e-9) or np.any(received < -1e-9):
+        return None
+    ones = lambda array, axis: np.allclose(array.sum(axis=axis), 1.0, atol=1e-6)  # noqa: E731
+    right = [axis for axis in range(expected.ndim) if ones(expected, axis)]
+    used = [axis for axis in range(received.ndim) if ones(received, axis) and axis not in right]
+    if len(right) != 1 or not used or expected.shape[used[0]] == 1:
+        return None
+    return "normalised over another axis", (
+        f"the output sums to one over axis {_axis(used[0], received)} but must over axis "
+        f"{_axis(right[0], expected)}: a softmax (or a sum) over the wrong axis"
+    )
+
+
+def _axes_swapped(expected, received, case, agree):
+    for first, second in itertools.combinations(range(expected.ndim), 2):
+        if second == expected.ndim - 1 and first == expected.ndim - 2:
+            continue  # the last two: compare's own "transposed"
+        if expected.shape[first] != expected.shape[second] or expected.shape[first] == 1:
+            continue
+        if agree(np.swapaxes(expected, first, second), received):
+            return "axes swapped", (
+                f"axes {_axis(first, expected)} and {_axis(second, expected)} of the output "
+                "are swapped (the batch and time axes, say): check the order of your axes"
+            )
+    return None
+
+
+def swapped_shape(expected_shape: tuple, received_shape: tuple) -> str:
+    """Words for a received shape that is the expected one with two axes swapped (not the
+    last two, which grader.engine.compare names), or ""."""
+    if len(expected_shape) != len(received_shape) or len(expected_shape) < 3:
+        return ""
+    for first, second in itertools.combinations(range(len(expected_shape)), 2):
+        if (first, second) == (len(expected_shape) - 2, len(expected_shape) - 1):
+            continue
+        swapped = list(expected_shape)
+        swapped[first], swapped[second] = swapped[second], swapped[first]
+        if tuple(swapped) == tuple(received_shape):
+            return (
+                f"axes {first} and {second} are swapped (the batch and time axes, say): "
+                "check the order of your axes"
+            )
+    return ""
+
+
+def _bias_or_residual(expected, received, case, agree):
+    arrays = {**case.inputs, **case.weights}
+    for name, array in arrays.items():
+        array = np.asarray(array, dtype=np.float64)
+        if array.size <= 1:
+            continue
+        try:
+            broadcast = np.broadcast_to(array, expected.shape)
+        except ValueError:
+            continue
+        if array.shape != expected.shape and array.ndim != 1:
+            continue
+        what = "residual" if array.shape == expected.shape else "bias"
+        if agree(expected - broadcast, received):
+            return f"{what} missing", f"the output lacks + {name}: the {what} {name} is missing"
+        if agree(expected + broadcast, received):
+            return f"{what} twice", f"{name} was added twice: the {what} {name} is in it already"
+    return None
+
+
+def _same_values_elsewhere(expected, received, agree) -> bool:
+    if expected.size < 4 or float(np.ptp(expected)) == 0.0:
+        return False
+    # Plenty of distinct values, in another order: a permutation, not a coincidence.
+    distinct = len(np.unique(np.round(expected, 6))) > expected.size // 2
+    order = lambda array: np.sort(array, axis=None).reshape(expected.shape)  # noqa: E731
+    return distinct and agree(order(expected), order(received))
+
+
+def _axis(axis: int, array: np.ndarray) -> str:
+    return f"{axis - array.ndim} (of size {array.shape[axis]})"

@@ -1,0 +1,202 @@
+"""What a student reads of a failed part: its problems, the most useful first, each once.
+
+A part fails on many checks (every case, its output, dtype and gradients), mostly for one
+reason. The reason a student can act on is, in order: a mistake the record names or a property
+it breaks; a diagnosis of the engine's (a constant factor, a transpose, a slip of
+grader.engine.diagnosis, a cut gradient, an explained framework error); an error as it was
+raised; and last "N of M values differ". An output check comes before the dtype and the
+gradients of the same rank, and a part that calls another failing part of the student's says
+to fix that one first (`causes`).
+"""
+
+from __future__ import annotations
+
+import ast
+import shutil
+import textwrap
+from enum import IntEnum
+from pathlib import Path
+
+from grader.engine.compare import DIAGNOSED, GENERIC
+from grader.engine.results import CheckResult, ExerciseResult, PartResult
+from grader.engine.spec import Exercise
+from grader.engine.status import CaseStatus, Status
+
+SHOWN_PROBLEMS = 2
+# The names of the one check of a part that failed for the whole file (grader.engine.judging).
+WHOLE_FILE = ("load", "import")
+INDENT = "      "
+
+
+class Rank(IntEnum):
+    """How much a failed check tells a student, the most first."""
+
+    NAMED = 0
+    DIAGNOSIS = 1
+    ERROR = 2
+    DIFFER = 3
+    # Gradient values that differ: the output's own problem, seen again through its gradient.
+    GRADIENT_DIFFERS = 4
+    NOT_IMPLEMENTED = 5
+
+
+def check_kind(check: CheckResult) -> int:
+    """0 output, 1 a property or an error of the case, 2 dtype, 3 a gradient."""
+    name = check.name.split(": ", 1)[-1] if ": " in check.name else check.name
+    if name.startswith("output"):
+        return 0
+    if name.startswith("dtype"):
+        return 2
+    if name.startswith("gradient wrt") or name.startswith("no gradient"):
+        return 3
+    return 1
+
+
+def rank(check: CheckResult) -> Rank:
+    if check.cause == CaseStatus.NOT_IMPLEMENTED:
+        return Rank.NOT_IMPLEMENTED
+    if check.mistake:
+        generic = check.mistake in GENERIC or check.mistake.startswith(DIAGNOSED)
+        return Rank.DIAGNOSIS if generic else Rank.NAMED
+    if check.raw:  # a framework error, explained
+        return Rank.DIAGNOSIS
+    if check.cause == CaseStatus.ERROR or check_kind(check) == 1:
+        return Rank.ERROR
+    return Rank.GRADIENT_DIFFERS if check_kind(check) == 3 else Rank.DIFFER
+
+
+def problem_key(check: CheckResult) -> str:
+    """Checks with one key are one problem: a mistake on every case is shown once."""
+    if check.mistake:
+        return check.mistake
+    if rank(check) in (Rank.DIFFER, Rank.GRADIENT_DIFFERS):
+        return f"differ {check_kind(check)}"
+    return check.words
+
+
+def problems(part: PartResult) -> list[CheckResult]:
+    """The part's failed checks, one per problem, the most useful first (stable: case order
+    within a rank and kind)."""
+    failed = [check for check in part.checks if not check.passed]
+    counts: dict[str, int] = {}
+    for check in failed:
+        counts[problem_key(check)] = counts.get(problem_key(check), 0) + 1
+    # Within a rank, the problem seen on the most cases first.
+    failed.sort(key=lambda check: (rank(check), -counts[problem_key(check)], check_kind(check)))
+    distinct, seen = [], set()
+    for check in failed:
+        key = problem_key(check)
+        if key not in seen:
+            seen.add(key)
+            distinct.append(check)
+    return distinct
+
+
+def problem_text(check: CheckResult, first: bool) -> str:
+    """One line: the explanation first, then on which check; where and what only for the
+    first problem of a part (the others are read after fixing it)."""
+    words = check.words
+    if check.name in words or check.name in WHOLE_FILE:
+        return words
+    detail = check.detail.replace(" values differ from the reference", " differ")
+    context = f"{check.name}: {detail}" if first and detail else check.name
+    return f"{words} [{context}]"
+
+
+def wrap(line: str, width: int | None = None, indent: str = INDENT) -> list[str]:
+    """`line` wrapped to the terminal's width (at least 60 columns), its follow-on lines
+    indented two more."""
+    width = width or shutil.get_terminal_size((100, 24)).columns
+    wrapped = []
+    for paragraph in line.split("\n"):
+        wrapped += textwrap.wrap(
+            paragraph,
+            width=max(60, width - 1),
+            initial_indent=indent,
+            subsequent_indent=indent + "  ",
+            break_on_hyphens=False,
+        ) or [indent]
+    return wrapped
+
+
+def common_failure(result: ExerciseResult) -> str:
+    """The one message every part failed with, when the file could not be loaded or imported
+    (shown once, not once per part), or ""."""
+    messages = set()
+    for part in result.parts:
+        failed = [check for check in part.checks if not check.passed]
+        if part.status == Status.PASSED or len(failed) != 1 or failed[0].name not in WHOLE_FILE:
+            return ""
+        messages.add(failed[0].message)
+    return messages.pop() if len(messages) == 1 and len(result.parts) > 1 else ""
+
+
+def causes(record: Exercise, result: ExerciseResult) -> dict[str, list[str]]:
+    """For each failed part, the other failed parts whose functions or classes its own code
+    calls (read from the submitted file, which is parsed, never run): fix those first."""
+    failed = {part.name for part in result.parts if part.status != Status.PASSED}
+    graded = {part.name for part in result.parts}
+    used = names_used(Path(result.submission)) if failed else {}
+    found: dict[str, list[str]] = {}
+    for part in record.parts:
+        if part.name not in failed:
+            continue
+        calls = set().union(*(used.get(target, set()) for target in part.targets))
+        found[part.name] = [
+            other.name
+            for other in record.parts
+            if other.name != part.name
+            and other.name in failed & graded
+            and calls & (set(other.targets) - set(part.targets))
+        ]
+    return {name: others for name, others in found.items() if others}
+
+
+def names_used(path: Path) -> dict[str, set[str]]:
+    """Each top-level function or class of the file, and the names its code refers to."""
+    try:
+        tree = ast.parse(path.read_bytes())
+    except (OSError, SyntaxError, ValueError):
+        return {}
+    used = {}
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            used[node.name] = {
+                inner.id if isinstance(inner, ast.Name) else inner.attr
+                for inner in ast.walk(node)
+                if isinstance(inner, ast.Name | ast.Attribute)
+            } - {node.name}
+    return used
+
+
+def part_lines(part: PartResult, before: list[str] = (), width: int | None = None) -> list[str]:
+    """What is shown under a failed part's line (without --verbose): `before` (the causes),
+    then its first problems, each once, wrapped."""
+    found = problems(part)
+    if any(check_kind(check) == 0 for check in found):
+        # The output is wrong already: that its gradients differ too says nothing more.
+        found = [check for check in found if rank(check) != Rank.GRADIENT_DIFFERS]
+    shown = found[:1] + [
+        check
+        for check in found[1:SHOWN_PROBLEMS]
+        if rank(check) <= max(rank(found[0]), Rank.DIAGNOSIS)
+    ]
+    lines = []
+    for cause in before:
+        lines += wrap(cause, width)
+    for index, check in enumerate(shown):
+        lines += wrap(problem_text(check, first=index == 0 and not before), width)
+    hidden = len(found) - len(shown)
+    if hidden > 0:
+        lines += wrap(
+            f"… {hidden} more problem{'s' if hidden > 1 else ''} (--verbose lists every check)",
+            width,
+        )
+    return lines
+
+
+def cause_words(part: str, others: list[str]) -> str:
+    """ "fix split_heads first: …" for a part whose code calls other parts that fail."""
+    if len(others) == 1:
+        return f"fix {others[0]} first: {part} calls it, and it fails its own checks"
+    return f"fix {' and '.join(others)} first: {part} calls them, and they fail their own checks"

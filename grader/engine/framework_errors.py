@@ -1,0 +1,167 @@
+"""Errors of TensorFlow, Keras and NumPy that students meet, as one sentence that says what to
+do, with the student's file and line.
+
+The child reports an error as words (exception, message, where: grader.engine.protocol); this
+module reads those words in the grader's process, never anything else the child made. An error
+it does not know is shown as raised, without the framework's device dump
+(`{{function_node __wrapped__MatMul_device_/job:localhost/...}}`); the raw words stay available
+for --verbose (CheckResult.raw).
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from grader.engine.spec import LAYER, Case
+
+# TensorFlow's prefix and suffix around an op's own message.
+_DEVICE_DUMP = re.compile(r"\{\{function_node [^}]*\}\}\s*")
+_OP_SUFFIX = re.compile(r"\s*\[Op:\w+\](?:\s*name:\s*\S*)?\s*$")
+_DTYPES = {"double": "float64", "float": "float32", "half": "float16"}
+
+
+@dataclass(frozen=True)
+class Translation:
+    """A known error: `pattern` searched in "Exception: message", `words(match, case)` the
+    sentence that replaces it."""
+
+    pattern: re.Pattern
+    words: object
+
+
+def _dtype(name: str) -> str:
+    name = name.removeprefix("tf.")
+    return _DTYPES.get(name, name)
+
+
+def _first_input(case: Case) -> str:
+    return next(iter(case.inputs), "x")
+
+
+def _numpy_returned(match, case: Case) -> str:
+    where = f"{case.target}.call" if case.kind == LAYER else f"{case.target}()"
+    return (
+        f"{where} returned a NumPy array (or went through NumPy): gradients cannot flow back "
+        "through NumPy. Compute with keras.ops (ops.matmul, ops.transpose, ...) on the tensors "
+        "you are given, and return a tensor."
+    )
+
+
+def _dtype_mismatch(match, case: Case) -> str:
+    have, other = _dtype(match["a"]), _dtype(match["b"])
+    name = _first_input(case)
+    return (
+        f"one operand is {have}, the other {other}: a constant or a cast of yours has a fixed "
+        f"dtype. Make it with the inputs' dtype, e.g. ops.cast(2.0, {name}.dtype) or "
+        f"tf.constant(2.0, dtype={name}.dtype)."
+    )
+
+
+def _item_assignment(match, case: Case) -> str:
+    return (
+        "a tensor cannot be changed in place (x[i] = ...): build a new one instead, with "
+        "ops.where, ops.concatenate or ops.stack (or ops.slice_update)."
+    )
+
+
+def _matmul_shapes(match, case: Case) -> str:
+    left, right = (tuple(int(v) for v in match[k].split(",") if v) for k in ("a", "b"))
+    return (
+        f"a matrix product of shapes {left} and {right}: the last size of the first must equal "
+        "the first size of the second. Is a matrix transposed, or the wrong one used?"
+    )
+
+
+def _broadcast_shapes(match, case: Case) -> str:
+    left, right = (re.sub(r"[\[\]()\s]", "", match[k]) for k in ("a", "b"))
+    return (
+        f"shapes ({left}) and ({right}) cannot be combined element by element: an axis is "
+        "missing (add one with ops.expand_dims or [:, None]) or two axes are swapped."
+    )
+
+
+TRANSLATIONS = (
+    Translation(
+        re.compile(r"'numpy\.ndarray' object has no attribute '_id'|numpy\.ndarray.*_keras_"),
+        _numpy_returned,
+    ),
+    Translation(
+        re.compile(
+            r"same dtype, got (?P<a>tf\.\w+) != (?P<b>tf\.\w+)"
+            r"|expected to be a (?P<a2>\w+) tensor but is a (?P<b2>\w+) tensor"
+        ),
+        lambda match, case: _dtype_mismatch(
+            {"a": match["a"] or match["a2"], "b": match["b"] or match["b2"]}, case
+        ),
+    ),
+    Translation(re.compile(r"does not support item assignment"), _item_assignment),
+    Translation(
+        re.compile(
+            r"Matrix size-incompatible: In\[0\]: \[(?P<a>[\d,]*)\], In\[1\]: \[(?P<b>[\d,]*)\]"
+        ),
+        _matmul_shapes,
+    ),
+    Translation(
+        re.compile(
+            r"Incompatible shapes: (?P<a>\[[\d,]*\]) vs\. (?P<b>\[[\d,]*\])"
+            r"|could not be broadcast together with shapes (?P<a2>\([\d, ]*\)) (?P<b2>\([\d, ]*\))"
+        ),
+        lambda match, case: _broadcast_shapes(
+            {"a": match["a"] or match["a2"], "b": match["b"] or match["b2"]}, case
+        ),
+    ),
+)
+
+
+def without_dump(message: str) -> str:
+    """A TensorFlow message without its device dump and op suffix."""
+    return _OP_SUFFIX.sub("", _DEVICE_DUMP.sub("", message)).strip()
+
+
+def explain(
+    exception: str, message: str, where: str, case: Case, source: Path | None = None
+) -> str | None:
+    """The error in one sentence with where in the student's file, or None when it is not a
+    framework error this module knows (and has no dump to strip)."""
+    text = f"{exception}: {message}"
+    for translation in TRANSLATIONS:
+        match = translation.pattern.search(text)
+        if match:
+            return located(translation.words(match, case), where or _definition(source, case))
+    stripped = without_dump(message)
+    if stripped != message:
+        return located(f"{exception}: {stripped}", where)
+    return None
+
+
+def located(sentence: str, where: str) -> str:
+    """ "ex8_2.py, line 7 (`scores[0] = 0`): sentence", from the child's "ex8_2.py, line 7, in
+    call: scores[0] = 0": the place first, as compilers write it."""
+    if not where:
+        return sentence
+    place, _, code = where.partition(": ")
+    place = re.sub(r", in \w+$", "", place) if code else place
+    return f"{place}{f' (`{code}`)' if code else ''}: {sentence}"
+
+
+def _definition(source: Path | None, case: Case) -> str:
+    """ "lab_mha.py, line 84, in call": where the target's code is (its `call` for a layer), from
+    the parsed file; "" when it cannot be found."""
+    if source is None:
+        return ""
+    try:
+        tree = ast.parse(Path(source).read_bytes())
+    except (OSError, SyntaxError, ValueError):
+        return ""
+    for node in tree.body:
+        if getattr(node, "name", None) != case.target:
+            continue
+        if isinstance(node, ast.ClassDef):
+            for inner in node.body:
+                if isinstance(inner, ast.FunctionDef) and inner.name == "call":
+                    return f"{Path(source).name}, line {inner.lineno}, in call"
+        return f"{Path(source).name}, line {node.lineno}, in {case.target}"
+    return ""

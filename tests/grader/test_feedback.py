@@ -1,0 +1,143 @@
+"""What a student reads: the most useful line first, each problem once, the cause before the
+symptom, and the same verdict as `grader batch` (grader.engine.feedback, grader check)."""
+
+import json
+
+import numpy as np
+from click.testing import CliRunner
+
+from grader.cli import main
+from grader.engine import compare, feedback
+from grader.engine.judging import judge_case
+from grader.engine.protocol import CaseOutput
+from grader.engine.results import CheckResult, ExerciseResult, PartResult
+from grader.engine.spec import LAYER, Case
+from grader.engine.status import CaseStatus, Status
+from grader.instructor.report import render
+from grader.records import get_exercise
+
+
+def differ(name, total=36):
+    return CheckResult(name, False, f"{total} of {total} values differ from the reference (x)")
+
+
+def test_the_named_mistake_comes_first_even_behind_many_failed_checks():
+    checks = [differ(f"output, case {i}") for i in range(8)]
+    checks += [differ(f"gradient wrt memory, case {i}") for i in range(8)]
+    checks.append(
+        CheckResult(
+            "output, case 9",
+            False,
+            "You pushed v_t and then popped. (at index [0]: expected 1, received 2)",
+            mistake="push before pop",
+            detail="at index [0]: expected 1, received 2",
+        )
+    )
+    part = PartResult("neural_stack", 2, Status.FAILED, checks)
+    lines = feedback.part_lines(part, width=200)
+    assert lines[0].strip().startswith("You pushed v_t and then popped.")
+    assert "expected 1, received 2" in lines[0]
+    # Values that differ are one problem however many cases show them; gradients that differ
+    # behind a wrong output are not a problem of their own.
+    assert len(lines) == 2 and "1 more problem" in lines[1]
+    assert not any("gradient" in line for line in lines)
+
+
+def test_a_diagnosis_comes_before_values_differ_and_an_output_before_its_gradient():
+    cut = CheckResult("gradient wrt key, case 1", False, "the gradient ... is zero", "gradient cut")
+    factor = CheckResult("output, case 2", False, "every value is 2 times", "constant factor")
+    part = PartResult("p", 1, Status.FAILED, [differ("output, case 0"), cut, factor])
+    assert [c.name for c in feedback.problems(part)] == [
+        "output, case 2",
+        "gradient wrt key, case 1",
+        "output, case 0",
+    ]
+
+
+def test_a_syntax_error_is_shown_once_not_once_per_part():
+    record = get_exercise("8-2")
+    message = "ex8_2.py, line 5: SyntaxError: invalid syntax — fix it and run again"
+    parts = [
+        PartResult(p.name, p.points, Status.ERROR, [CheckResult("load", False, message)])
+        for p in record.parts
+    ]
+    text = render(record, ExerciseResult("8-2", parts, submission="ex8_2.py"), color=False)
+    assert text.count("SyntaxError") == 1
+    assert text.index("SyntaxError") < text.index("ScaledDotScore")
+
+
+def test_a_scalar_that_differs_gives_its_two_values_not_one_of_one():
+    case = Case("dot_product_variance", "function", "default variances")
+    found = compare.difference(np.float64(4.0), np.float64(1.0), case)
+    assert "1 of 1" not in found.text() and "expected 4, received 1" in found.text()
+    assert "4" not in found.text(reveal=False)  # a hidden case still keeps its values
+
+
+def test_lines_are_wrapped_to_the_terminal_width():
+    long = CheckResult("output, case", False, "word " * 60)
+    lines = feedback.part_lines(PartResult("p", 1, Status.FAILED, [long]), width=80)
+    assert len(lines) > 1 and all(len(line) <= 80 for line in lines)
+
+
+def test_no_gradient_claim_when_the_output_has_the_wrong_shape():
+    case = Case("ScaledDotScore", LAYER, "B=2", {"query": np.zeros((2, 3))})
+    want = CaseOutput(CaseStatus.OK, np.zeros((2, 3, 5)), {"input:query": np.ones((2, 3))})
+    got = CaseOutput(CaseStatus.OK, np.zeros((2, 5, 3)), {}, dtype="float64")
+    part = get_exercise("8-2").part("ScaledDotScore")
+    checks = judge_case(part, case, want, got)
+    assert not any("gradient" in check.name for check in checks)
+    assert "last two axes are swapped" in checks[0].message
+
+
+def test_a_part_that_calls_another_failing_part_says_fix_that_one_first(tmp_path):
+    source = tmp_path / "lab_mha.py"
+    source.write_text(
+        "def split_heads(x, num_heads):\n    return x\n\n"
+        "def merge_heads(x):\n    return x\n\n"
+        "class MultiHeadAttention:\n    def call(self, q):\n        return split_heads(q, 2)\n",
+        encoding="utf-8",
+    )
+    record = get_exercise("mha")
+    statuses = {"split_heads": Status.FAILED, "merge_heads": Status.FAILED}
+    parts = [
+        PartResult(p.name, p.points, statuses.get(p.name, Status.FAILED), [differ("output, c")])
+        for p in record.parts
+    ]
+    result = ExerciseResult("mha", parts, submission=str(source))
+    # merge_heads fails too, but the layer never calls it: only split_heads is the cause.
+    assert feedback.causes(record, result) == {"MultiHeadAttention": ["split_heads"]}
+    text = render(record, result, color=False, width=200)
+    layer = text[text.index("MultiHeadAttention  0/5") :].splitlines()
+    assert layer[1].strip().startswith("fix split_heads first: MultiHeadAttention calls it")
+
+
+SOLVED_BUT_IMPORTS_ATTNKIT = """import attnkit
+import numpy as np
+
+
+def dot_product_variance(d, var_q=1.0, var_k=1.0):
+    return np.float64(d * var_q * var_k)
+
+
+def scaled_dot_product_variance(d, var_q=1.0, var_k=1.0):
+    return np.float64(var_q * var_k)
+"""
+
+
+def test_check_grades_the_current_folder_loudly_with_the_verdict_of_batch(tmp_path, monkeypatch):
+    (tmp_path / "ex8_2.py").write_text(SOLVED_BUT_IMPORTS_ATTNKIT, encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    runner = CliRunner()
+    done = runner.invoke(main, ["check", "8-2", "--part", "variances", "--timeout", "20"])
+    assert done.exit_code == 1, done.output
+    # The student's own file, not the kit's exercises/ex8_2.py, and said so.
+    assert f"graded file: {tmp_path / 'ex8_2.py'}" in done.stdout
+    # Batch blocks `import attnkit` and flags it: so does check, with the same 0.
+    assert "Score: 0/2" in done.stdout and "importing 'attnkit' is not allowed" in done.stdout
+    assert "batch flag: imports-attnkit" in done.stderr
+    # The closing hint repeats the student's own options.
+    assert "run `grader check 8-2 --part variances --timeout 20` again" in done.stdout
+    data = json.loads(
+        runner.invoke(main, ["check", "8-2", "--part", "variances", "--format", "json"]).stdout
+    )
+    assert data["flags"] == ["imports-attnkit"] and data["score"] == 0.0

@@ -1,0 +1,139 @@
+"""Framework errors a student meets become one sentence that says what to do, with their file
+and line (grader.engine.framework_errors); the raw words stay for --verbose.
+
+The raw words below are what TensorFlow 2 / Keras 3 raised for the planted submissions (each
+written out in the test); one end-to-end test grades two of them for real.
+"""
+
+import numpy as np
+import pytest
+
+from grader.engine import framework_errors
+from grader.engine.grading import grade
+from grader.engine.spec import LAYER, Case
+from grader.instructor.report import render
+from grader.records import get_exercise
+from tests.support.grading import failures, submit
+
+CASE = Case("ScaledDotScore", LAYER, "B=2 Tq=3 Tk=5 d=4", {"query": np.zeros((2, 3, 4))})
+
+# (planted code, exception, message, where the child saw it, words the student must read)
+KNOWN_ERRORS = [
+    (
+        "return np.asarray(query) @ np.swapaxes(np.asarray(key), 1, 2) / 2",
+        "AttributeError",
+        "'numpy.ndarray' object has no attribute '_id'",
+        "",
+        ["returned a NumPy array", "keras.ops", "ex8_2.py, line 6, in call"],
+    ),
+    (
+        "return scores / tf.sqrt(tf.constant(4.0))",
+        "TypeError",
+        "`x` and `y` must have the same dtype, got tf.float64 != tf.float32.",
+        "ex8_2.py, line 7, in call: return scores / tf.sqrt(tf.constant(4.0))",
+        ["float64, the other float32", "query.dtype", "ex8_2.py, line 7 (`return scores"],
+    ),
+    (
+        "tf.math.truediv(scores, tf.constant(2.0))  # graph mode",
+        "InvalidArgumentError",
+        "cannot compute RealDiv as input #1(zero-based) was expected to be a double tensor but "
+        "is a float tensor [Op:RealDiv]",
+        "ex8_2.py, line 7, in call: return tf.math.truediv(scores, tf.constant(2.0))",
+        ["float64, the other float32", "query.dtype"],
+    ),
+    (
+        "scores[0] = scores[0] / 2.0",
+        "TypeError",
+        "'tensorflow.python.framework.ops.EagerTensor' object does not support item assignment",
+        "ex8_2.py, line 7, in call: scores[0] = scores[0] / 2.0",
+        ["cannot be changed in place", "ops.where", "ex8_2.py, line 7"],
+    ),
+    (
+        "projected = ops.matmul(query, ops.transpose(self.kernel))",
+        "InvalidArgumentError",
+        "{{function_node __wrapped__MatMul_device_/job:localhost/replica:0/task:0/device:CPU:0}}"
+        " Matrix size-incompatible: In[0]: [6,4], In[1]: [6,4] [Op:MatMul] name: ",
+        "ex8_2.py, line 9, in call: projected = ops.matmul(query, ops.transpose(self.kernel))",
+        ["matrix product of shapes (6, 4) and (6, 4)", "transposed", "ex8_2.py, line 9"],
+    ),
+    (
+        "scores + mask  # mask (B, Tk) not expanded",
+        "InvalidArgumentError",
+        "{{function_node __wrapped__AddV2_device_/job:localhost/replica:0/task:0/device:CPU:0}} "
+        "Incompatible shapes: [2,3,5] vs. [2,5] [Op:AddV2] name: ",
+        "lab_masked_softmax.py, line 12, in masked_softmax: return scores + mask",
+        ["(2,3,5) and (2,5)", "expand_dims", "lab_masked_softmax.py, line 12"],
+    ),
+    (
+        "np.asarray(a) + np.asarray(b).T",
+        "ValueError",
+        "operands could not be broadcast together with shapes (2,3) (3,2) ",
+        "lab_nw.py, line 9, in gaussian_weights: return a + b.T",
+        ["(2,3) and (3,2)", "lab_nw.py, line 9"],
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    "code,exception,message,where,phrases", KNOWN_ERRORS, ids=lambda v: str(v)[:20]
+)
+def test_each_known_error_becomes_one_sentence_with_the_file_and_line(
+    tmp_path, code, exception, message, where, phrases
+):
+    source = tmp_path / "ex8_2.py"
+    source.write_text(
+        "import keras\nimport numpy as np\n\n"
+        "class ScaledDotScore(keras.layers.Layer):\n"
+        "    # the planted code\n"
+        f"    def call(self, query, key):\n        {code.split('#')[0]}\n",
+        encoding="utf-8",
+    )
+    explained = framework_errors.explain(exception, message, where, CASE, source)
+    assert explained is not None
+    for phrase in phrases:
+        assert phrase in explained, explained
+    assert "function_node" not in explained and "[Op:" not in explained
+    assert explained.count("\n") == 0 and len(explained) < 400
+
+
+def test_an_unknown_error_keeps_its_words_but_loses_the_device_dump():
+    message = (
+        "{{function_node __wrapped__Einsum_N_2_device_/job:localhost/replica:0/task:0/"
+        "device:CPU:0}} Expected dimension 6 at axis 2 of the input shaped [2,3,4] "
+        "but got dimension 4 [Op:Einsum] name: "
+    )
+    explained = framework_errors.explain("InvalidArgumentError", message, "ex8_2.py, line 3", CASE)
+    assert explained == (
+        "ex8_2.py, line 3: InvalidArgumentError: Expected dimension 6 at axis 2 of the input "
+        "shaped [2,3,4] but got dimension 4"
+    )
+    assert framework_errors.explain("ValueError", "my own words", "", CASE) is None
+
+
+def test_graded_framework_errors_are_explained_and_the_raw_words_kept_for_verbose(tmp_path):
+    body = """
+class ScaledDotScore(keras.layers.Layer):
+    def call(self, query, key):
+        scores = ops.matmul(query, ops.transpose(key, (0, 2, 1)))
+        scores[0] = scores[0] / 2.0
+        return scores
+
+class BilinearScore(keras.layers.Layer):
+    def build(self, query_shape, key_shape):
+        self.kernel = self.add_weight(name="kernel", shape=(query_shape[-1], key_shape[-1]))
+
+    def call(self, query, key):
+        return np.asarray(ops.matmul(ops.matmul(query, self.kernel), ops.transpose(key, (0, 2, 1))))
+"""
+    record = get_exercise("8-2")
+    result = grade("8-2", submit(tmp_path, "8-2", body), parts=["ScaledDotScore", "BilinearScore"])
+    scaled, bilinear = result.part("ScaledDotScore"), result.part("BilinearScore")
+    assert scaled.score == bilinear.score == 0.0
+    first = failures(scaled)[0]
+    assert "ex8_2.py, line 9" in first.message and "changed in place" in first.message
+    assert "EagerTensor" in first.raw and "EagerTensor" not in first.message
+    assert any("returned a NumPy array" in c.message for c in failures(bilinear))
+    text = render(record, result, color=False, width=100)
+    assert "EagerTensor" not in text and "_id" not in text
+    assert text.count("returned a NumPy array") == 1  # once, not once per case
+    assert "EagerTensor" in render(record, result, color=False, verbose=True, width=100)
