@@ -316,11 +316,11 @@ def release_gradescope_command(target, exercise_ids, unsandboxed):
     "--check",
     "check_only",
     is_flag=True,
-    help="Only report stubs that differ from their solutions; exit 1 if any.",
+    help="Only report stubs and notebooks that differ from their solutions; exit 1 if any.",
 )
 @click.argument("exercise_ids", nargs=-1)
 def stubs(check_only, exercise_ids):
-    """(Maintainers) Make exercises/ from solutions/ (all, or the exercises named)."""
+    """(Maintainers) Make exercises/ (stubs and notebooks) from solutions/ (all, or those named)."""
     from grader.instructor.stubs import MarkerError, sync_stubs
 
     try:
