@@ -4,13 +4,17 @@ IPython's syntax and hostile files handled without running anything."""
 from __future__ import annotations
 
 import ast
+import csv
+import shutil
+import time
 
 import nbformat
 import pytest
 
 from grader.instructor.stubs import package_dir, sync_stubs
-from grader.notebook.extract import notebook_code
-from grader.notebook.generate import CHECK_TAG, notebook_name, notebook_text
+from grader.instructor.submissions import find_exercise_file
+from grader.notebook.extract import NotebookError, notebook_code, python_of_cell
+from grader.notebook.generate import CHECK_TAG, make_notebook, notebook_name, notebook_text
 from grader.records import EXERCISES, get_exercise
 
 
@@ -60,3 +64,138 @@ def test_the_same_stub_gives_the_same_bytes():
     record = get_exercise("additive")  # nbformat draws random cell ids unless given ones
     stub = (package_dir("exercises") / record.file).read_text(encoding="utf-8")
     assert notebook_text(record, stub) == notebook_text(record, stub)
+
+
+# --- reading notebooks for grading: IPython syntax and hostile files -----------------------------
+
+SOLUTION = (package_dir("solutions") / "ex8_2.py").read_text(encoding="utf-8")
+
+
+def solved_notebook(extra_cells=(), outputs=()) -> nbformat.NotebookNode:
+    """The 8-2 notebook made from the solution (what a student who got everything right has),
+    with `extra_cells` inserted after the imports and `outputs` on the first code cell."""
+    notebook = make_notebook(get_exercise("8-2"), SOLUTION)
+    for offset, source in enumerate(extra_cells):
+        notebook.cells.insert(2 + offset, nbformat.v4.new_code_cell(source))
+    first = next(cell for cell in notebook.cells if cell.cell_type == "code")
+    first.outputs = list(outputs)
+    return notebook
+
+
+def test_magics_and_shell_escapes_become_pass_and_never_run(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    cell = "\n".join(
+        [
+            "%matplotlib inline",
+            "!touch shell-ran",
+            "files = !touch assigned-shell-ran",
+            "%system touch magic-ran",
+            "len?",
+            "if True:",
+            "    !touch indented-shell-ran",
+            "    x = 7 % 4",
+            'doc = """',
+            "%this line is text inside a string",
+            '"""',
+        ]
+    )
+    python = python_of_cell(cell)
+    namespace = {}
+    exec(compile(python, "cell", "exec"), namespace)  # the extracted cell is plain Python
+    assert list(tmp_path.iterdir()) == []  # nothing reached a shell
+    assert namespace["x"] == 3 and "%this line is text" in namespace["doc"]
+    assert python_of_cell("%%bash\ntouch cell-magic-ran\n").splitlines() == [
+        "# %%bash",
+        "# touch cell-magic-ran",
+    ]
+
+
+def test_a_solved_notebook_reads_back_as_the_solution_without_its_check_cell():
+    notebook = solved_notebook(["%load_ext autoreload", "!pip install --quiet numpy"])
+    notebook.cells.append(nbformat.v4.new_code_cell("import grader\ngrader.check('8-2')"))
+    code = notebook_code(nbformat.writes(notebook), "ex8_2.ipynb")
+    assert "check(" not in code and "import grader" not in code
+    assert "pass  # IPython syntax, not run when graded: !pip install" in code
+    defined = {
+        n.name for n in ast.parse(code).body if isinstance(n, ast.ClassDef | ast.FunctionDef)
+    }
+    assert defined == {n.name for n in ast.parse(SOLUTION).body if hasattr(n, "name")}
+
+
+@pytest.mark.parametrize(
+    ("content", "words"),
+    [
+        (b'{"cells": [', "is not valid notebook JSON"),
+        (b"[1, 2, 3]", "is JSON but not a notebook"),
+        (b"\xff\xfe not text", "is not UTF-8 text"),
+        (b"[" * 100_000 + b"]" * 100_000, "is not valid notebook JSON"),
+        (b'{"nbformat": 4, "nbformat_minor": 5, "cells": "no"}', "not a notebook Jupyter can open"),
+    ],
+)
+def test_a_file_that_is_not_a_notebook_is_refused_with_what_to_do(content, words):
+    with pytest.raises(NotebookError) as refused:
+        notebook_code(content, "ex8_2.ipynb")
+    assert words in str(refused.value) and "save it again" in str(refused.value)
+
+
+def test_a_cell_that_does_not_parse_is_named_like_a_syntax_error():
+    notebook = solved_notebook(["def broken(:\n    pass"])
+    with pytest.raises(NotebookError) as refused:
+        notebook_code(nbformat.writes(notebook), "ex8_2.ipynb")
+    message = str(refused.value)
+    assert "ex8_2.ipynb, code cell 2 (the one that starts `def broken(:`)" in message
+    assert "line 1: SyntaxError" in message
+
+
+def test_huge_outputs_are_not_even_validated():
+    flood = nbformat.v4.new_output("stream", name="stdout", text="x" * 30_000_000)
+    text = nbformat.writes(solved_notebook(outputs=[flood]))
+    start = time.perf_counter()
+    code = notebook_code(text, "ex8_2.ipynb")
+    assert time.perf_counter() - start < 3.0
+    assert "xxxx" not in code and "class ScaledDotScore" in code
+
+
+def test_batch_finds_a_notebook_and_grades_its_code(tmp_path):
+    folder = tmp_path / "student" / "work"
+    folder.mkdir(parents=True)
+    nbformat.write(solved_notebook(["!rm -rf ~"]), folder / "ex8_2.ipynb")
+    found = find_exercise_file(tmp_path / "student", "ex8_2.py")
+    assert found.path == folder / "ex8_2.py"
+    assert (
+        "class BilinearScore" in found.path.read_text()
+        and "pass  # IPython" in found.path.read_text()
+    )
+    # Both a file and a notebook: which one to grade is not guessed.
+    assert "hand in exactly one" in find_exercise_file(tmp_path / "student", "ex8_2.py").problem
+
+
+def test_batch_reports_a_broken_notebook_like_a_syntax_error(tmp_path):
+    (tmp_path / "ex8_2.ipynb").write_text(
+        '{"cells": [{"cell_type": "code", "source": "x = ', "utf-8"
+    )
+    found = find_exercise_file(tmp_path, "ex8_2.py")
+    assert found.path is None and not found.missing
+    assert found.problem.startswith("ex8_2.ipynb is not valid notebook JSON")
+
+
+@pytest.mark.ex8_2
+def test_the_demo_class_of_notebooks_is_graded_like_files(tmp_path):
+    from grader.instructor.batch import BatchOptions, run_batch
+
+    demo = package_dir("examples") / "submissions"
+    for student in ("heidi", "ivan", "judy"):
+        shutil.copytree(demo / student, tmp_path / "class" / student)
+    summary = run_batch(tmp_path / "class", BatchOptions(["8-2"], tmp_path / "out", jobs=2, seed=1))
+    rows = {row["student"]: row for row in csv.DictReader((summary.out / "grades.csv").open())}
+    # heidi: right, with magics, shell escapes and a check cell; ivan: the 1/√d scale forgotten;
+    # judy: a notebook saved half-way (not JSON), reported like a syntax error.
+    assert {name: float(row["8-2"]) for name, row in rows.items()} == {
+        "heidi": 10.0,
+        "ivan": 7.0,
+        "judy": 0.0,
+    }
+    assert rows["judy"]["flags"] == "unusable-8-2"
+    feedback = (summary.out / "feedback" / "judy.md").read_text()
+    assert "ex8_2.ipynb is not valid notebook JSON" in feedback
+    assert "scale is missing" in (summary.out / "feedback" / "ivan.md").read_text()
