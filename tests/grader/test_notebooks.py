@@ -11,10 +11,12 @@ import time
 import nbformat
 import pytest
 
+from grader import check
 from grader.instructor.stubs import package_dir, sync_stubs
 from grader.instructor.submissions import find_exercise_file
 from grader.notebook.extract import NotebookError, notebook_code, python_of_cell
 from grader.notebook.generate import CHECK_TAG, make_notebook, notebook_name, notebook_text
+from grader.notebook.live import unsaved_changes
 from grader.records import EXERCISES, get_exercise
 
 
@@ -199,3 +201,49 @@ def test_the_demo_class_of_notebooks_is_graded_like_files(tmp_path):
     feedback = (summary.out / "feedback" / "judy.md").read_text()
     assert "ex8_2.ipynb is not valid notebook JSON" in feedback
     assert "scale is missing" in (summary.out / "feedback" / "ivan.md").read_text()
+
+
+# --- check() in a notebook: the saved file is graded, stale code is refused ----------------------
+
+
+def test_code_the_kernel_ran_but_did_not_save_is_named(tmp_path):
+    path = tmp_path / "ex8_2.ipynb"
+    nbformat.write(solved_notebook(), path)
+    saved = next(
+        c.source for c in nbformat.read(path, 4).cells if "class ScaledDotScore" in c.source
+    )
+    # Re-run as saved, with other spacing and a comment: the same code.
+    same = saved.replace("    def call", "    # my notes\n\n    def call")
+    assert unsaved_changes(path, ["import keras", same, 'check("8-2")']) == ""
+    edited = saved.replace("ops.sqrt(", "(")
+    message = unsaved_changes(path, [saved, edited, "%timeit 1"])
+    assert message.startswith("`ScaledDotScore` as this kernel last ran it differs from the saved")
+    assert "Save the notebook" in message
+    # The last run counts: running the saved version again clears it.
+    assert unsaved_changes(path, [edited, saved]) == ""
+
+
+def test_check_refuses_to_grade_stale_code_loudly(tmp_path, monkeypatch, capsys):
+    from grader.notebook import live
+
+    path = tmp_path / "ex8_2.ipynb"
+    nbformat.write(solved_notebook(), path)
+    monkeypatch.setattr(live, "kernel_history", lambda: ["def softmax_jacobian(scores):\n    pass"])
+    graded = check("8-2", notebook=path)
+    assert graded.result is None and "`softmax_jacobian`" in graded.problem
+    assert "<b>Not graded.</b>" in graded._repr_html_()
+    assert "not graded" in capsys.readouterr().out  # outside Jupyter: printed as text
+
+
+@pytest.mark.ex8_2
+def test_check_grades_the_saved_notebook_with_pictures(tmp_path, capsys):
+    path = tmp_path / "ex8_2.ipynb"
+    shutil.copyfile(package_dir("examples") / "submissions" / "ivan" / "ex8_2.ipynb", path)
+    graded = check("8-2", notebook=path)
+    assert graded.score == 7.0 and graded.result.part("ScaledDotScore").score == 0
+    page = graded._repr_html_()
+    assert "mistake: scale forgotten" in page and "Score: 7/10" in page
+    assert page.count('<img src="data:image/png;base64,') == 2  # worst case, and BilinearScore
+    assert [p.kind for p in graded.pictures] == ["difference", "at work"]
+    printed = capsys.readouterr().out
+    assert "Score: 7/10" in printed and str(path) in printed and "<" not in printed
