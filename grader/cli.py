@@ -99,7 +99,16 @@ def show(exercise_id):
 )
 @timeout_option
 @click.option("--part", "parts", multiple=True, help="Grade only this part (repeatable).")
-def check(exercise_ids, everything, submission, output_format, verbose, seed, timeout, parts):
+@click.option(
+    "--html",
+    "html_path",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="Also write one self-contained HTML page of the results, with pictures.",
+)
+def check(
+    exercise_ids, everything, submission, output_format, verbose, seed, timeout, parts, html_path
+):
     """Grade your exercise files against the reference: outputs and gradients."""
     from grader.sandbox.processes import warm_up
 
@@ -124,11 +133,21 @@ def check(exercise_ids, everything, submission, output_format, verbose, seed, ti
             f"note: {sandbox.describe(protections)}; your code runs with your own rights.",
             err=True,
         )
-    all_passed = True
+    all_passed, page = True, None
+    if html_path is not None:
+        from grader.notebook.html import HtmlPage
+
+        page = HtmlPage(html_path)
     for record in records:
         try:
             result = grade(
-                record.id, folder, seed=seed, timeout=timeout, parts=parts or None, sandbox=policy
+                record.id,
+                folder,
+                seed=seed,
+                timeout=timeout,
+                parts=parts or None,
+                sandbox=policy,
+                observe=page.observer() if page else None,
             )
         except GraderError as error:
             raise click.ClickException(str(error)) from None
@@ -137,6 +156,11 @@ def check(exercise_ids, everything, submission, output_format, verbose, seed, ti
             click.echo(json.dumps(result.to_dict(), ensure_ascii=False))
         else:
             click.echo(render(record, result, verbose=verbose, color=color), color=color)
+        if page:
+            page.add(record, result)
+    if page:
+        page.write()
+        click.echo(f"{html_path}: the results with pictures", err=True)
     sys.exit(0 if all_passed else 1)
 
 

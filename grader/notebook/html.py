@@ -106,3 +106,26 @@ def _first_distinct(failures):
         if len(shown) == SHOWN_FAILURES:
             break
     return shown
+
+
+class HtmlPage:
+    """The page of `grader check ... --html FILE`: each exercise's result and pictures."""
+
+    def __init__(self, path):
+        self.path = path
+        self.sections: list[str] = []
+        self._collector = None
+
+    def observer(self):
+        from grader.pictures import PictureCollector
+
+        self._collector = PictureCollector()
+        return self._collector
+
+    def add(self, record: Exercise, result: ExerciseResult) -> None:
+        pictures = self._collector.pictures if self._collector else []
+        self.sections.append(result_html(record, result, pictures))
+
+    def write(self) -> None:
+        title = "attnkit results"
+        self.path.write_text(page(title, "".join(self.sections)), encoding="utf-8")
