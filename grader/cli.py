@@ -165,6 +165,32 @@ def check(
 
 
 @main.command()
+@click.argument("exercise_id")
+@click.argument("path", required=False, type=click.Path(dir_okay=False, path_type=Path))
+@click.option(
+    "--interval",
+    type=click.FloatRange(min=0.01),
+    default=0.1,
+    show_default=True,
+    help="Seconds between looks at the file.",
+)
+def watch(exercise_id, path, interval):
+    """Re-grade each time you save the exercise file or notebook (PATH, default
+    exercises/<file>); print only what changed."""
+    from grader.instructor.stubs import package_dir
+    from grader.watch import watch as watch_file
+
+    record = _records((exercise_id,), False)[0]
+    path = path or package_dir("exercises") / record.file
+    if not path.is_file():
+        raise click.BadParameter(f"{path} does not exist", param_hint="PATH")
+    try:
+        watch_file(record, path, click.echo, interval)
+    except KeyboardInterrupt:
+        click.echo("stopped")
+
+
+@main.command()
 @click.argument("submissions", type=click.Path(exists=True, file_okay=False, path_type=Path))
 @click.option(
     "--exercise",

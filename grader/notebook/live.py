@@ -98,9 +98,16 @@ def check(exercise_id: str, notebook: str | os.PathLike | None = None, *, seed: 
     return graded
 
 
-def grade_path(record: Exercise, path: Path, seed: int = 0, timeout: float | None = None):
-    """Grade a `.py` file or an `.ipynb` notebook with pictures, in the sandbox where this machine
-    has one (the student's own code, run with their own rights where it has none)."""
+def grade_path(
+    record: Exercise,
+    path: Path,
+    seed: int = 0,
+    timeout: float | None = None,
+    pictures: bool = True,
+):
+    """Grade a `.py` file or an `.ipynb` notebook (with pictures, unless told not to), in the
+    sandbox where this machine has one (the student's own code, run with their own rights where
+    it has none)."""
     from grader import sandbox
     from grader.engine.grading import grade
     from grader.engine.judging import cannot_load
@@ -110,9 +117,9 @@ def grade_path(record: Exercise, path: Path, seed: int = 0, timeout: float | Non
     protections = sandbox.status()
     policy = {} if protections["complete"] else None
     note = "" if policy is not None else sandbox.describe(protections) + "; your code ran as you."
-    if not available():
+    if pictures and not available():
         note += " Pictures need matplotlib: pip install 'attnkit[viz]'."
-    collector = PictureCollector()
+    collector = PictureCollector() if pictures else None
     with tempfile.TemporaryDirectory(prefix="attnkit-check-") as scratch:
         target = Path(scratch) / record.file
         if path.suffix == ".ipynb":
@@ -134,7 +141,7 @@ def grade_path(record: Exercise, path: Path, seed: int = 0, timeout: float | Non
             record.id, scratch, seed=seed, timeout=timeout, sandbox=policy, observe=collector
         )
     result.submission = str(path)
-    return Graded(record, path, result, collector.pictures, note=note.strip())
+    return Graded(record, path, result, collector.pictures if collector else [], note=note.strip())
 
 
 def find_notebook(record: Exercise, notebook=None) -> Path:
