@@ -113,7 +113,16 @@ def show(exercise_id):
 )
 @timeout_option
 @click.option("--part", "parts", multiple=True, help="Grade only this part (repeatable).")
-def check(exercise_ids, everything, submission, output_format, verbose, seed, timeout, parts):
+@click.option(
+    "--html",
+    "html_path",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="Also write one self-contained HTML page of the results, with pictures.",
+)
+def check(
+    exercise_ids, everything, submission, output_format, verbose, seed, timeout, parts, html_path
+):
     """Grade your exercise files against the reference: outputs and gradients."""
     records = _records(exercise_ids, everything)
     given = _submission(submission) if submission is not None else None
@@ -138,7 +147,11 @@ def check(exercise_ids, everything, submission, output_format, verbose, seed, ti
         )
     from grader.instructor.submissions import FORBIDDEN_PACKAGES, scan
 
-    all_passed = True
+    all_passed, page = True, None
+    if html_path is not None:
+        from grader.notebook.html import HtmlPage
+
+        page = HtmlPage(html_path)
     for record in records:
         folder = given or _check_folder(record)
         try:
@@ -152,6 +165,7 @@ def check(exercise_ids, everything, submission, output_format, verbose, seed, ti
                 parts=parts or None,
                 sandbox=policy,
                 blocked_imports=FORBIDDEN_PACKAGES,
+                observe=page.observer() if page else None,
             )
         except GraderError as error:
             raise click.ClickException(str(error)) from None
@@ -160,11 +174,20 @@ def check(exercise_ids, everything, submission, output_format, verbose, seed, ti
         flags = scan(path) if path.is_file() else []
         if output_format == "json":
             click.echo(json.dumps(result.to_dict() | _flagged(flags), ensure_ascii=False))
-            continue
-        again = _again_command(record.id, submission, parts, seed, timeout)
-        click.echo(render(record, result, verbose=verbose, color=color, again=again), color=color)
-        for flag in flags:
-            click.echo(f"batch flag: {flag}: {FLAG_WORDS.get(flag.split('-')[0], '')}", err=True)
+        else:
+            again = _again_command(record.id, submission, parts, seed, timeout)
+            click.echo(
+                render(record, result, verbose=verbose, color=color, again=again), color=color
+            )
+            for flag in flags:
+                click.echo(
+                    f"batch flag: {flag}: {FLAG_WORDS.get(flag.split('-')[0], '')}", err=True
+                )
+        if page:
+            page.add(record, result)
+    if page:
+        page.write()
+        click.echo(f"{html_path}: the results with pictures", err=True)
     sys.exit(0 if all_passed else 1)
 
 
@@ -198,6 +221,32 @@ def _again_command(exercise_id, submission, parts, seed, timeout) -> str:
     if timeout is not None:
         words.append(f"--timeout {timeout:g}")
     return " ".join(words)
+
+
+@main.command()
+@click.argument("exercise_id")
+@click.argument("path", required=False, type=click.Path(dir_okay=False, path_type=Path))
+@click.option(
+    "--interval",
+    type=click.FloatRange(min=0.01),
+    default=0.1,
+    show_default=True,
+    help="Seconds between looks at the file.",
+)
+def watch(exercise_id, path, interval):
+    """Re-grade each time you save the exercise file or notebook (PATH, default
+    exercises/<file>); print only what changed."""
+    from grader.instructor.stubs import package_dir
+    from grader.watch import watch as watch_file
+
+    record = _records((exercise_id,), False)[0]
+    path = path or package_dir("exercises") / record.file
+    if not path.is_file():
+        raise click.BadParameter(f"{path} does not exist", param_hint="PATH")
+    try:
+        watch_file(record, path, click.echo, interval)
+    except KeyboardInterrupt:
+        click.echo("stopped")
 
 
 @main.command()
@@ -511,11 +560,11 @@ def release_actions_command(exercise_ids, out_file):
     "--check",
     "check_only",
     is_flag=True,
-    help="Only report stubs that differ from their solutions; exit 1 if any.",
+    help="Only report stubs and notebooks that differ from their solutions; exit 1 if any.",
 )
 @click.argument("exercise_ids", nargs=-1)
 def stubs(check_only, exercise_ids):
-    """(Maintainers) Make exercises/ from solutions/ (all, or the exercises named)."""
+    """(Maintainers) Make exercises/ (stubs and notebooks) from solutions/ (all, or those named)."""
     from grader.instructor.stubs import MarkerError, sync_stubs
 
     try:

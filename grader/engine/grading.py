@@ -42,11 +42,14 @@ def grade(
     limits: dict | None = None,
     blocked_imports: tuple[str, ...] = (),
     sandbox: dict | None = None,
+    observe=None,
 ) -> ExerciseResult:
     """Grade one exercise of one submission folder (or file).
 
     With `hidden_seed`, hidden cases with fresh values and shapes are graded too. `sandbox` is
     the policy of grader.sandbox the submission runs under (None: not sandboxed).
+    `observe(part, cases, expected, outcome, part_result)`, if given, sees each judged part's
+    arrays in this process (grader.pictures draws them).
     """
     record = get_exercise(exercise_id)
     chosen = [record.part(name) for name in parts] if parts else list(record.parts)
@@ -103,6 +106,8 @@ def grade(
                 source=path,
             )
         )
+        if observe is not None:
+            observe(part, cases[part.name], expected[part.name], mine[part.name], result.parts[-1])
     return result
 
 

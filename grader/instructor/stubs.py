@@ -59,7 +59,10 @@ def sync_stubs(
     write: bool = True,
     ids: list[str] | None = None,
 ) -> list[Path]:
-    """Make every stub from its solution; return the stubs that were (or would be) changed."""
+    """Make every stub from its solution, and its notebook from the stub; return the stubs and
+    notebooks that were (or would be) changed."""
+    from grader.notebook.generate import sync_notebook
+
     solutions = solutions or package_dir("solutions")
     exercises = exercises or package_dir("exercises")
     if not solutions.is_dir():
@@ -79,4 +82,7 @@ def sync_stubs(
             changed.append(target)
             if write:
                 target.write_text(stub, encoding="utf-8")
+        notebook = sync_notebook(record, stub, exercises, write)
+        if notebook is not None:
+            changed.append(notebook)
     return changed

@@ -166,14 +166,39 @@ class ExerciseFile:
 
 
 def find_exercise_file(scratch: Path, filename: str) -> ExerciseFile:
-    """The one file of that name anywhere inside, or None and the reason."""
+    """The one file of that name anywhere inside, or None and the reason. A notebook of the
+    same stem (`ex8_2.ipynb`) will do instead: its code is written out as the file to grade."""
     found = sorted(p for p in scratch.rglob(filename) if p.is_file())
+    notebook = Path(filename).stem + ".ipynb"
+    notebooks = sorted(p for p in scratch.rglob(notebook) if p.is_file())
+    if found and notebooks:
+        return ExerciseFile(
+            None, f"both {filename} and {notebook}: hand in exactly one of them, the one to grade"
+        )
+    if notebooks:
+        found = notebooks
     if not found:
-        return ExerciseFile(None, f"no {filename} in the submission", missing=True)
+        return ExerciseFile(None, f"no {filename} (or {notebook}) in the submission", missing=True)
     if len(found) > 1:
         names = ", ".join(str(p.relative_to(scratch)) for p in found)
-        return ExerciseFile(None, f"several files named {filename} ({names}): keep exactly one")
-    return ExerciseFile(found[0])
+        return ExerciseFile(
+            None, f"several files named {found[0].name} ({names}): keep exactly one"
+        )
+    return _code_of_notebook(found[0], filename) if notebooks else ExerciseFile(found[0])
+
+
+def _code_of_notebook(notebook: Path, filename: str) -> ExerciseFile:
+    """The notebook's code cells written out next to it as `filename` (grader.notebook.extract:
+    magics and shell escapes are never run); a notebook that does not parse is the problem."""
+    from grader.notebook.extract import NotebookError, notebook_code
+
+    try:
+        code = notebook_code(notebook.read_bytes(), notebook.name)
+    except NotebookError as error:
+        return ExerciseFile(None, str(error))
+    target = notebook.with_name(filename)
+    target.write_text(code, encoding="utf-8")
+    return ExerciseFile(target)
 
 
 def scan(path: Path) -> list[str]:

@@ -1,0 +1,131 @@
+"""A grading result as HTML: in a notebook cell (a fragment) and as one self-contained page
+(`grader check ID --html FILE`): parts, points, the first failing checks' messages, the named
+mistakes and the pictures, embedded as data URIs. Every word that came from grading (a child's
+message may hold anything) is escaped."""
+
+from __future__ import annotations
+
+from html import escape
+
+from grader.engine.results import ExerciseResult
+from grader.engine.spec import Exercise
+from grader.engine.status import Status
+
+SHOWN_FAILURES = 3
+COLOURS = {Status.PASSED: "#1a7f37", Status.NOT_IMPLEMENTED: "#9a6700"}
+WORDS = {
+    Status.PASSED: "passed",
+    Status.FAILED: "failed",
+    Status.NOT_IMPLEMENTED: "not implemented yet",
+    Status.ERROR: "error",
+    Status.TIMEOUT: "too slow",
+}
+STYLE = """
+.attnkit{font-family:system-ui,sans-serif;max-width:1200px;line-height:1.4}
+.attnkit table{border-collapse:collapse;margin:.4em 0}
+.attnkit td,.attnkit th{padding:.25em .7em;border-bottom:1px solid #ddd;text-align:left;
+vertical-align:top}
+.attnkit .status{font-weight:600}
+.attnkit .mistake{background:#fff1e5;border-radius:3px;padding:0 .3em}
+.attnkit .warning{background:#ffebe9;border:2px solid #cf222e;padding:.6em;border-radius:6px}
+.attnkit img{max-width:100%;display:block;margin:.3em 0}
+.attnkit pre{white-space:pre-wrap;margin:.2em 0}
+"""
+
+
+def result_html(record: Exercise, result: ExerciseResult, pictures=(), note: str = "") -> str:
+    """The result as an HTML fragment (its own style included), for a notebook or a page."""
+    colour = COLOURS[Status.PASSED] if result.passed else "#cf222e"
+    rows = []
+    for part in result.parts:
+        status = WORDS.get(part.status, str(part.status))
+        cell = [
+            f'<span class="status" style="color:{COLOURS.get(part.status, "#cf222e")}">'
+            f"{escape(status)}</span>"
+        ]
+        for check in _first_distinct([c for c in part.checks if not c.passed]):
+            mistake = (
+                f' <span class="mistake">mistake: {escape(check.mistake)}</span>'
+                if check.mistake
+                else ""
+            )
+            cell.append(f"<pre>{escape(check.name)}: {escape(check.message)}</pre>{mistake}")
+        for picture in pictures:
+            if picture.part == part.name:
+                width = "480px" if picture.kind == "at work" else "100%"
+                cell.append(
+                    f'<img src="{picture.data_uri()}" alt="{escape(picture.title)}" '
+                    f'title="{escape(picture.title)}" style="max-width:{width}">'
+                )
+        rows.append(
+            f"<tr><td><b>{escape(part.name)}</b></td>"
+            f"<td>{part.score:g}/{part.max_score:g}</td><td>{''.join(cell)}</td></tr>"
+        )
+    written = "".join(
+        f"<li>{escape(item['name'])} ({item['max_score']:g} pt): "
+        f"{'written' if item['status'] == 'written' else 'not written yet'} in "
+        f"<code>{escape(item['answer_file'])}</code>, for the instructor</li>"
+        for item in result.for_instructor
+    )
+    return (
+        f'<div class="attnkit"><style>{STYLE}</style>'
+        f"<h3>Exercise {escape(record.id)}: {escape(record.title)}</h3>"
+        + (f"<p>{note}</p>" if note else "")
+        + f"<table><tr><th>part</th><th>points</th><th>result</th></tr>{''.join(rows)}</table>"
+        + (f"<ul>{written}</ul>" if written else "")
+        + f'<p style="font-size:1.2em;color:{colour}"><b>Score: {result.score:g}/'
+        f"{result.max_score:g}</b></p></div>"
+    )
+
+
+def problem_html(record: Exercise, problem: str) -> str:
+    """Nothing was graded, and why (for example unsaved changes), loud and clear."""
+    return (
+        f'<div class="attnkit"><style>{STYLE}</style>'
+        f"<h3>Exercise {escape(record.id)}: {escape(record.title)}</h3>"
+        f'<div class="warning"><b>Not graded.</b><pre>{escape(problem)}</pre></div></div>'
+    )
+
+
+def page(title: str, body: str) -> str:
+    """One self-contained HTML page: no scripts, no links, images inside."""
+    return (
+        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
+        f"<title>{escape(title)}</title></head><body>{body}</body></html>\n"
+    )
+
+
+def _first_distinct(failures):
+    """The first failures with different messages: a mistake repeated on every case shows once."""
+    shown, seen = [], set()
+    for check in failures:
+        key = check.mistake or check.message.split(" (")[0]
+        if key not in seen:
+            seen.add(key)
+            shown.append(check)
+        if len(shown) == SHOWN_FAILURES:
+            break
+    return shown
+
+
+class HtmlPage:
+    """The page of `grader check ... --html FILE`: each exercise's result and pictures."""
+
+    def __init__(self, path):
+        self.path = path
+        self.sections: list[str] = []
+        self._collector = None
+
+    def observer(self):
+        from grader.pictures import PictureCollector
+
+        self._collector = PictureCollector()
+        return self._collector
+
+    def add(self, record: Exercise, result: ExerciseResult) -> None:
+        pictures = self._collector.pictures if self._collector else []
+        self.sections.append(result_html(record, result, pictures))
+
+    def write(self) -> None:
+        title = "attnkit results"
+        self.path.write_text(page(title, "".join(self.sections)), encoding="utf-8")

@@ -1,0 +1,217 @@
+"""`check("8-2")` in a notebook: grade the exercise's code as the student wrote it there.
+
+What is graded is the SAVED notebook file (ex8_2.ipynb), read as the batch reads it
+(grader.notebook.extract), in the same sandboxed child as `grader check`. The kernel's code is
+never graded, because only the file is what a student hands in. Grading a file that differs from
+what the student just ran would be grading stale code, so before grading, every definition the
+kernel has run (IPython keeps each executed cell in `In`) is compared with the same definition in
+the saved file; if one differs, nothing is graded and the result says which, and to save (or to
+run the cell again). Outside IPython there is no kernel to compare: the saved file is graded.
+
+The helper that imports TensorFlow (grader.sandbox.processes) lives as long as the kernel, and the
+reference's answers are kept, so a check after the first takes about a second.
+"""
+
+from __future__ import annotations
+
+import ast
+import os
+import shutil
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from grader import KIT
+from grader.engine.spec import Exercise
+from grader.notebook.extract import NotebookError, notebook_code, python_of_cell
+from grader.notebook.generate import notebook_name
+from grader.records import get_exercise
+
+
+@dataclass
+class Graded:
+    """One grading of a file or notebook: the result and its pictures, or why nothing was
+    graded (`problem`)."""
+
+    record: Exercise
+    path: Path
+    result: object = None  # grader.engine.results.ExerciseResult
+    pictures: list = field(default_factory=list)
+    problem: str = ""
+    note: str = ""
+
+    @property
+    def score(self) -> float:
+        return self.result.score if self.result is not None else 0.0
+
+    @property
+    def passed(self) -> bool:
+        return self.result is not None and self.result.passed
+
+    def text(self) -> str:
+        if self.result is None:
+            return f"Exercise {self.record.id}: not graded.\n{self.problem}"
+        from grader.instructor.report import render
+
+        self.result.submission = str(self.path)
+        return render(self.record, self.result, color=False)
+
+    def html(self) -> str:
+        from grader.notebook.html import problem_html, result_html
+
+        if self.result is None:
+            return problem_html(self.record, self.problem)
+        return result_html(self.record, self.result, self.pictures, self.note)
+
+    # Jupyter shows the HTML; a terminal or REPL the text.
+    def _repr_html_(self) -> str:
+        return self.html()
+
+    def __str__(self) -> str:
+        return self.text()
+
+    def __repr__(self) -> str:
+        state = f"{self.score:g}/{self.record.max_score:g}" if self.result else "not graded"
+        return f"<check {self.record.id}: {state}>"
+
+
+def check(exercise_id: str, notebook: str | os.PathLike | None = None, *, seed: int = 0):
+    """Grade exercise `exercise_id` as it stands in its saved notebook (see the module's words).
+
+    `notebook`: the .ipynb to grade; by default `<stem>.ipynb` of the exercise in the current
+    folder, else the one in the kit's exercises/. In Jupyter the result shows as HTML with
+    pictures; elsewhere it is printed as text (and returned).
+    """
+    from grader.sandbox.processes import warm_up
+
+    warm_up()
+    record = get_exercise(exercise_id)
+    path = find_notebook(record, notebook)
+    if not path.is_file():
+        where = f"pass the notebook to grade: check({record.id!r}, notebook='path/to/{path.name}')"
+        graded = Graded(record, path, problem=f"{path} not found: {where}")
+    else:
+        stale = unsaved_changes(path, kernel_history())
+        graded = Graded(record, path, problem=stale) if stale else grade_path(record, path, seed)
+    if not in_jupyter():
+        print(graded.text())
+    return graded
+
+
+def grade_path(
+    record: Exercise,
+    path: Path,
+    seed: int = 0,
+    timeout: float | None = None,
+    pictures: bool = True,
+):
+    """Grade a `.py` file or an `.ipynb` notebook (with pictures, unless told not to), in the
+    sandbox where this machine has one (the student's own code, run with their own rights where
+    it has none)."""
+    from grader import sandbox
+    from grader.engine.grading import grade
+    from grader.engine.judging import cannot_load
+    from grader.engine.results import ExerciseResult
+    from grader.pictures import PictureCollector, available
+
+    protections = sandbox.status()
+    policy = {} if protections["complete"] else None
+    note = "" if policy is not None else sandbox.describe(protections) + "; your code ran as you."
+    if pictures and not available():
+        note += " Pictures need matplotlib: pip install 'attnkit[viz]'."
+    collector = PictureCollector() if pictures else None
+    with tempfile.TemporaryDirectory(prefix="attnkit-check-") as scratch:
+        target = Path(scratch) / record.file
+        if path.suffix == ".ipynb":
+            try:
+                target.write_text(notebook_code(path.read_bytes(), path.name), encoding="utf-8")
+            except NotebookError as error:
+                result = ExerciseResult(
+                    record.id, [cannot_load(p, str(error)) for p in record.parts]
+                )
+                return Graded(record, path, result, note=note.strip())
+            answers = path.parent / "answers"
+            if answers.is_dir():  # the written answers sit beside the notebook
+                shutil.copytree(answers, Path(scratch) / "answers")
+        else:
+            shutil.copyfile(path, target)
+            if (path.parent / "answers").is_dir():
+                shutil.copytree(path.parent / "answers", Path(scratch) / "answers")
+        result = grade(
+            record.id, scratch, seed=seed, timeout=timeout, sandbox=policy, observe=collector
+        )
+    result.submission = str(path)
+    return Graded(record, path, result, collector.pictures if collector else [], note=note.strip())
+
+
+def find_notebook(record: Exercise, notebook=None) -> Path:
+    """The notebook to grade: the one named, else `<stem>.ipynb` in the current folder, else
+    the kit's exercises/ (where `grader stubs` puts them)."""
+    if notebook is not None:
+        return Path(notebook).expanduser().resolve()
+    name = notebook_name(record)
+    here = Path.cwd() / name
+    return here if here.is_file() else KIT / "exercises" / name
+
+
+def kernel_history() -> list[str] | None:
+    """The cells this IPython kernel has run, in order (IPython's `In`); None outside IPython."""
+    try:
+        from IPython import get_ipython
+    except ImportError:
+        return None
+    shell = get_ipython()
+    if shell is None:
+        return None
+    history = shell.user_ns.get("In")
+    return (
+        [cell for cell in history if isinstance(cell, str)] if isinstance(history, list) else None
+    )
+
+
+def in_jupyter() -> bool:
+    try:
+        from IPython import get_ipython
+    except ImportError:
+        return False
+    shell = get_ipython()
+    return shell is not None and type(shell).__name__ == "ZMQInteractiveShell"
+
+
+def unsaved_changes(path: Path, history: list[str] | None) -> str:
+    """Why grading the saved notebook would grade other code than the kernel last ran, or "".
+
+    Each top-level function or class the kernel has run is compared (as parsed code: spacing and
+    comments aside) with the one of the same name in the saved notebook.
+    """
+    if not history:
+        return ""
+    try:
+        saved = _definitions(notebook_code(path.read_bytes(), path.name))
+    except (NotebookError, SyntaxError, OSError):
+        return ""  # grading reports the file's own problem
+    ran: dict[str, str] = {}
+    for cell in history:
+        try:
+            ran.update(_definitions(python_of_cell(cell)))
+        except (SyntaxError, ValueError):
+            continue
+    differ = [name for name in ran if name in saved and ran[name] != saved[name]]
+    if not differ:
+        return ""
+    names = ", ".join(f"`{name}`" for name in differ)
+    return (
+        f"{names} as this kernel last ran {'it' if len(differ) == 1 else 'them'} differs from "
+        f"the saved {path.name}. check() grades the saved file, so it would grade other code "
+        "than the code you ran.\nSave the notebook (Ctrl+S, or File > Save), run the changed "
+        "cell again if you edited it after running it, then run the check again."
+    )
+
+
+def _definitions(code: str) -> dict[str, str]:
+    tree = ast.parse(code)
+    return {
+        node.name: ast.dump(node)
+        for node in tree.body
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef)
+    }

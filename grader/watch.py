@@ -1,0 +1,105 @@
+"""`grader watch 8-2 [FILE]`: re-grade each time the exercise file (or notebook) is saved.
+
+The process stays alive between saves, and with it the helper that imported TensorFlow
+(grader.sandbox.processes) and the reference's answers (grader.engine.references), so a re-check
+costs only the forked child's run of the student's code. The file is polled (its size and
+modification time, then its bytes), which needs no extra package and works in any editor, on any
+file system. After the first full result, only what changed is printed: the parts whose status,
+score or first failing message changed, then the score.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from grader.engine.results import ExerciseResult
+from grader.engine.spec import Exercise
+from grader.engine.status import Status
+
+# An editor may write a file in several steps: wait this long after a change before reading it.
+SETTLE_SECONDS = 0.03
+
+
+def part_states(result: ExerciseResult) -> dict[str, tuple]:
+    states = {}
+    for part in result.parts:
+        failing = next((c for c in part.checks if not c.passed), None)
+        message = f"{failing.name}: {failing.message}" if failing else ""
+        states[part.name] = (part.status, part.score, part.max_score, message)
+    return states
+
+
+def changes(previous: ExerciseResult, current: ExerciseResult) -> list[str]:
+    """The lines that tell what changed from `previous` to `current`, ending with the score."""
+    before, after = part_states(previous), part_states(current)
+    lines = []
+    for name, (status, score, most, message) in after.items():
+        if before.get(name) == after[name]:
+            continue
+        was = before.get(name)
+        change = f" (was {was[0]}, {was[1]:g})" if was and was[0] != status else ""
+        mark = "✓" if status == Status.PASSED else "✗"
+        lines.append(f"  {mark} {name}  {score:g}/{most:g}  {status}{change}")
+        if message:
+            lines.append(f"      {message}")
+    if not lines:
+        lines.append("  no change")
+    lines.append(f"Score: {current.score:g}/{current.max_score:g}")
+    return lines
+
+
+class Watcher:
+    """Grades `path` when its contents change; `poll()` returns the lines to print, or None."""
+
+    def __init__(self, record: Exercise, path: Path, seed: int = 0):
+        self.record, self.path, self.seed = record, Path(path), seed
+        self.stamp: tuple | None = None
+        self.digest = b""
+        self.result: ExerciseResult | None = None
+
+    def _changed(self) -> bool:
+        try:
+            status = self.path.stat()
+        except OSError:
+            return False
+        stamp = (status.st_mtime_ns, status.st_size)
+        if stamp == self.stamp:
+            return False
+        time.sleep(SETTLE_SECONDS)
+        self.stamp = stamp
+        digest = hashlib.sha256(self.path.read_bytes()).digest()
+        if digest == self.digest:  # touched, or saved unchanged
+            return False
+        self.digest = digest
+        return True
+
+    def poll(self) -> list[str] | None:
+        if not self._changed():
+            return None
+        from grader.notebook.live import grade_path
+
+        graded = grade_path(self.record, self.path, self.seed, pictures=False)
+        previous, self.result = self.result, graded.result
+        if previous is None:
+            return graded.text().splitlines()
+        return [
+            time.strftime("%H:%M:%S") + f" {self.path.name} saved:",
+            *changes(previous, graded.result),
+        ]
+
+
+def watch(record: Exercise, path: Path, echo: Callable[[str], None], interval: float = 0.1):
+    """Poll forever (until Ctrl+C), printing each new result's changes."""
+    from grader.sandbox.processes import warm_up
+
+    warm_up()
+    watcher = Watcher(record, path)
+    echo(f"watching {path} (Ctrl+C stops)")
+    while True:
+        lines = watcher.poll()
+        if lines:
+            echo("\n".join(lines))
+        time.sleep(interval)
