@@ -319,6 +319,12 @@ def watch(exercise_id, path, interval):
     default=None,
     help="Course file (TOML) with a [late] policy: due date, penalty per day, cap.",
 )
+@click.option(
+    "--pictures/--no-pictures",
+    default=True,
+    show_default=True,
+    help="Also write each student's feedback as a page with pictures (feedback/<id>.html).",
+)
 def batch(
     submissions,
     exercise_ids,
@@ -332,6 +338,7 @@ def batch(
     similarity,
     written,
     course,
+    pictures,
 ):
     """(Instructors) Grade a whole class: one folder or .zip per student in SUBMISSIONS."""
     from grader.instructor.batch import BatchError, BatchOptions, run_batch
@@ -353,6 +360,7 @@ def batch(
         similarity=similarity,
         written=written,
         late=late,
+        pictures=pictures,
     )
     warm_up()
     progress = _BatchProgress(enabled=output_format == "text")

@@ -30,6 +30,7 @@ from grader.engine.spec import Exercise
 from grader.engine.status import Limit
 from grader.engine.text import printable
 from grader.instructor import gradebook
+from grader.instructor.student_page import StudentPage
 from grader.instructor.submissions import (
     FORBIDDEN_PACKAGES,
     Student,
@@ -75,6 +76,8 @@ class BatchOptions:
     written: bool = False
     # The late policy (grader.instructor.late); None: no late penalties.
     late: object | None = None
+    # Each student's feedback also as a page with pictures (feedback/<id>.html; needs matplotlib).
+    pictures: bool = True
 
     def limits(self) -> dict:
         return {
@@ -405,6 +408,7 @@ def _plan_student(run: _Run, student: Student, stamp: str, home: Path, jobs: lis
 def _finish(run: _Run, plan: _Plan) -> None:
     """Judge a student's parts, then write their result and feedback (and tell `on_student`)."""
     exercises, flags, refused, grader_errors = [], list(plan.flags), {}, {}
+    page = StudentPage(run.out / "feedback" / f"{plan.student.id}.html", run.options.pictures)
     for record in run.records:
         result = ExerciseResult(record.id, [], submission=plan.student.id, seed=run.seed)
         if record.id in plan.problems:
@@ -426,6 +430,14 @@ def _finish(run: _Run, plan: _Plan) -> None:
             except Exception:  # noqa: BLE001 - a bug of ours must not become a student's zero
                 judged = grader_failure(part, traceback.format_exc(limit=5))
             result.parts.append(_explain_limits(judged, run.options))
+            page.observe(
+                record,
+                part,
+                run.cases[record.id][part.name],
+                run.expected[record.id][part.name],
+                outcomes[part.name],
+                judged,
+            )
             if judged.grader_error:
                 grader_errors[f"{record.id} {part.name}"] = judged.grader_error
                 not_graded = True
@@ -448,6 +460,7 @@ def _finish(run: _Run, plan: _Plan) -> None:
     document = gradebook.merge_previous(document, _read_json(path), run.options.exercises)
     _write_json(path, document)
     gradebook.write_feedback(run.out / "feedback" / f"{plan.student.id}.md", document, run.records)
+    page.write(plan.student.id, run.records, exercises)
     run.summary.graded.append(plan.student.id)
     if grader_errors:
         run.summary.not_final.append(plan.student.id)

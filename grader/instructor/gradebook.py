@@ -85,7 +85,11 @@ def set_aside_removed(out: Path, students: list[str]) -> list[str]:
     for result in sorted((out / "results").glob("*.json")):
         if result.stem in present:
             continue
-        for kind, name in (("results", f"{result.stem}.json"), ("feedback", f"{result.stem}.md")):
+        for kind, name in (
+            ("results", f"{result.stem}.json"),
+            ("feedback", f"{result.stem}.md"),
+            ("feedback", f"{result.stem}.html"),
+        ):
             source = out / kind / name
             if source.exists():
                 (out / "removed" / kind).mkdir(parents=True, exist_ok=True)

@@ -201,6 +201,11 @@ def test_the_demo_class_of_notebooks_is_graded_like_files(tmp_path):
     feedback = (summary.out / "feedback" / "judy.md").read_text()
     assert "ex8_2.ipynb is not valid notebook JSON" in feedback
     assert "scale is missing" in (summary.out / "feedback" / "kim.md").read_text()
+    # Each student's feedback is also the page `grader check --html` writes, pictures inside.
+    kim = (summary.out / "feedback" / "kim.html").read_text()
+    assert "Feedback for kim" in kim and "Score: 7/10" in kim
+    assert kim.count('src="data:image/png;base64,') >= 1 and "<script" not in kim
+    assert "not valid notebook JSON" in (summary.out / "feedback" / "judy.html").read_text()
 
 
 # --- check() in a notebook: the saved file is graded, stale code is refused ----------------------
