@@ -14,6 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from grader.engine.spec import LAYER, Case, Mistake
+from grader.i18n import _, tr
 
 TOLERANCES = {"float64": (1e-6, 1e-7), "float32": (2e-3, 2e-3), "float16": (2e-2, 2e-2)}
 
@@ -65,10 +66,14 @@ def difference(
     if not finite.all():
         bad = [int(i) for i in np.argwhere(~finite)[0]]
         return Difference(
-            f"{int((~finite).sum())} of {received.size} values are NaN or infinite; an exp() "
-            "that overflows or a division by zero does this"
-            + ("; use a numerically stable form" if "stability" in case.label else ""),
-            detail=f"first at index {bad}",
+            _(
+                "{count} of {size} values are NaN or infinite; an exp() that overflows or a "
+                "division by zero does this",
+                count=int((~finite).sum()),
+                size=received.size,
+            )
+            + (_("; use a numerically stable form") if "stability" in case.label else ""),
+            detail=_("first at index {index}", index=bad),
         )
     ok = close(expected, received, case)
     if ok.all():
@@ -76,23 +81,33 @@ def difference(
     worst = np.unravel_index(
         int(np.argmax(np.where(ok, -1.0, np.abs(received - expected)))), expected.shape
     )
-    where = f"at index {[int(i) for i in worst]}" if expected.ndim else "value"
-    located = f"{where}: expected {_fmt(expected[worst])}, received {_fmt(received[worst])}"
-    differ = f"{int((~ok).sum())} of {ok.size} values differ from the reference"
+    where = _("at index {index}", index=[int(i) for i in worst]) if expected.ndim else _("value")
+    located = _(
+        "{where}: expected {expected}, received {received}",
+        where=where,
+        expected=_fmt(expected[worst]),
+        received=_fmt(received[worst]),
+    )
+    differ = _(
+        "{count} of {size} values differ from the reference", count=int((~ok).sum()), size=ok.size
+    )
     for mistake in mistakes:
         candidate = mistake.output(case)
         if candidate is not None and matches(np.asarray(candidate, np.float64), received, case):
-            return Difference(mistake.explanation, mistake.name, f"{located}; {differ}")
+            return Difference(tr(mistake.explanation), mistake.name, f"{located}; {differ}")
     if not np.any(received):
         return Difference(
-            "every value is zero: is something not computed yet, or overwritten?",
+            _("every value is zero: is something not computed yet, or overwritten?"),
             "all zeros",
             located,
         )
     factor = _constant_factor(expected, received, case)
     if factor is not None:
         return Difference(
-            f"every value is {_fmt(factor)} times the expected one: a scale factor is off",
+            _(
+                "every value is {factor} times the expected one: a scale factor is off",
+                factor=_fmt(factor),
+            ),
             "constant factor",
             located,
         )
@@ -107,9 +122,12 @@ def gradient_difference(
         return None
     if np.asarray(received).shape == expected.shape and not np.any(received) and np.any(expected):
         return Difference(
-            f"the gradient with respect to {wrt} is zero, but the output depends on it: "
-            "something cuts the gradient (ops.stop_gradient, a round trip through NumPy, or a "
-            "Python float())",
+            _(
+                "the gradient with respect to {wrt} is zero, but the output depends on it: "
+                "something cuts the gradient (ops.stop_gradient, a round trip through NumPy, or "
+                "a Python float())",
+                wrt=wrt,
+            ),
             "gradient cut",
         )
     return found
@@ -119,17 +137,25 @@ def dtype_difference(case: Case, received_dtype: str) -> Difference | None:
     if case.kind != LAYER or received_dtype == case.dtype:
         return None
     return Difference(
-        f"for {case.dtype} inputs the output is {received_dtype}: keep the dtype of the inputs "
-        "(no casts to a fixed dtype, no NumPy inside call)",
+        _(
+            "for {dtype} inputs the output is {received}: keep the dtype of the inputs (no casts "
+            "to a fixed dtype, no NumPy inside call)",
+            dtype=case.dtype,
+            received=received_dtype,
+        ),
         "dtype changed",
     )
 
 
 def _shape_difference(expected: np.ndarray, received: np.ndarray) -> Difference:
-    message = f"expected shape {expected.shape}, received {received.shape}"
+    message = _(
+        "expected shape {expected}, received {received}",
+        expected=expected.shape,
+        received=received.shape,
+    )
     if expected.ndim >= 2 and received.shape == expected.shape[:-2] + expected.shape[:-3:-1]:
         return Difference(
-            message + ": the last two axes are swapped (a transpose too many or too few)",
+            message + _(": the last two axes are swapped (a transpose too many or too few)"),
             "transposed",
         )
     return Difference(message)
