@@ -14,7 +14,9 @@ import secrets
 import traceback
 from pathlib import Path
 
+from grader import i18n
 from grader.engine.grading import grade
+from grader.i18n import _
 from grader.instructor.batch import BatchError, BatchOptions, require_sandbox
 from grader.instructor.gradebook import atomic_write
 from grader.instructor.submissions import FORBIDDEN_PACKAGES, find_exercise_file, scan
@@ -29,14 +31,20 @@ def results_for(
     limits = BatchOptions(exercises).limits()
     state = require_sandbox(unsandboxed, "--unsandboxed to `grader release gradescope`")
     policy = {"protected": [str(root.resolve())]} if state["complete"] else None
-    tests, lines = [], [f"Hidden-check seed: {seed}"]
+    tests, lines = [], [_("Hidden-check seed: {seed}", seed=seed)]
     for exercise_id in exercises:
         record = get_exercise(exercise_id)
         found = find_exercise_file(submission, record.file)
         path, problem = found.path, found.problem
         flags = scan(path) if path else []
         if flags:
-            lines.append(f"{record.file}: flagged for the instructor: {', '.join(flags)}")
+            lines.append(
+                _(
+                    "{file}: flagged for the instructor: {flags}",
+                    file=record.file,
+                    flags=", ".join(flags),
+                )
+            )
         if problem:
             for part in record.parts:
                 tests.append(
@@ -72,21 +80,24 @@ def results_for(
             hidden = [c for c in part.checks if c.hidden and not c.passed]
             output = "\n".join(f"{c.name}: {c.message}" for c in public[:5])
             if hidden and not public:
-                output = f"{len(hidden)} hidden checks failed (details after grades are published)"
+                output = _(
+                    "{count} hidden checks failed (details after grades are published)",
+                    count=len(hidden),
+                )
             tests.append(
                 {
                     "name": f"{record.id} {part.name}",
                     "score": part.score,
                     "max_score": part.max_score,
                     "status": part.status,
-                    "output": output or "passed",
+                    "output": output or _("passed"),
                     "visibility": "visible",
                 }
             )
             if hidden:
                 tests.append(
                     {
-                        "name": f"{record.id} {part.name} (hidden checks)",
+                        "name": _("{id} {part} (hidden checks)", id=record.id, part=part.name),
                         "score": 0.0,
                         "max_score": 0.0,
                         "output": "\n".join(f"{c.name}: {c.message}" for c in hidden[:5]),
@@ -112,6 +123,8 @@ def main(argv=None) -> int:
     results_path = args.root / "results" / "results.json"
     try:
         config = json.loads((args.root / "source" / "gradescope.json").read_text())
+        # The language of the release (`grader --lang zh release gradescope`).
+        i18n.use(config.get("lang") or i18n.DEFAULT)
         results = results_for(
             args.root / "submission",
             config["exercises"],
@@ -120,14 +133,14 @@ def main(argv=None) -> int:
             unsandboxed=bool(config.get("unsandboxed")),
         )
     except BatchError as error:  # no sandbox here: nothing of the submission ran
-        results = {"score": 0.0, "tests": [], "output": f"Not graded: {error}"}
+        results = {"score": 0.0, "tests": [], "output": _("Not graded: {error}", error=error)}
     except Exception:  # noqa: BLE001 - the student must get a result, whatever broke
         # The traceback is the instructor's (Gradescope's log), never the student's page.
         traceback.print_exc()
         results = {
             "score": 0.0,
             "tests": [],
-            "output": "The autograder failed (not your code); please tell your instructor.",
+            "output": _("The autograder failed (not your code); please tell your instructor."),
         }
     write_results(results_path, results)
     return 0

@@ -11,6 +11,7 @@ from pathlib import Path
 
 from grader import KIT
 from grader.engine.references import LiveReference, write_fixture
+from grader.i18n import language
 from grader.instructor.stubs import BEGIN, END
 from grader.records import EXERCISES, get_exercise
 
@@ -136,6 +137,7 @@ def release_gradescope(target: Path, exercises: list[str], unsandboxed: bool = F
             else:
                 shutil.copy2(source, root / name)
         config = {"exercises": [r.id for r in records], "unsandboxed": unsandboxed}
+        config["lang"] = language()  # the students' pages in the language of the release
         (root / "gradescope.json").write_text(json.dumps(config))
         for name, text in (("run_autograder", RUN_AUTOGRADER), ("setup.sh", SETUP)):
             (root / name).write_text(text)
