@@ -122,6 +122,11 @@ def n_(singular: str, plural: str, count: int, /, **values) -> str:
     return text.format(**values) if values else text
 
 
+def translator(language_code: str):
+    """The `gettext` of one language, whatever the language in use (the Chinese stubs)."""
+    return _load(language_code).gettext
+
+
 def N_(message: str) -> str:
     """`message` as it is, marked for the catalog: a text translated later, where shown."""
     return message

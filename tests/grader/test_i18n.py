@@ -169,3 +169,30 @@ def test_language_choice_leaves_the_environment_as_it_was():
     with speaking("zh"):
         assert os.environ["LANGUAGE"] == "zh"
     assert os.environ.get("LANGUAGE") == before
+
+
+def _code_of(source: str) -> str:
+    """The code of a module without its docstrings and NotImplementedError messages."""
+    import ast
+
+    tree = ast.parse(source)
+    for node in ast.walk(tree):
+        body = getattr(node, "body", None)
+        if isinstance(body, list) and body and isinstance(body[0], ast.Expr):
+            if isinstance(body[0].value, ast.Constant) and isinstance(body[0].value.value, str):
+                body[0].value.value = ""
+        if isinstance(node, ast.Raise) and isinstance(node.exc, ast.Call):
+            node.exc.args = []
+    return ast.dump(tree)
+
+
+def test_chinese_stubs_have_the_same_code_chinese_texts_and_no_drift():
+    from grader.instructor.stubs import package_dir, sync_translated_stubs
+
+    assert sync_translated_stubs(write=False) == []
+    for record in EXERCISES.values():
+        english = (package_dir("exercises") / record.file).read_text(encoding="utf-8")
+        chinese = (package_dir("exercises") / "zh" / record.file).read_text(encoding="utf-8")
+        assert _code_of(english) == _code_of(chinese), record.file
+        assert f'NotImplementedError("练习 {record.id}：' in chinese
+        assert chinese.startswith(('"""练习', '"""实验'))
