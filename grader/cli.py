@@ -436,12 +436,14 @@ def release_gradescope_command(target, exercise_ids, unsandboxed):
 )
 @click.argument("exercise_ids", nargs=-1)
 def stubs(check_only, exercise_ids):
-    """(Maintainers) Make exercises/ from solutions/ (all, or the exercises named)."""
-    from grader.instructor.stubs import MarkerError, sync_stubs
+    """(Maintainers) Make exercises/ and exercises/zh/ from solutions/ (all, or the exercises
+    named)."""
+    from grader.instructor.stubs import MarkerError, sync_stubs, sync_translated_stubs
 
     try:
         _records(exercise_ids, not exercise_ids)
         changed = sync_stubs(write=not check_only, ids=list(exercise_ids) or None)
+        changed += sync_translated_stubs(write=not check_only, ids=list(exercise_ids) or None)
     except MarkerError as error:
         raise click.ClickException(str(error)) from None
     verb = "differs from its solution" if check_only else "written"

@@ -199,8 +199,8 @@ def localize_commands(command) -> None:
         localize_commands(sub)
 
 
-def lang_option(function):
-    """The group's `--lang zh|en`: eager, so that the help it precedes is translated too."""
+def _lang_parameter():
+    """`--lang zh|en`: eager, so that the help it precedes is translated too."""
     import click
 
     def chosen(ctx, _param, value):
@@ -208,15 +208,28 @@ def lang_option(function):
             use(parse(value, "--lang"))
             localize_commands(ctx.find_root().command)
 
-    return click.option(
-        "--lang",
+    return click.Option(
+        ["--lang"],
         type=click.Choice(LANGUAGES),
         is_eager=True,
         expose_value=False,
         callback=chosen,
         help=f"Language of everything the grader writes [default: ${ENVIRONMENT_VARIABLE}, "
         "else the locale (LANG=zh_CN.UTF-8: Chinese), else English].",
-    )(function)
+    )
+
+
+def lang_option(function):
+    """The group's `--lang`; every subcommand gets one too (`grader show 8-2 --lang zh`)."""
+    function.__click_params__ = [*getattr(function, "__click_params__", []), _lang_parameter()]
+    return function
+
+
+def _give_lang_options(command) -> None:
+    for sub in getattr(command, "commands", {}).values():
+        if not any(param.name == "lang" for param in sub.params):
+            sub.params.append(_lang_parameter())
+        _give_lang_options(sub)
 
 
 def localized_group_class():
@@ -232,6 +245,7 @@ def localized_group_class():
             except LanguageError as error:
                 click.echo(f"Error: {error}", err=True)
                 raise SystemExit(2) from None
+            _give_lang_options(self)
             try:
                 with speaking(chosen):
                     localize_commands(self)

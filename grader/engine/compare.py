@@ -32,7 +32,9 @@ class Difference:
     detail: str = ""
 
     def text(self, reveal: bool = True) -> str:
-        return f"{self.message} ({self.detail})" if reveal and self.detail else self.message
+        if reveal and self.detail:
+            return _("{message} ({detail})", message=self.message, detail=self.detail)
+        return self.message
 
 
 def tolerances(case: Case) -> tuple[float, float]:
@@ -94,7 +96,11 @@ def difference(
     for mistake in mistakes:
         candidate = mistake.output(case)
         if candidate is not None and matches(np.asarray(candidate, np.float64), received, case):
-            return Difference(tr(mistake.explanation), mistake.name, f"{located}; {differ}")
+            return Difference(
+                tr(mistake.explanation),
+                mistake.name,
+                _("{located}; {differ}", located=located, differ=differ),
+            )
     if not np.any(received):
         return Difference(
             _("every value is zero: is something not computed yet, or overwritten?"),

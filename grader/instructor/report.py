@@ -74,7 +74,7 @@ def render(
         shown = failures if verbose else _first_distinct(failures)
         for check in shown:
             lines.append(
-                f"      {check.name}: {check.message}"
+                _("      {name}: {message}", name=check.name, message=check.message)
                 if check.name not in check.message
                 else f"      {check.message}"
             )
@@ -121,7 +121,7 @@ def _first_distinct(failures):
     """The first failures with different messages: a mistake repeated on every case shows once."""
     shown, seen = [], set()
     for check in failures:
-        key = check.mistake or check.message.split(" (")[0]
+        key = check.mistake or check.message.split(" (")[0].split("（")[0]
         if key not in seen:
             seen.add(key)
             shown.append(check)

@@ -95,7 +95,7 @@ def test_english_is_unchanged_by_default():
 
 
 def test_show_in_chinese_uses_the_books_terms_and_the_chinese_stub():
-    result = zh("show", "8-2")
+    result = CliRunner().invoke(main, ["show", "8-2", "--lang", "zh"])
     assert result.exit_code == 0, result.output
     assert "练习 8-2" in result.output and "打分函数" in result.output
     assert "exercises/zh/ex8_2.py" in result.output
@@ -196,3 +196,34 @@ def test_chinese_stubs_have_the_same_code_chinese_texts_and_no_drift():
         assert _code_of(english) == _code_of(chinese), record.file
         assert f'NotImplementedError("练习 {record.id}：' in chinese
         assert chinese.startswith(('"""练习', '"""实验'))
+
+
+def test_a_batch_feedback_file_in_chinese(tmp_path):
+    from grader.instructor.gradebook import write_feedback
+
+    document = {
+        "student": "ada",
+        "total": 0.0,
+        "max_total": 3.0,
+        "flags": [],
+        "exercises": [
+            {
+                "exercise": "8-2",
+                "score": 0.0,
+                "max_score": 3.0,
+                "parts": [
+                    {
+                        "name": "ScaledDotScore",
+                        "score": 0.0,
+                        "max_score": 3.0,
+                        "status": "failed",
+                        "checks": [{"name": "x", "passed": False, "message": "m"}],
+                    }
+                ],
+            }
+        ],
+    }
+    with speaking("zh"):
+        write_feedback(tmp_path / "ada.md", document, [get_exercise("8-2")])
+    text = (tmp_path / "ada.md").read_text(encoding="utf-8")
+    assert "# ada 的反馈" in text and "## 练习 8-2：打分函数" in text and "未通过" in text
