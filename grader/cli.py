@@ -13,6 +13,7 @@ from pathlib import Path
 
 import click
 
+from grader.i18n import _, lang_option, localized_group_class, stubs_folder, tr
 from grader.records import EXERCISES, UnknownExercise, get_exercise
 
 
@@ -20,7 +21,7 @@ def _records(ids: tuple[str, ...], everything: bool):
     if everything:
         return list(EXERCISES.values())
     if not ids:
-        raise click.UsageError("Name an exercise to check (`grader list` shows them), or --all.")
+        raise click.UsageError(_("Name an exercise to check (`grader list` shows them), or --all."))
     try:
         return [get_exercise(exercise_id) for exercise_id in ids]
     except UnknownExercise as error:
@@ -32,12 +33,14 @@ def _submission(value: str) -> Path:
     from grader.instructor.stubs import package_dir
 
     path = Path(value)
+    if value.rstrip("/") == "exercises":  # the stubs of the language in use (exercises/zh)
+        path = stubs_folder(path if path.exists() else package_dir("exercises"))
     if path.exists():
         return path
     if value.rstrip("/") in ("exercises", "solutions"):
         return package_dir(value.rstrip("/"))
     raise click.BadParameter(
-        f"{value!r} does not exist: give the folder that holds your exercise files",
+        _("{value!r} does not exist: give the folder that holds your exercise files", value=value),
         param_hint="--submission",
     )
 
@@ -61,8 +64,9 @@ timeout_option = click.option(
 )
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(cls=localized_group_class(), context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="attnkit")
+@lang_option
 def main():
     """Grade the attention chapter's exercises: outputs and gradients, with feedback."""
 
@@ -73,7 +77,13 @@ def list_exercises():
     width = max(len(record.id) for record in EXERCISES.values())
     for record in EXERCISES.values():
         click.echo(
-            f"{record.id:<{width}}  {record.max_score:>4g} pts  {record.title}  [{record.section}]"
+            _(
+                "{id}  {points:>4g} pts  {title}  [{section}]",
+                id=record.id.ljust(width),
+                points=record.max_score,
+                title=tr(record.title),
+                section=record.section,
+            )
         )
 
 
@@ -129,7 +139,9 @@ def check(
     for name in parts:
         if len(records) != 1 or name not in [p.name for p in records[0].parts]:
             known = ", ".join(p.name for r in records for p in r.parts)
-            raise click.BadParameter(f"no part {name!r}; parts: {known}", param_hint="--part")
+            raise click.BadParameter(
+                _("no part {name!r}; parts: {known}", name=name, known=known), param_hint="--part"
+            )
     warm_up()
 
     from grader import sandbox
@@ -142,7 +154,10 @@ def check(
     policy = {} if protections["complete"] else None
     if policy is None:
         click.echo(
-            f"note: {sandbox.describe(protections)}; your code runs with your own rights.",
+            _(
+                "note: {protections}; your code runs with your own rights.",
+                protections=sandbox.describe(protections),
+            ),
             err=True,
         )
     from grader.instructor.submissions import FORBIDDEN_PACKAGES, scan
@@ -572,12 +587,14 @@ def release_actions_command(exercise_ids, out_file):
 )
 @click.argument("exercise_ids", nargs=-1)
 def stubs(check_only, exercise_ids):
-    """(Maintainers) Make exercises/ (stubs and notebooks) from solutions/ (all, or those named)."""
-    from grader.instructor.stubs import MarkerError, sync_stubs
+    """(Maintainers) Make exercises/ (stubs and notebooks) and exercises/zh/ from solutions/ (all,
+    or the exercises named)."""
+    from grader.instructor.stubs import MarkerError, sync_stubs, sync_translated_stubs
 
     try:
         _records(exercise_ids, not exercise_ids)
         changed = sync_stubs(write=not check_only, ids=list(exercise_ids) or None)
+        changed += sync_translated_stubs(write=not check_only, ids=list(exercise_ids) or None)
     except MarkerError as error:
         raise click.ClickException(str(error)) from None
     verb = "differs from its solution" if check_only else "written"

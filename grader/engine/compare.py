@@ -15,6 +15,7 @@ import numpy as np
 
 from grader.engine import diagnosis
 from grader.engine.spec import LAYER, Case, Mistake
+from grader.i18n import _, tr
 
 # The names of differences the engine recognises on any exercise (a diagnosis), as against the
 # mistakes a record names; the diagnosis engine's own names start with DIAGNOSED.
@@ -41,7 +42,9 @@ class Difference:
     detail: str = ""
 
     def text(self, reveal: bool = True) -> str:
-        return f"{self.message} ({self.detail})" if reveal and self.detail else self.message
+        if reveal and self.detail:
+            return _("{message} ({detail})", message=self.message, detail=self.detail)
+        return self.message
 
 
 def tolerances(case: Case) -> tuple[float, float]:
@@ -75,11 +78,15 @@ def difference(
     if not finite.all():
         bad = [int(i) for i in np.argwhere(~finite)[0]]
         return Difference(
-            f"{int((~finite).sum())} of {received.size} values are NaN or infinite; an exp() "
-            "that overflows or a division by zero does this"
-            + ("; use a numerically stable form" if "stability" in case.label else ""),
+            _(
+                "{count} of {size} values are NaN or infinite; an exp() that overflows or a "
+                "division by zero does this",
+                count=int((~finite).sum()),
+                size=received.size,
+            )
+            + (_("; use a numerically stable form") if "stability" in case.label else ""),
             "NaN",
-            detail=f"first at index {bad}",
+            detail=_("first at index {index}", index=bad),
         )
     ok = close(expected, received, case)
     if ok.all():
@@ -87,32 +94,43 @@ def difference(
     worst = np.unravel_index(
         int(np.argmax(np.where(ok, -1.0, np.abs(received - expected)))), expected.shape
     )
-    values = f"expected {_fmt(expected[worst])}, received {_fmt(received[worst])}"
+    values = _(
+        "expected {expected}, received {received}",
+        expected=_fmt(expected[worst]),
+        received=_fmt(received[worst]),
+    )
     if expected.size == 1:  # a scalar: no "1 of 1 values differ"
-        located, differ = values, VALUE_WRONG
+        located, differ = values, tr(VALUE_WRONG)
     else:
-        located = f"at index {[int(i) for i in worst]}: {values}"
-        differ = f"{int((~ok).sum())} of {ok.size} values differ from the reference"
+        located = _("at index {index}: {values}", index=[int(i) for i in worst], values=values)
+        differ = _(
+            "{count} of {size} values differ from the reference",
+            count=int((~ok).sum()),
+            size=ok.size,
+        )
+    both = (
+        located if expected.size == 1 else _("{located}; {differ}", located=located, differ=differ)
+    )
     for mistake in mistakes:
         candidate = mistake.output(case)
         if candidate is not None and matches(np.asarray(candidate, np.float64), received, case):
-            detail = located if expected.size == 1 else f"{located}; {differ}"
-            return Difference(mistake.explanation, mistake.name, detail)
+            return Difference(tr(mistake.explanation), mistake.name, both)
     slip = diagnosis.diagnose(expected, received, case, lambda a, b: matches(a, b, case))
     if slip is not None:
-        return Difference(
-            slip[1], slip[0], located if expected.size == 1 else f"{located}; {differ}"
-        )
+        return Difference(slip[1], slip[0], both)
     if not np.any(received):
         return Difference(
-            "every value is zero: is something not computed yet, or overwritten?",
+            _("every value is zero: is something not computed yet, or overwritten?"),
             "all zeros",
             located,
         )
     factor = _constant_factor(expected, received, case)
     if factor is not None:
         return Difference(
-            f"every value is {_fmt(factor)} times the expected one: a scale factor is off",
+            _(
+                "every value is {factor} times the expected one: a scale factor is off",
+                factor=_fmt(factor),
+            ),
             "constant factor",
             located,
         )
@@ -127,9 +145,12 @@ def gradient_difference(
         return None
     if np.asarray(received).shape == expected.shape and not np.any(received) and np.any(expected):
         return Difference(
-            f"the gradient with respect to {wrt} is zero, but the output depends on it: "
-            "something cuts the gradient (ops.stop_gradient, a round trip through NumPy, or a "
-            "Python float())",
+            _(
+                "the gradient with respect to {wrt} is zero, but the output depends on it: "
+                "something cuts the gradient (ops.stop_gradient, a round trip through NumPy, or "
+                "a Python float())",
+                wrt=wrt,
+            ),
             "gradient cut",
         )
     return found
@@ -139,17 +160,25 @@ def dtype_difference(case: Case, received_dtype: str) -> Difference | None:
     if case.kind != LAYER or received_dtype == case.dtype:
         return None
     return Difference(
-        f"for {case.dtype} inputs the output is {received_dtype}: keep the dtype of the inputs "
-        "(no casts to a fixed dtype, no NumPy inside call)",
+        _(
+            "for {dtype} inputs the output is {received}: keep the dtype of the inputs (no casts "
+            "to a fixed dtype, no NumPy inside call)",
+            dtype=case.dtype,
+            received=received_dtype,
+        ),
         "dtype changed",
     )
 
 
 def _shape_difference(expected: np.ndarray, received: np.ndarray) -> Difference:
-    message = f"expected shape {expected.shape}, received {received.shape}"
+    message = _(
+        "expected shape {expected}, received {received}",
+        expected=expected.shape,
+        received=received.shape,
+    )
     if expected.ndim >= 2 and received.shape == expected.shape[:-2] + expected.shape[:-3:-1]:
         return Difference(
-            message + ": the last two axes are swapped (a transpose too many or too few)",
+            message + _(": the last two axes are swapped (a transpose too many or too few)"),
             "transposed",
         )
     swapped = diagnosis.swapped_shape(expected.shape, received.shape)

@@ -23,6 +23,7 @@ from grader.engine.references import default_reference
 from grader.engine.results import ExerciseResult
 from grader.engine.spec import Exercise, Part
 from grader.engine.status import Answer
+from grader.i18n import _
 from grader.records import get_exercise
 from grader.sandbox.processes import Job, Outcome, run_jobs
 
@@ -186,11 +187,18 @@ def written_answers(record: Exercise, folder: Path) -> list[dict]:
 def unloadable(path: Path) -> str:
     """A reason the file cannot even be parsed, or "". Parsing runs none of its code."""
     if not path.is_file():
-        return f"{path} not found: the exercise file must be named {path.name}"
+        return _(
+            "{path} not found: the exercise file must be named {name}", path=path, name=path.name
+        )
     try:
         ast.parse(path.read_bytes(), filename=str(path))
     except SyntaxError as error:
-        return f"{path.name}, line {error.lineno}: SyntaxError: {error.msg} — fix it and run again"
+        return _(
+            "{name}, line {line}: SyntaxError: {error} — fix it and run again",
+            name=path.name,
+            line=error.lineno,
+            error=error.msg,
+        )
     except ValueError as error:
-        return f"{path.name} cannot be parsed: {error}"
+        return _("{name} cannot be parsed: {error}", name=path.name, error=error)
     return ""

@@ -17,10 +17,11 @@ from grader.engine.results import CheckResult, PartResult
 from grader.engine.spec import LAYER, Case
 from grader.engine.status import CaseStatus, Limit, RunState, Status
 from grader.engine.text import printable
+from grader.i18n import N_, _, tr
 from grader.sandbox.limits import limit_in_log
 from grader.sandbox.processes import Outcome
 
-GRADER_FAILED_WORDS = (
+GRADER_FAILED_WORDS = N_(
     "not graded: the grader itself failed here, not your code; it will be graded again"
 )
 
@@ -30,9 +31,10 @@ def judge_part(part, cases, expected, outcome: Outcome, timeout: float, source=N
     if outcome.state == RunState.GRADER_FAILED:
         return grader_failure(part, outcome.problem + _instructor_tail(outcome))
     if outcome.state == RunState.TIMED_OUT:
-        message = (
-            f"stopped after {timeout:g} s without finishing: an endless loop, or far too "
-            "much work for these small inputs"
+        message = _(
+            "stopped after {seconds:g} s without finishing: an endless loop, or far too much "
+            "work for these small inputs",
+            seconds=timeout,
         )
         return part_failure(part, Status.TIMEOUT, message)
     try:
@@ -40,16 +42,16 @@ def judge_part(part, cases, expected, outcome: Outcome, timeout: float, source=N
             raise ValueError(outcome.problem)
         failure = import_failure(outcome)
         if failure is not None:
-            message = "could not import the file: " + failure.error_words()
+            message = _("could not import the file: ") + failure.error_words()
             return part_failure(part, Status.ERROR, message, "import", limit=failure.limit)
         received = read_case_outputs(outcome, len(cases))
     except Exception as error:  # noqa: BLE001 - whatever a child reported is its own doing
         if not isinstance(error, ValueError):
-            error = ValueError("the process reported a malformed result")
-        message, limit = f"crashed: {error}", None
+            error = ValueError(_("the process reported a malformed result"))
+        message, limit = _("crashed: {error}", error=error), None
         if outcome.log_tail.strip():
             last = printable(outcome.log_tail.strip()[-600:])
-            message, limit = message + "; its last output:\n" + last, limit_in_log(last)
+            message, limit = message + _("; its last output:") + "\n" + last, limit_in_log(last)
         return part_failure(part, Status.ERROR, message, limit=limit)
 
     checks = []
@@ -110,7 +112,9 @@ def cannot_load(part, problem: str) -> PartResult:
 def grader_failure(part, detail: str) -> PartResult:
     """A part the grader could not grade: no score, the student told so, the detail kept for
     the instructor."""
-    return part_failure(part, Status.ERROR, GRADER_FAILED_WORDS, grader_error=detail or "unknown")
+    return part_failure(
+        part, Status.ERROR, tr(GRADER_FAILED_WORDS), grader_error=detail or "unknown"
+    )
 
 
 def _instructor_tail(outcome: Outcome) -> str:
@@ -132,7 +136,7 @@ def _judge_case(part, case: Case, want: CaseOutput, got: CaseOutput, source=None
     if case.raises:
         return [contracts.judge_raises(case, got, f"{prefix}raises {case.raises}, {case.label}")]
     if got.status == CaseStatus.NOT_IMPLEMENTED:
-        message = "not implemented yet" + (f" ({got.message})" if got.message else "")
+        message = _("not implemented yet") + (f" ({got.message})" if got.message else "")
         return [CheckResult(f"{prefix}{case.label}", False, message, cause=got.status)]
     if got.status != CaseStatus.OK:
         raw = got.error_words()
@@ -148,11 +152,15 @@ def _judge_case(part, case: Case, want: CaseOutput, got: CaseOutput, source=None
             )
         ]
     if got.output is None:
-        return [CheckResult(f"{prefix}output, {case.label}", False, "no output was reported")]
+        return [
+            CheckResult(
+                prefix + _("output, {label}", label=case.label), False, _("no output was reported")
+            )
+        ]
     hidden = case.hidden
     checks = [
         _check(
-            f"{prefix}output, {case.label}",
+            prefix + _("output, {label}", label=case.label),
             compare.difference(want.output, got.output, case, part.mistakes),
             hidden,
         )
@@ -161,23 +169,26 @@ def _judge_case(part, case: Case, want: CaseOutput, got: CaseOutput, source=None
     checks += contracts.precision_lost(case, got, f"{prefix}dtype, {case.label}")
     if case.kind == LAYER:
         dtype_problem = compare.dtype_difference(case, got.dtype)
-        checks.append(_check(f"{prefix}dtype, {case.label}", dtype_problem, hidden))
+        checks.append(_check(prefix + _("dtype, {label}", label=case.label), dtype_problem, hidden))
         # With an output of the wrong shape no gradient could be taken: say nothing of them.
         shaped = np.shape(got.output) == np.shape(want.output)
         for name, grad in want.grads.items() if shaped else ():
             wrt = name.split(":", 1)[-1]
             found = got.grads.get(name)
             if found is None:
-                problem = compare.Difference(f"no gradient with respect to {wrt} came back")
+                problem = compare.Difference(
+                    _("no gradient with respect to {wrt} came back", wrt=wrt)
+                )
             else:
                 problem = compare.gradient_difference(grad, found, case, wrt)
-            checks.append(_check(f"{prefix}gradient wrt {wrt}, {case.label}", problem, hidden))
+            name = prefix + _("gradient wrt {wrt}, {label}", wrt=wrt, label=case.label)
+            checks.append(_check(name, problem, hidden))
     for prop in part.properties:
         if not prop.targets or case.target in prop.targets:
             broken = prop.check(case, np.asarray(got.output))
             checks.append(
                 CheckResult(
-                    f"{prefix}{prop.name}, {case.label}",
+                    f"{prefix}{tr(prop.name)}, {case.label}",
                     broken is None,
                     broken or "",
                     "property: " + prop.name if broken else None,

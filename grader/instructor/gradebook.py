@@ -14,6 +14,7 @@ from xml.sax.saxutils import escape, quoteattr
 from grader.engine.results import ExerciseResult
 from grader.engine.spec import Exercise
 from grader.engine.status import Status
+from grader.i18n import N_, _, tr
 from grader.records import EXERCISES
 
 
@@ -104,33 +105,43 @@ def columns(documents: list[dict], records: list[Exercise]) -> list[Exercise]:
     return [record for record in EXERCISES.values() if record.id in ids]
 
 
+# The part statuses as feedback shows them (translated there).
+STATUS_WORDS = (N_("passed"), N_("failed"), N_("not implemented"), N_("error"), N_("timeout"))
+
+
 def write_feedback(path: Path, document: dict, records: list[Exercise]) -> None:
-    titles = {**{r.id: r.title for r in EXERCISES.values()}, **{r.id: r.title for r in records}}
+    titles = {r.id: tr(r.title) for r in [*EXERCISES.values(), *records]}
     lines = [
-        f"# Feedback for {document['student']}",
+        _("# Feedback for {student}", student=document["student"]),
         "",
-        f"Total: {document['total']:g} / {document['max_total']:g}",
+        _("Total: {total:g} / {max:g}", total=document["total"], max=document["max_total"]),
         "",
     ]
     if not document.get("final", True):
         lines += [
-            "Some parts were not graded: the grader itself failed there, not your code. They "
-            "will be graded again; the total above is not final.",
+            _(
+                "Some parts were not graded: the grader itself failed there, not your code. "
+                "They will be graded again; the total above is not final."
+            ),
             "",
         ]
     if document["flags"]:
-        lines += [f"Flags: {', '.join(document['flags'])}", ""]
+        lines += [_("Flags: {flags}", flags=", ".join(document["flags"])), ""]
     for exercise in document["exercises"]:
         lines += [
-            f"## Exercise {exercise['exercise']}: {titles.get(exercise['exercise'], '')}",
+            _(
+                "## Exercise {id}: {title}",
+                id=exercise["exercise"],
+                title=titles.get(exercise["exercise"], ""),
+            ),
             "",
-            f"Score: {exercise['score']:g} / {exercise['max_score']:g}",
+            _("Score: {score:g} / {max:g}", score=exercise["score"], max=exercise["max_score"]),
             "",
         ]
         for part in exercise["parts"]:
             lines.append(
                 f"- **{part['name']}** {part['score']:g}/{part['max_score']:g} — "
-                f"{part['status'].replace('_', ' ')}"
+                f"{tr(part['status'].replace('_', ' '))}"
             )
             seen = set()
             for check in part["checks"]:

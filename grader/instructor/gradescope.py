@@ -21,8 +21,10 @@ import json
 import traceback
 from pathlib import Path
 
+from grader import i18n
 from grader.engine.grading import grade
 from grader.engine.status import Status
+from grader.i18n import _
 from grader.instructor.batch import BatchError, BatchOptions, require_sandbox
 from grader.instructor.gradebook import atomic_write
 from grader.instructor.submissions import FORBIDDEN_PACKAGES, find_exercise_file, scan
@@ -95,7 +97,13 @@ def results_for(
         path, problem = found.path, found.problem
         flags = scan(path) if path else []
         if flags:
-            lines.append(f"{record.file}: flagged for the instructor: {', '.join(flags)}")
+            lines.append(
+                _(
+                    "{file}: flagged for the instructor: {flags}",
+                    file=record.file,
+                    flags=", ".join(flags),
+                )
+            )
         if problem:
             for part in record.parts:
                 tests.append(
@@ -175,6 +183,8 @@ def main(argv=None) -> int:
         config = json.loads((args.root / "source" / "gradescope.json").read_text())
         seed = hidden_seed(config["seed_key"], args.root)
         print(f"Hidden-check seed: {seed}")  # Gradescope's log: the instructor's eyes only
+        # The language of the release (`grader --lang zh release gradescope`).
+        i18n.use(config.get("lang") or i18n.DEFAULT)
         results = results_for(
             args.root / "submission",
             config["exercises"],
@@ -183,14 +193,14 @@ def main(argv=None) -> int:
             unsandboxed=bool(config.get("unsandboxed")),
         )
     except BatchError as error:  # no sandbox here: nothing of the submission ran
-        results = {"score": 0.0, "tests": [], "output": f"Not graded: {error}"}
+        results = {"score": 0.0, "tests": [], "output": _("Not graded: {error}", error=error)}
     except Exception:  # noqa: BLE001 - the student must get a result, whatever broke
         # The traceback is the instructor's (Gradescope's log), never the student's page.
         traceback.print_exc()
         results = {
             "score": 0.0,
             "tests": [],
-            "output": "The autograder failed (not your code); please tell your instructor.",
+            "output": _("The autograder failed (not your code); please tell your instructor."),
         }
     write_results(results_path, results)
     return 0

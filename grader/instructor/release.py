@@ -12,6 +12,7 @@ from pathlib import Path
 
 from grader import KIT
 from grader.engine.references import LiveReference, write_fixture
+from grader.i18n import language
 from grader.instructor.stubs import BEGIN, END
 from grader.records import EXERCISES, get_exercise
 
@@ -210,6 +211,8 @@ def release_gradescope(target: Path, exercises: list[str], unsandboxed: bool = F
             "unsandboxed": unsandboxed,
             # Keys the hidden-check seed of each submission (grader.instructor.gradescope).
             "seed_key": secrets.token_hex(16),
+            # The students' pages in the language of the release.
+            "lang": language(),
         }
         (root / "gradescope.json").write_text(json.dumps(config))
         versions = tested_versions()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import sys
 
 import click
@@ -10,6 +11,7 @@ from grader.engine import feedback
 from grader.engine.results import ExerciseResult
 from grader.engine.spec import Exercise
 from grader.engine.status import Answer, CaseStatus, Status
+from grader.i18n import N_, _, display_width, pad, stub_path, tr
 
 COLOURS = {
     Status.PASSED: "green",
@@ -17,12 +19,13 @@ COLOURS = {
     Status.TIMEOUT: "red",
     Status.ERROR: "red",
 }
+# Translated where shown (`tr`).
 WORDS = {
-    Status.PASSED: "passed",
-    Status.NOT_IMPLEMENTED: "not implemented yet",
-    Status.TIMEOUT: "timed out",
-    Status.ERROR: "error",
-    Status.FAILED: "failed",
+    Status.PASSED: N_("passed"),
+    Status.NOT_IMPLEMENTED: N_("not implemented yet"),
+    Status.TIMEOUT: N_("timed out"),
+    Status.ERROR: N_("error"),
+    Status.FAILED: N_("failed"),
 }
 
 
@@ -51,10 +54,10 @@ def render(
         return click.style(text, **kwargs) if color is not False else text
 
     ok_mark, fail_mark = _marks()
-    name_width = max(len(part.name) for part in result.parts)
+    name_width = max(display_width(part.name) for part in result.parts)
     lines = [
-        style(f"Exercise {record.id} · {record.title}", bold=True),
-        style(f"  graded file: {result.submission}", bold=True),
+        style(_("Exercise {id} · {title}", id=record.id, title=tr(record.title)), bold=True),
+        style(_("  graded file: {path}", path=result.submission), bold=True),
     ]
     common = "" if verbose else feedback.common_failure(result)
     if common:
@@ -63,8 +66,9 @@ def render(
     for part in result.parts:
         mark = ok_mark if part.status == Status.PASSED else fail_mark
         head = (
-            f"  {mark} {part.name:<{name_width}}  {_points(part.score)}/{_points(part.max_score)}"
-            f"  {WORDS.get(part.status, part.status)}"
+            f"  {mark} {pad(part.name, name_width)}  "
+            f"{_points(part.score)}/{_points(part.max_score)}"
+            f"  {tr(WORDS.get(part.status, part.status))}"
         )
         lines.append(style(head, fg=COLOURS.get(part.status, "red")))
         failures = [check for check in part.checks if not check.passed]
@@ -93,19 +97,27 @@ def render(
             lines.extend(f"      {ok_mark} {check.name}" for check in part.checks if check.passed)
     for written in result.for_instructor:
         state = (
-            "written: for the instructor"
+            _("written: for the instructor")
             if written["status"] == Answer.WRITTEN
-            else f"not written yet ({written['answer_file']})"
+            else _("not written yet ({file})", file=written["answer_file"])
         )
         lines.append(
-            f"  · {written['name']:<{name_width}}  {_points(written['max_score'])} pt  "
-            f"{state}, not in the automatic score"
+            _(
+                "  · {name}  {points} pt  {state}, not in the automatic score",
+                name=pad(written["name"], name_width),
+                points=_points(written["max_score"]),
+                state=state,
+            )
         )
-    total = f"Score: {_points(result.score)}/{_points(result.max_score)}"
+    total = _("Score: {score}/{max}", score=_points(result.score), max=_points(result.max_score))
     lines.append(style(total, bold=True, fg="green" if result.passed else None))
     if not result.passed:
         lines.append(
-            f"Edit {result.submission}, then run `{again or f'grader check {record.id}'}` again."
+            _(
+                "Edit {path}, then run `{command}` again.",
+                path=result.submission,
+                command=again or f"grader check {record.id}",
+            )
         )
     return "\n".join(lines)
 
@@ -113,36 +125,54 @@ def render(
 def _to_do(hint: str) -> str:
     """A "not implemented yet (Exercise 8-2: ...)" message as a short to-do line: its first
     sentence."""
-    if not hint.endswith(")") or "(" not in hint:
+    prefix = _("not implemented yet") + " ("
+    if not hint.endswith(")") or not hint.startswith(prefix):
         return hint
-    words = hint.removeprefix("not implemented yet (")[:-1]
-    first = words.split(". ", 1)[0].rstrip(".")
-    return f"to do: {first}" + ("." if first else "")
+    words = hint.removeprefix(prefix)[:-1]
+    first = re.split(r"\. |。", words, maxsplit=1)[0].rstrip(".。")
+    return _(
+        "to do: {hint}", hint=first + ("." if first and first.isascii() else "。" if first else "")
+    )
 
 
 def render_show(record: Exercise) -> str:
     lines = [
-        f"Exercise {record.id} · {record.title}",
-        f"Section: {record.section}",
-        f"File to edit: exercises/{record.file}",
+        _("Exercise {id} · {title}", id=record.id, title=tr(record.title)),
+        _("Section: {section}", section=record.section),
+        _("File to edit: {path}", path=stub_path(record)),
         "",
-        record.summary,
+        tr(record.summary),
         "",
-        "Parts:",
+        _("Parts:"),
     ]
-    width = max(len(part.name) for part in record.parts)
+    width = max(display_width(part.name) for part in record.parts)
     for part in record.parts:
-        lines.append(f"  {part.name:<{width}}  {_points(part.points)} pt  {part.description}")
+        lines.append(
+            _(
+                "  {name}  {points} pt  {description}",
+                name=pad(part.name, width),
+                points=_points(part.points),
+                description=tr(part.description),
+            )
+        )
     for written in record.written:
         lines.append(
-            f"  {written.name:<{width}}  {_points(written.points)} pt  written, in "
-            f"exercises/answers/{record.id}.md: {written.prompt} (for the instructor, not in "
-            "the automatic score)"
+            _(
+                "  {name}  {points} pt  written, in exercises/answers/{id}.md: {prompt} (for the "
+                "instructor, not in the automatic score)",
+                name=pad(written.name, width),
+                points=_points(written.points),
+                id=record.id,
+                prompt=tr(written.prompt),
+            )
         )
     lines += [
         "",
-        f"Total: {_points(record.max_score)} points. A part scores its points when "
-        "every check of it passes (outputs, gradients, dtype).",
-        f"Grade it with: grader check {record.id}",
+        _(
+            "Total: {points} points. A part scores its points when every check of it passes "
+            "(outputs, gradients, dtype).",
+            points=_points(record.max_score),
+        ),
+        _("Grade it with: grader check {id}", id=record.id),
     ]
     return "\n".join(lines)

@@ -7,6 +7,7 @@ answer. The stub keeps everything else (imports, signatures, docstrings, given c
 
 from __future__ import annotations
 
+import ast
 import re
 from pathlib import Path
 
@@ -85,4 +86,61 @@ def sync_stubs(
         notebook = sync_notebook(record, stub, exercises, write)
         if notebook is not None:
             changed.append(notebook)
+    return changed
+
+
+# Chinese stubs (issue 18): the same code, their texts from the catalog.
+TRANSLATED = {"zh": "练习 {id}：{hint}"}
+
+
+def make_translated_stub(source: str, exercise_id: str, language: str = "zh") -> str:
+    """The stub of `source` for students of `language`: the code of `make_stub`, with the
+    module docstring (the task) and the hints of the NotImplementedError messages from the
+    catalog (a text it lacks stays English; the catalog test fails then)."""
+    from grader.i18n import translator
+
+    translate = translator(language)
+    tree = ast.parse(source)
+    lines = source.splitlines(keepends=True)
+    first = tree.body[0] if tree.body else None
+    if isinstance(first, ast.Expr) and isinstance(getattr(first, "value", None), ast.Constant):
+        docstring = ast.get_docstring(tree, clean=False)
+        text = translate(docstring).replace("\\", "\\\\").replace('"""', '\\"\\"\\"')
+        ending = lines[first.end_lineno - 1][first.end_col_offset :]
+        lines[first.lineno - 1 : first.end_lineno] = [f'"""{text}"""{ending}']
+    translated = []
+    for line in lines:
+        begin = BEGIN.match(line)
+        if begin and begin["hint"]:
+            line = f"{begin['indent']}# BEGIN SOLUTION: {translate(begin['hint'])}\n"
+        translated.append(line)
+    stub = make_stub("".join(translated), exercise_id)
+    prefix = f'raise NotImplementedError("Exercise {exercise_id}: '
+    wording = TRANSLATED[language].format(id=exercise_id, hint="")
+    return stub.replace(prefix, f'raise NotImplementedError("{wording}')
+
+
+def sync_translated_stubs(
+    solutions: Path | None = None,
+    exercises: Path | None = None,
+    write: bool = True,
+    ids: list[str] | None = None,
+) -> list[Path]:
+    """Make exercises/<language>/ (exercises/zh/) from the solutions, as `sync_stubs` makes
+    exercises/; return the stubs that were (or would be) changed."""
+    solutions = solutions or package_dir("solutions")
+    exercises = exercises or package_dir("exercises")
+    changed = []
+    for language in TRANSLATED:
+        for record in EXERCISES.values():
+            if ids and record.id not in ids:
+                continue
+            source = (solutions / record.file).read_text(encoding="utf-8")
+            stub = make_translated_stub(source, record.id, language)
+            target = exercises / language / record.file
+            if not target.is_file() or target.read_text(encoding="utf-8") != stub:
+                changed.append(target)
+                if write:
+                    target.parent.mkdir(parents=True, exist_ok=True)
+                    target.write_text(stub, encoding="utf-8")
     return changed

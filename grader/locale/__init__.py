@@ -1,0 +1,1 @@
+"""Message catalogs (gettext .po sources, compiled .mo) and the tool that keeps them."""
