@@ -219,7 +219,7 @@ def test_integrity_and_file_problems_are_flagged(graded, student, flag):
 @pytest.mark.parametrize(
     "student,phrase",
     [
-        ("empty", "no ex8_2.py in the submission"),
+        ("empty", "no ex8_2.py (or ex8_2.ipynb) in the submission"),
         ("twice", "several files named ex8_2.py (a/ex8_2.py, b/ex8_2.py)"),
         ("zipslip", "points outside the archive"),
         ("linked", "symbolic link"),
