@@ -151,7 +151,7 @@ def test_gradescope_setup_pins_the_tested_versions_and_makes_its_own_python(auto
     "files,phrase",
     [
         ({"ex8_2.py": "def oops(:\n"}, "SyntaxError"),
-        ({"notes.txt": "forgot the code"}, "no ex8_2.py in the submission"),
+        ({"notes.txt": "forgot the code"}, "no ex8_2.py (or ex8_2.ipynb) in the submission"),
         ({"ex8_2.py": "import os\nos._exit(1)\n"}, "exited with status 1"),
     ],
 )
