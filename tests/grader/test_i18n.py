@@ -125,8 +125,8 @@ def _planted_scale_forgotten(language: str):
     case = part.make_cases(np.random.default_rng(0))[0]
     right = ref.scaled_dot_scores(case.inputs["query"], case.inputs["key"])
     wrong = ref.dot_scores(case.inputs["query"], case.inputs["key"])
-    want = CaseOutput(CaseStatus.OK, right, {}, "float64")
-    got = CaseOutput(CaseStatus.OK, wrong, {}, "float64")
+    want = CaseOutput(CaseStatus.OK, right, {}, dtype="float64")
+    got = CaseOutput(CaseStatus.OK, wrong, {}, dtype="float64")
     with speaking(language):
         checks = judge_case(part, case, want, got)
         result = ExerciseResult("8-2", [PartResult(part.name, part.points, Status.FAILED, checks)])
