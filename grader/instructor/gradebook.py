@@ -100,6 +100,10 @@ def columns(documents: list[dict], records: list[Exercise]) -> list[Exercise]:
     return [record for record in EXERCISES.values() if record.id in ids]
 
 
+# A width no feedback line reaches: each problem is one markdown line.
+UNWRAPPED = 100_000
+
+
 def write_feedback(path: Path, document: dict, records: list[Exercise]) -> None:
     titles = {**{r.id: r.title for r in EXERCISES.values()}, **{r.id: r.title for r in records}}
     lines = [
@@ -123,21 +127,29 @@ def write_feedback(path: Path, document: dict, records: list[Exercise]) -> None:
             f"Score: {exercise['score']:g} / {exercise['max_score']:g}",
             "",
         ]
+        common, shown = _problems(exercise)
+        lines += [line.strip() for line in common]
         for part in exercise["parts"]:
             lines.append(
                 f"- **{part['name']}** {part['score']:g}/{part['max_score']:g} — "
                 f"{part['status'].replace('_', ' ')}"
             )
-            seen = set()
-            for check in part["checks"]:
-                if check["passed"] or check["message"] in seen:
-                    continue
-                seen.add(check["message"])
-                lines.append(f"  - {check['name']}: {check['message']}".replace("\n", " "))
-                if len(seen) == 3:
-                    break
+            lines += [f"  - {line.strip()}" for line in shown.get(part["name"], [])]
         lines.append("")
     atomic_write(path, "\n".join(lines))
+
+
+def _problems(exercise: dict) -> tuple[list[str], dict[str, list[str]]]:
+    """The lines `grader check` shows for an exercise of a result file (the same renderer:
+    grader.instructor.report.problem_lines), one line a problem (markdown wraps them)."""
+    from grader.instructor.report import problem_lines
+
+    record = EXERCISES.get(exercise.get("exercise"))
+    if record is None:
+        return [], {}
+    # No "fix that part first": the submitted file (maybe a zip) is not at hand here.
+    result = ExerciseResult.from_dict(exercise)
+    return problem_lines(record, result, width=UNWRAPPED, first_causes={})
 
 
 def load_documents(out: Path, students: list[str]) -> list[dict]:
