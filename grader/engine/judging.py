@@ -153,7 +153,7 @@ def _judge_case(part, case: Case, want: CaseOutput, got: CaseOutput, source=None
     checks = [
         _check(
             f"{prefix}output, {case.label}",
-            compare.difference(want.output, got.output, case, part.mistakes),
+            compare.difference(want.output, got.output, case, part.mistakes, part.recompute),
             hidden,
         )
     ]
