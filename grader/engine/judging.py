@@ -136,7 +136,9 @@ def _judge_case(part, case: Case, want: CaseOutput, got: CaseOutput, source=None
         return [CheckResult(f"{prefix}{case.label}", False, message, cause=got.status)]
     if got.status != CaseStatus.OK:
         raw = got.error_words()
-        explained = framework_errors.explain(got.exception, got.message, got.where, case, source)
+        explained = framework_errors.explain(
+            got.exception, got.message, got.where, case, source, got.frames
+        )
         return [
             CheckResult(
                 f"{prefix}{case.label}",
