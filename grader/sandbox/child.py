@@ -317,7 +317,9 @@ def _arguments(code) -> list[str]:
     """The names of a function's parameters (self left out), from its code object."""
     count = code.co_argcount + code.co_kwonlyargcount
     count += bool(code.co_flags & 0x04) + bool(code.co_flags & 0x08)  # *args, **kwargs
-    return [str(name) for name in code.co_varnames[:count] if name != "self"][:50]
+    # A comprehension's hidden ".0" is no name a line can use.
+    names = [str(name) for name in code.co_varnames[:count]]
+    return [name for name in names if name.isidentifier() and name != "self"][:50]
 
 
 def describe(error: BaseException, module_path: str) -> dict:
