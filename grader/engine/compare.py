@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from grader.engine import diagnosis
-from grader.engine.spec import LAYER, Case, Mistake
+from grader.engine.spec import LAYER, Case, Mistake, Recompute
 from grader.i18n import _, tr
 
 # The names of differences the engine recognises on any exercise (a diagnosis), as against the
@@ -66,9 +66,14 @@ def matches(expected: np.ndarray, received: np.ndarray, case: Case) -> bool:
 
 
 def difference(
-    expected: np.ndarray, received: np.ndarray, case: Case, mistakes: tuple[Mistake, ...] = ()
+    expected: np.ndarray,
+    received: np.ndarray,
+    case: Case,
+    mistakes: tuple[Mistake, ...] = (),
+    recompute: Recompute | None = None,
 ) -> Difference | None:
-    """None when they agree; otherwise where they differ and, if recognised, the mistake."""
+    """None when they agree; otherwise where they differ and, if recognised, the mistake (of
+    `mistakes`, else a slip of grader.engine.diagnosis, recomputing by `recompute` if given)."""
     expected = np.asarray(expected, dtype=np.float64)
     received = np.asarray(received)
     if received.shape != expected.shape:
@@ -115,7 +120,8 @@ def difference(
         candidate = mistake.output(case)
         if candidate is not None and matches(np.asarray(candidate, np.float64), received, case):
             return Difference(tr(mistake.explanation), mistake.name, both)
-    slip = diagnosis.diagnose(expected, received, case, lambda a, b: matches(a, b, case))
+    agree = lambda a, b: matches(a, b, case)  # noqa: E731
+    slip = diagnosis.diagnose(expected, received, case, agree, recompute)
     if slip is not None:
         return Difference(slip[1], slip[0], both)
     if not np.any(received):

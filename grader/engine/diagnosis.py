@@ -8,8 +8,16 @@ by √d = √4"), a normalisation over another axis, two axes swapped (batch and
 right values in the wrong places (heads split or merged in the wrong order), a bias or a
 residual input missing or added twice.
 
+Where a part declares how its output is recomputed (`Part.recompute`, a reference function and
+which of its arguments are weights, the scale and lengths: grader.engine.spec.Recompute), the
+reference is also recomputed in the grader's process under each slip of its arguments: a weight
+used transposed, the scores scaled by the square root of another size of the case ("you scaled
+by √value_dim = √3; scale by √key_dim = √2"), valid lengths off by one. A recomputation that does
+not give the expected output itself is not trusted, and a slip is named only when it explains
+every value of the output.
+
 Nothing here names an exercise: a record's own `Mistake`s are tried first (grader.engine.compare)
-and say more where they apply.
+and say more where they apply. Messages are templates with named fields (translated at display).
 """
 
 from __future__ import annotations
@@ -20,7 +28,7 @@ import re
 
 import numpy as np
 
-from grader.engine.spec import Case
+from grader.engine.spec import Case, Recompute, call_with_case
 
 # "Tq=3" in a label; not "0.5=x" nor a part of a word.
 _SIZE = re.compile(r"(?<![\w.])([A-Za-z][\w]*)=(\d+)(?![\w.])")
@@ -36,9 +44,35 @@ def sizes(case: Case) -> dict[str, int]:
     return {name: value for name, value in found.items() if name not in NEVER_A_SCALE}
 
 
-def diagnose(expected: np.ndarray, received: np.ndarray, case: Case, agree) -> tuple | None:
+TRANSPOSED_WEIGHT = (
+    "this is the output with {weight} used transposed ({weight}ᵀ in its place): use the "
+    "weight as it is given, of shape (inputs, outputs)"
+)
+SCALED_BY_ANOTHER = "you scaled by {used}; scale by {right}"
+LENGTHS_PLUS_ONE = (
+    "each row keeps one position too many: a mask off by one (position j is valid for "
+    "j < {lengths}; positions start at 0)"
+)
+LENGTHS_MINUS_ONE = (
+    "each row keeps one position too few: a mask off by one (position j is valid for "
+    "j < {lengths}, the last valid one included)"
+)
+
+
+def diagnose(
+    expected: np.ndarray,
+    received: np.ndarray,
+    case: Case,
+    agree,
+    recompute: Recompute | None = None,
+) -> tuple | None:
     """(name, explanation) of the first slip that explains `received`, or None. `agree(a, b)`
-    says whether two arrays of the expected shape agree within the case's tolerance."""
+    says whether two arrays of the expected shape agree within the case's tolerance;
+    `recompute`: the part's declaration of how its reference is recomputed, if any."""
+    if recompute is not None and (not recompute.targets or case.target in recompute.targets):
+        found = _recomputed_slip(expected, received, case, agree, recompute)
+        if found:
+            return SLIP + found[0], found[1]
     for slip in (_scaled_by_a_size, _normalised_elsewhere, _axes_swapped, _bias_or_residual):
         found = slip(expected, received, case, agree)
         if found:
@@ -49,6 +83,92 @@ def diagnose(expected: np.ndarray, received: np.ndarray, case: Case, agree) -> t
             "needed, or axes (heads, time steps) split or merged in the wrong order"
         )
     return None
+
+
+def _recomputed_slip(expected, received, case, agree, recompute: Recompute):
+    def output(**changed):
+        try:
+            found = call_with_case(recompute.function, case, changed)
+        except Exception:  # noqa: BLE001 - a slip the reference cannot compute is no slip
+            return None
+        found = found[0] if isinstance(found, tuple) else found
+        found = np.asarray(found, dtype=np.float64)
+        return found if found.shape == expected.shape else None
+
+    def explains(**changed) -> bool:
+        found = output(**changed)
+        return found is not None and agree(found, received)
+
+    # The recomputation must give the expected output itself before any slip of it is trusted.
+    plain = output()
+    if plain is None or not agree(plain, expected):
+        return None
+    for slip in (_weight_transposed, _scaled_inside, _lengths_off_by_one):
+        found = slip(case, recompute, explains)
+        if found:
+            return found
+    return None
+
+
+def _weight_transposed(case, recompute, explains):
+    for name in recompute.weights:
+        weight = case.weights.get(name, case.inputs.get(name))
+        if weight is None or np.ndim(weight) < 2:
+            continue
+        weight = np.asarray(weight)
+        # A square weight only: another would not fit transposed, and the code would crash.
+        if weight.shape[-1] != weight.shape[-2] or np.allclose(weight, np.swapaxes(weight, -1, -2)):
+            continue
+        if explains(**{name: np.swapaxes(weight, -1, -2)}):
+            return "weight transposed", TRANSPOSED_WEIGHT.format(weight=name)
+    return None
+
+
+def _scaled_inside(case, recompute, explains):
+    if not recompute.scale:
+        return None
+    argument, size = recompute.scale
+    named = _sizes_settings_first(case)
+    right = named.get(size, case.params.get(size))
+    if not isinstance(right, int | np.integer) or isinstance(right, bool):
+        return None
+    right = int(right)
+    by_value: dict[int, list[str]] = {}
+    for name, value in named.items():
+        by_value.setdefault(value, []).append(name)
+    for value, names in by_value.items():
+        if value == right or size in names:
+            continue
+        if explains(**{argument: value}):
+            return "scaled by another size", SCALED_BY_ANOTHER.format(
+                used=f"√{' or '.join(names)} = √{value}", right=f"√{size} = √{right}"
+            )
+    if right > 1 and explains(**{argument: right * right}):
+        return "scaled by the size, not its root", SCALED_BY_ANOTHER.format(
+            used=f"{size} = {right}", right=f"√{size} = √{right}"
+        )
+    return None
+
+
+def _lengths_off_by_one(case, recompute, explains):
+    for name in recompute.lengths:
+        lengths = case.inputs.get(name, case.params.get(name))
+        if lengths is None or not isinstance(lengths, np.ndarray | list | tuple):
+            continue
+        lengths = np.asarray(lengths)
+        if explains(**{name: lengths + 1}):
+            return "mask off by one", LENGTHS_PLUS_ONE.format(lengths=name)
+        if np.all(lengths >= 1) and explains(**{name: lengths - 1}):
+            return "mask off by one", LENGTHS_MINUS_ONE.format(lengths=name)
+    return None
+
+
+def _sizes_settings_first(case: Case) -> dict[str, int]:
+    """The case's named sizes, its settings (key_dim=, value_dim=) before its shapes' sizes, so
+    that "√value_dim or Tk = √3" names the setting first."""
+    named = sizes(case)
+    first = {name: value for name, value in named.items() if name in case.params}
+    return first | {name: value for name, value in named.items() if name not in first}
 
 
 def _scaled_by_a_size(expected, received, case, agree):

@@ -1,8 +1,11 @@
 """Errors of TensorFlow, Keras and NumPy that students meet, as one sentence that says what to
 do, with the student's file and line.
 
-The child reports an error as words (exception, message, where: grader.engine.protocol); this
-module reads those words in the grader's process, never anything else the child made. An error
+The child reports an error as words (exception, message, where: grader.engine.protocol) and the
+student's frames as data; this module reads those in the grader's process, never anything else
+the child made. It points to the frame where the bad value was made, not where it was noticed:
+a helper of the student's that failed on a value its caller passed it (lengths of shape (B,)
+not expanded, used by masked_softmax_from_mask) is reported at the caller's line. An error
 it does not know is shown as raised, without the framework's device dump
 (`{{function_node __wrapped__MatMul_device_/job:localhost/...}}`); the raw words stay available
 for --verbose (CheckResult.raw).
@@ -15,6 +18,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from grader.engine.protocol import Frame
 from grader.engine.spec import LAYER, Case
 
 # TensorFlow's prefix and suffix around an op's own message.
@@ -30,6 +34,8 @@ class Translation:
 
     pattern: re.Pattern
     words: object
+    # A value of the wrong shape: made by a caller as often as where it was noticed.
+    shape: bool = False
 
 
 def _dtype(name: str) -> str:
@@ -103,15 +109,22 @@ TRANSLATIONS = (
             r"Matrix size-incompatible: In\[0\]: \[(?P<a>[\d,]*)\], In\[1\]: \[(?P<b>[\d,]*)\]"
         ),
         _matmul_shapes,
+        shape=True,
     ),
     Translation(
         re.compile(
             r"Incompatible shapes: (?P<a>\[[\d,]*\]) vs\. (?P<b>\[[\d,]*\])"
+            r"|condition (?P<a3>\[[\d,]*\]), then (?P<b3>\[[\d,]*\]).* must be broadcastable"
             r"|could not be broadcast together with shapes (?P<a2>\([\d, ]*\)) (?P<b2>\([\d, ]*\))"
         ),
         lambda match, case: _broadcast_shapes(
-            {"a": match["a"] or match["a2"], "b": match["b"] or match["b2"]}, case
+            {
+                "a": match["a"] or match["a2"] or match["a3"],
+                "b": match["b"] or match["b2"] or match["b3"],
+            },
+            case,
         ),
+        shape=True,
     ),
 )
 
@@ -121,20 +134,107 @@ def without_dump(message: str) -> str:
     return _OP_SUFFIX.sub("", _DEVICE_DUMP.sub("", message)).strip()
 
 
+# Said after an error reported at the caller's line: where it was raised, on what.
+PASSED_FROM_HERE = (
+    "{sentence} (raised in {function}, line {line}, on a value this line passes to it: fix "
+    "that value here)"
+)
+
+
 def explain(
-    exception: str, message: str, where: str, case: Case, source: Path | None = None
+    exception: str,
+    message: str,
+    where: str,
+    case: Case,
+    source: Path | None = None,
+    frames: tuple[Frame, ...] = (),
 ) -> str | None:
-    """The error in one sentence with where in the student's file, or None when it is not a
-    framework error this module knows (and has no dump to strip)."""
+    """The error in one sentence with where in the student's file (the frame where the bad
+    value was made, see `cause_frame`), or None when it is not a framework error this module
+    knows, has no dump to strip and was raised where its value was made."""
     text = f"{exception}: {message}"
+    # A value of the wrong shape is made by the caller as often as not; other errors belong
+    # where they were raised.
+    shaped = any(t.pattern.search(text) for t in TRANSLATIONS if t.shape)
+    cause, noticed = cause_frame(frames, case, source) if shaped else (None, None)
+
+    def placed(sentence: str) -> str:
+        if cause is None:
+            return located(sentence, where or _definition(source, case))
+        sentence = PASSED_FROM_HERE.format(
+            sentence=sentence, function=noticed.function, line=noticed.line
+        )
+        return located(sentence, _where(cause))
+
     for translation in TRANSLATIONS:
         match = translation.pattern.search(text)
         if match:
-            return located(translation.words(match, case), where or _definition(source, case))
+            return placed(translation.words(match, case))
     stripped = without_dump(message)
     if stripped != message:
-        return located(f"{exception}: {stripped}", where)
+        return placed(f"{exception}: {stripped}")
     return None
+
+
+def cause_frame(
+    frames: tuple[Frame, ...], case: Case, source: Path | None = None
+) -> tuple[Frame | None, Frame | None]:
+    """(the caller's frame to report instead, the frame that raised), or (None, None) when the
+    error belongs where it was raised. A frame hands the blame to its caller when it is a
+    helper (not the case's target nor a layer's call) whose failing line uses what it was
+    given: an argument, or (read from the parsed `source`) a name computed from one."""
+    own = {case.target, "call"}
+    index = len(frames) - 1
+    while index > 0 and frames[index].function not in own:
+        frame = frames[index]
+        given = _given(frame, source)
+        if not given & set(re.findall(r"[A-Za-z_]\w*", frame.code)):
+            break
+        index -= 1
+    if index >= len(frames) - 1:
+        return None, None
+    return frames[index], frames[-1]
+
+
+def _given(frame: Frame, source: Path | None) -> set[str]:
+    """The frame's arguments, and the names its function assigns from them before its failing
+    line (from the parsed file: `keep = ops.cast(mask, "bool")` makes keep given too)."""
+    given = set(frame.arguments)
+    if source is None:
+        return given
+    try:
+        tree = ast.parse(Path(source).read_bytes())
+    except (OSError, SyntaxError, ValueError):
+        return given
+    function = next(
+        (
+            node
+            for node in ast.walk(tree)
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
+            and node.name == frame.function
+            and node.lineno <= frame.line <= (node.end_lineno or node.lineno)
+        ),
+        None,
+    )
+    if function is None:
+        return given
+    assignments = sorted(
+        (node for node in ast.walk(function) if isinstance(node, ast.Assign | ast.AugAssign)),
+        key=lambda node: node.lineno,
+    )
+    for node in assignments:
+        if node.lineno >= frame.line:
+            break
+        used = {name.id for name in ast.walk(node.value) if isinstance(name, ast.Name)}
+        if used & given:
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            given |= {n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)}
+    return given
+
+
+def _where(frame: Frame) -> str:
+    where = f"{frame.file}, line {frame.line}, in {frame.function}"
+    return f"{where}: {frame.code}" if frame.code else where
 
 
 def located(sentence: str, where: str) -> str:

@@ -140,7 +140,9 @@ def _judge_case(part, case: Case, want: CaseOutput, got: CaseOutput, source=None
         return [CheckResult(f"{prefix}{case.label}", False, message, cause=got.status)]
     if got.status != CaseStatus.OK:
         raw = got.error_words()
-        explained = framework_errors.explain(got.exception, got.message, got.where, case, source)
+        explained = framework_errors.explain(
+            got.exception, got.message, got.where, case, source, got.frames
+        )
         return [
             CheckResult(
                 f"{prefix}{case.label}",
@@ -161,7 +163,7 @@ def _judge_case(part, case: Case, want: CaseOutput, got: CaseOutput, source=None
     checks = [
         _check(
             prefix + _("output, {label}", label=case.label),
-            compare.difference(want.output, got.output, case, part.mistakes),
+            compare.difference(want.output, got.output, case, part.mistakes, part.recompute),
             hidden,
         )
     ]

@@ -25,6 +25,21 @@ if TYPE_CHECKING:
 
 # The words of a failure, as the child describes it (grader.sandbox.child.describe).
 FAILURE_FIELDS = ("exception", "message", "where")
+# The most frames of the student's file a failure reports (the innermost ones).
+MAX_FRAMES = 20
+
+
+@dataclass(frozen=True)
+class Frame:
+    """A frame of the student's file in a failure's traceback, as data the child reported:
+    file name, line, function and that line's source (shown, never run)."""
+
+    file: str
+    line: int
+    function: str
+    code: str
+    # The names of the function's parameters (what it was given).
+    arguments: tuple[str, ...] = ()
 
 
 def output_key(index: int) -> str:
@@ -61,6 +76,8 @@ class CaseOutput:
     where: str = ""
     # The limit of the sandbox the failure ran into, if the child saw one.
     limit: Limit | None = None
+    # The student's frames of the failure, outermost first (`where` is the last of them).
+    frames: tuple[Frame, ...] = ()
 
     def error_words(self) -> str:
         """The failure as a student reads it: exception, message and where in their file."""
@@ -130,7 +147,35 @@ def _failure(status: CaseStatus, report: dict) -> CaseOutput:
     if limit is not None and not _is_word(limit, Limit):
         raise ValueError("the process reported a malformed result")
     text = {key: printable(report.get(key, "")) for key in FAILURE_FIELDS}
-    return CaseOutput(status, **text, limit=Limit(limit) if limit is not None else None)
+    limit = Limit(limit) if limit is not None else None
+    return CaseOutput(status, **text, limit=limit, frames=_frames(report.get("frames", [])))
+
+
+_FRAME_FIELDS = ("file", "line", "function", "code", "arguments")
+
+
+def _frames(reported) -> tuple[Frame, ...]:
+    """The frames a child reported, checked field by field (plain strings and an int, nothing
+    else is accepted); anything else raises ValueError (a malformed report)."""
+    if not isinstance(reported, list) or len(reported) > MAX_FRAMES:
+        raise ValueError("the process reported a malformed result")
+    frames = []
+    for frame in reported:
+        if not isinstance(frame, dict) or set(frame) != set(_FRAME_FIELDS):
+            raise ValueError("the process reported a malformed result")
+        line, arguments = frame["line"], frame["arguments"]
+        texts = [frame[key] for key in ("file", "function", "code")]
+        if (
+            type(line) is not int
+            or not all(isinstance(text, str) for text in texts)
+            or not isinstance(arguments, list)
+            or len(arguments) > 50
+            or not all(isinstance(name, str) and name.isidentifier() for name in arguments)
+        ):
+            raise ValueError("the process reported a malformed result")
+        file, function, code = (printable(text, 300) for text in texts)
+        frames.append(Frame(file, line, function, code, tuple(arguments)))
+    return tuple(frames)
 
 
 def _is_word(value, vocabulary) -> bool:

@@ -51,7 +51,29 @@ class CheckResult:
         )
 
     def to_dict(self) -> dict:
-        return {"name": self.name, "passed": self.passed, "message": self.message}
+        data = {"name": self.name, "passed": self.passed, "message": self.message}
+        # What feedback ranks a failure by, kept so that a batch's feedback files (written from
+        # the result files) read as `grader check` does; a passed check stays three keys.
+        for key in ("mistake", "cause", "detail", "raw"):
+            if getattr(self, key):
+                data[key] = str(getattr(self, key))
+        return data
+
+    @classmethod
+    def from_dict(cls, data: dict) -> CheckResult:
+        """A check back from `to_dict()` (a batch's result file): only the fields feedback
+        reads, each a string; an unknown cause is none."""
+        text = lambda key: str(data.get(key) or "")  # noqa: E731
+        cause = text("cause")
+        return cls(
+            text("name"),
+            bool(data.get("passed")),
+            text("message"),
+            mistake=text("mistake") or None,
+            cause=CaseStatus(cause) if cause in set(CaseStatus) else None,
+            detail=text("detail"),
+            raw=text("raw"),
+        )
 
 
 @dataclass
@@ -77,6 +99,16 @@ class PartResult:
     @property
     def mistakes(self) -> list[str]:
         return sorted({c.mistake for c in self.checks if c.mistake})
+
+    @classmethod
+    def from_dict(cls, data: dict) -> PartResult:
+        status = data.get("status")
+        return cls(
+            str(data.get("name", "")),
+            float(data.get("max_score", 0.0)),
+            Status(status) if status in set(Status) else Status.ERROR,
+            [CheckResult.from_dict(check) for check in data.get("checks", [])],
+        )
 
     def to_dict(self) -> dict:
         return {
@@ -116,6 +148,11 @@ class ExerciseResult:
             if part.name == name:
                 return part
         raise KeyError(name)
+
+    @classmethod
+    def from_dict(cls, data: dict, submission: str = "") -> ExerciseResult:
+        parts = [PartResult.from_dict(part) for part in data.get("parts", [])]
+        return cls(str(data.get("exercise", "")), parts, submission=submission)
 
     def to_dict(self) -> dict:
         data = {

@@ -133,6 +133,23 @@ class Mistake:
 
 
 @dataclass(frozen=True)
+class Recompute:
+    """How the grader recomputes a part's output in its own process, so that
+    grader.engine.diagnosis can try its generic slips on it: `function` of grader.reference,
+    its arguments by name from the case (`call_with_case`), and which of them are `weights`
+    (a slip: one used transposed), the `scale` as (argument, the size it must be: "scale_dim",
+    "key_dim"; a slip: scaled by the square root of another size of the case) and `lengths`
+    (valid lengths; a slip: the mask off by one). Only for cases of `targets` (all if empty).
+    """
+
+    function: Callable
+    weights: tuple[str, ...] = ()
+    scale: tuple[str, str] | tuple[()] = ()
+    lengths: tuple[str, ...] = ()
+    targets: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
 class Property:
     """A property the submission's output must have, checked in the grader's process.
 
@@ -178,6 +195,8 @@ class Part:
     description: str = ""
     properties: tuple[Property, ...] = ()
     relations: tuple[Relation, ...] = ()
+    # How to recompute the output under generic slips (grader.engine.diagnosis), if declared.
+    recompute: Recompute | None = None
 
     def __post_init__(self):
         if not self.targets:

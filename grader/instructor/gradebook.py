@@ -107,6 +107,8 @@ def columns(documents: list[dict], records: list[Exercise]) -> list[Exercise]:
 
 # The part statuses as feedback shows them (translated there).
 STATUS_WORDS = (N_("passed"), N_("failed"), N_("not implemented"), N_("error"), N_("timeout"))
+# A width no feedback line reaches: each problem is one markdown line.
+UNWRAPPED = 100_000
 
 
 def write_feedback(path: Path, document: dict, records: list[Exercise]) -> None:
@@ -138,21 +140,29 @@ def write_feedback(path: Path, document: dict, records: list[Exercise]) -> None:
             _("Score: {score:g} / {max:g}", score=exercise["score"], max=exercise["max_score"]),
             "",
         ]
+        common, shown = _problems(exercise)
+        lines += [line.strip() for line in common]
         for part in exercise["parts"]:
             lines.append(
                 f"- **{part['name']}** {part['score']:g}/{part['max_score']:g} — "
                 f"{tr(part['status'].replace('_', ' '))}"
             )
-            seen = set()
-            for check in part["checks"]:
-                if check["passed"] or check["message"] in seen:
-                    continue
-                seen.add(check["message"])
-                lines.append(f"  - {check['name']}: {check['message']}".replace("\n", " "))
-                if len(seen) == 3:
-                    break
+            lines += [f"  - {line.strip()}" for line in shown.get(part["name"], [])]
         lines.append("")
     atomic_write(path, "\n".join(lines))
+
+
+def _problems(exercise: dict) -> tuple[list[str], dict[str, list[str]]]:
+    """The lines `grader check` shows for an exercise of a result file (the same renderer:
+    grader.instructor.report.problem_lines), one line a problem (markdown wraps them)."""
+    from grader.instructor.report import problem_lines
+
+    record = EXERCISES.get(exercise.get("exercise"))
+    if record is None:
+        return [], {}
+    # No "fix that part first": the submitted file (maybe a zip) is not at hand here.
+    result = ExerciseResult.from_dict(exercise)
+    return problem_lines(record, result, width=UNWRAPPED, first_causes={})
 
 
 def load_documents(out: Path, students: list[str]) -> list[dict]:

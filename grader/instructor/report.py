@@ -59,10 +59,11 @@ def render(
         style(_("Exercise {id} · {title}", id=record.id, title=tr(record.title)), bold=True),
         style(_("  graded file: {path}", path=result.submission), bold=True),
     ]
-    common = "" if verbose else feedback.common_failure(result)
+    common, shown = (
+        ("", {}) if verbose else problem_lines(record, result, width=width, fail_mark=fail_mark)
+    )
     if common:
-        lines += feedback.wrap(f"{fail_mark} {common}", width, "  ")
-    first_causes = feedback.causes(record, result)
+        lines += common
     for part in result.parts:
         mark = ok_mark if part.status == Status.PASSED else fail_mark
         head = (
@@ -71,28 +72,15 @@ def render(
             f"  {tr(WORDS.get(part.status, part.status))}"
         )
         lines.append(style(head, fg=COLOURS.get(part.status, "red")))
-        failures = [check for check in part.checks if not check.passed]
-        if common or not failures:
-            pass
-        elif part.status == Status.NOT_IMPLEMENTED and not verbose:
-            hints = dict.fromkeys(
-                c.message for c in failures if c.cause == CaseStatus.NOT_IMPLEMENTED
-            )
-            for hint in hints:
-                lines += feedback.wrap(_to_do(hint), width)
-        elif verbose:
+        if verbose:
+            failures = [check for check in part.checks if not check.passed]
             ranked = sorted(failures, key=lambda c: (feedback.rank(c), feedback.check_kind(c)))
             for check in ranked:
                 lines += feedback.wrap(feedback.problem_text(check, first=True), width)
                 if check.raw:
                     lines += feedback.wrap(f"(raw: {check.raw})", width, feedback.INDENT + "  ")
         else:
-            before = (
-                [feedback.cause_words(part.name, first_causes[part.name])]
-                if part.name in first_causes
-                else []
-            )
-            lines += feedback.part_lines(part, before, width)
+            lines += shown.get(part.name, [])
         if verbose:
             lines.extend(f"      {ok_mark} {check.name}" for check in part.checks if check.passed)
     for written in result.for_instructor:
@@ -120,6 +108,46 @@ def render(
             )
         )
     return "\n".join(lines)
+
+
+def problem_lines(
+    record: Exercise,
+    result: ExerciseResult,
+    *,
+    width: int | None = None,
+    fail_mark: str = "x",
+    first_causes: dict[str, list[str]] | None = None,
+) -> tuple[list[str], dict[str, list[str]]]:
+    """What a student reads of a result without --verbose, the one renderer of `grader check`
+    and of a batch's feedback files: the lines of a failure every part shares (a file that
+    does not load, shown once), and under each failed part its most useful problems, each once
+    (grader.engine.feedback). `first_causes` (part -> parts to fix first) defaults to those
+    read from the submitted file."""
+    common = feedback.common_failure(result)
+    if common:
+        return feedback.wrap(f"{fail_mark} {common}", width, "  "), {}
+    if first_causes is None:
+        first_causes = feedback.causes(record, result)
+    shown = {}
+    for part in result.parts:
+        failures = [check for check in part.checks if not check.passed]
+        if not failures:
+            continue
+        if part.status == Status.NOT_IMPLEMENTED:
+            hints = dict.fromkeys(
+                c.message for c in failures if c.cause == CaseStatus.NOT_IMPLEMENTED
+            )
+            shown[part.name] = [
+                line for hint in hints for line in feedback.wrap(_to_do(hint), width)
+            ]
+            continue
+        before = (
+            [feedback.cause_words(part.name, first_causes[part.name])]
+            if first_causes.get(part.name)
+            else []
+        )
+        shown[part.name] = feedback.part_lines(part, before, width)
+    return [], shown
 
 
 def _to_do(hint: str) -> str:

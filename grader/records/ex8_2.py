@@ -6,7 +6,7 @@ import numpy as np
 
 from grader.engine import sampling as draw
 from grader.engine import selectors as on
-from grader.engine.spec import FUNCTION, Case, Exercise, Mistake, Part
+from grader.engine.spec import FUNCTION, Case, Exercise, Mistake, Part, Recompute
 from grader.reference import attention as ref
 
 # Batch 1 and several, Tq != Tk, d = 1, a square case; hidden checks draw sizes in [1, 9).
@@ -103,6 +103,7 @@ RECORD = Exercise(
         ),
         Part(
             name="BilinearScore",
+            recompute=Recompute(ref.bilinear_scores, weights=("kernel",)),
             points=3,
             make_cases=BILINEAR.cases(bilinear_case),
             description="BilinearScore.call: scores = q W k, gradients to q, k and the kernel.",

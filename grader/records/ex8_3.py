@@ -9,7 +9,7 @@ import numpy as np
 from grader.engine import properties as relations
 from grader.engine import sampling as draw
 from grader.engine import selectors as on
-from grader.engine.spec import Exercise, Mistake, Part, Property, WrittenPart
+from grader.engine.spec import Exercise, Mistake, Part, Property, Recompute, WrittenPart
 from grader.reference import heads as ref
 
 # Batch 1 and several, N = 1, all sizes different, square kernels (d_x = d_k = d_v, where swapped
@@ -132,6 +132,7 @@ RECORD = Exercise(
     parts=(
         Part(
             name="SelfAttention",
+            recompute=Recompute(ref.self_attention, tuple(KERNELS), ("scale_dim", "d_k")),
             points=3,
             make_cases=ATTENTION.cases(attention_case),
             relations=(relations.queries_permuted(("inputs",)), relations.batch_alone()),
@@ -179,6 +180,7 @@ RECORD = Exercise(
         ),
         Part(
             name="causal mask",
+            recompute=Recompute(ref.self_attention, tuple(KERNELS), ("scale_dim", "d_k")),
             points=1,
             targets=("SelfAttention",),
             make_cases=CAUSAL.cases(attention_case, causal=True),

@@ -5,7 +5,7 @@ from __future__ import annotations
 from grader.engine import properties as relations
 from grader.engine import sampling as draw
 from grader.engine import selectors as on
-from grader.engine.spec import Exercise, Mistake, Part
+from grader.engine.spec import Exercise, Mistake, Part, Recompute
 from grader.reference import attention as ref
 
 # Tq != Tk, d_q != d_k, units = 1, a d_q = d_k case (where swapped kernels run and must be told
@@ -71,6 +71,7 @@ RECORD = Exercise(
     parts=(
         Part(
             name="AdditiveScore",
+            recompute=Recompute(ref.additive_scores, weights=KERNELS),
             points=5,
             make_cases=SCORE.cases(
                 additive_case, target="AdditiveScore", inputs=QK, upstream="B Tq Tk"
@@ -111,6 +112,7 @@ RECORD = Exercise(
         ),
         Part(
             name="AdditiveAttention",
+            recompute=Recompute(ref.additive_attention, weights=KERNELS),
             points=3,
             make_cases=ATTENTION.cases(
                 additive_case, target="AdditiveAttention", inputs=QKV, upstream="B Tq d_v"

@@ -6,7 +6,7 @@ import numpy as np
 
 from grader.engine import sampling as draw
 from grader.engine import selectors as on
-from grader.engine.spec import FUNCTION, Case, Exercise, Mistake, Part, Property
+from grader.engine.spec import FUNCTION, Case, Exercise, Mistake, Part, Property, Recompute
 from grader.reference import seq2seq as ref
 
 # Batch 1 and several, d_s != d_h, T = 1, and d_s == d_h (where swapped projection matrices run
@@ -99,6 +99,7 @@ RECORD = Exercise(
             name="step without padding",
             points=3,
             targets=("BahdanauAttentionStep",),
+            recompute=Recompute(ref.bahdanau_context, KERNELS, lengths=("source_lengths",)),
             make_cases=STEP.cases(step_case),
             description=(
                 "BahdanauAttentionStep with every source position valid: additive scores, "
@@ -121,6 +122,7 @@ RECORD = Exercise(
             name="step with padded sources",
             points=3,
             targets=("BahdanauAttentionStep",),
+            recompute=Recompute(ref.bahdanau_context, KERNELS, lengths=("source_lengths",)),
             make_cases=PADDED.cases(step_case, padding=True),
             description=(
                 "BahdanauAttentionStep with padded sources: padded positions get zero weight; "

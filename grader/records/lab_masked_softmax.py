@@ -7,7 +7,16 @@ import numpy as np
 from grader.engine import properties as relations
 from grader.engine import sampling as draw
 from grader.engine import selectors as on
-from grader.engine.spec import FUNCTION, Case, Exercise, Mistake, Part, Property, call_with_case
+from grader.engine.spec import (
+    FUNCTION,
+    Case,
+    Exercise,
+    Mistake,
+    Part,
+    Property,
+    Recompute,
+    call_with_case,
+)
 from grader.reference import attention as ref
 
 # (shape of valid_lens, maxlen): (B,), (B, Tq), maxlen 1, a square one.
@@ -247,6 +256,7 @@ RECORD = Exercise(
         ),
         Part(
             name="masked_softmax",
+            recompute=Recompute(ref.masked_attention, lengths=("valid_lens",)),
             points=4,
             make_cases=masked_softmax_cases,
             description="masked_softmax(scores, valid_lens): lengths (B,) or (B, Tq), or None.",
@@ -274,6 +284,7 @@ RECORD = Exercise(
         ),
         Part(
             name="MaskedAttentionPooling",
+            recompute=Recompute(ref.masked_attention, lengths=("valid_lens",)),
             points=2,
             make_cases=pooling_cases,
             relations=(

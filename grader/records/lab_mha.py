@@ -5,7 +5,7 @@ from __future__ import annotations
 from grader.engine import properties as relations
 from grader.engine import sampling as draw
 from grader.engine import selectors as on
-from grader.engine.spec import FUNCTION, Case, Exercise, Mistake, Part
+from grader.engine.spec import FUNCTION, Case, Exercise, Mistake, Part, Recompute
 from grader.reference import heads as ref
 
 # One head, one step, several of each; hidden checks draw (B, T) then (h, d) in [1, 5).
@@ -131,6 +131,9 @@ RECORD = Exercise(
         Part(
             name="MultiHeadAttention",
             points=5,
+            recompute=Recompute(
+                ref.flat_multi_head_attention, tuple(KERNELS), ("scale_dim", "key_dim")
+            ),
             make_cases=draw.rows_cases(mha_case, LAYERS, layer_sizes, float32=FLOAT32),
             relations=(relations.keys_permuted(("key", "value")), relations.batch_alone()),
             description="MultiHeadAttention.call: outputs and gradients w.r.t. query, key, "

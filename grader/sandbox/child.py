@@ -313,21 +313,34 @@ def unwrap_keras_message(message: str) -> str:
     return body.split("\n\nArguments received by", 1)[0].strip()
 
 
+def _arguments(code) -> list[str]:
+    """The names of a function's parameters (self left out), from its code object."""
+    count = code.co_argcount + code.co_kwonlyargcount
+    count += bool(code.co_flags & 0x04) + bool(code.co_flags & 0x08)  # *args, **kwargs
+    # A comprehension's hidden ".0" is no name a line can use.
+    names = [str(name) for name in code.co_varnames[:count]]
+    return [name for name in names if name.isidentifier() and name != "self"][:50]
+
+
 def describe(error: BaseException, module_path: str) -> dict:
     """What went wrong and where in the submitted file, for the student to read; and, as a
     field of its own, the limit it ran into (grader.sandbox.limits.limit_of), if any."""
     where = ""
     # Lines are looked up for the submission's frame alone: reading the grader's own sources
     # would be refused inside the sandbox (and flagged).
-    frames = traceback.StackSummary.extract(
-        traceback.walk_tb(error.__traceback__), lookup_lines=False
-    )
-    for frame in reversed(frames):
-        if os.path.abspath(frame.filename) == os.path.abspath(module_path):
-            where = f"{Path(module_path).name}, line {frame.lineno}, in {frame.name}"
-            if frame.line:
-                where += f": {frame.line.strip()}"
-            break
+    walked = list(traceback.walk_tb(error.__traceback__))
+    frames = traceback.StackSummary.extract(iter(walked), lookup_lines=False)
+    mine_at = [
+        index
+        for index, f in enumerate(frames)
+        if os.path.abspath(f.filename) == os.path.abspath(module_path)
+    ]
+    mine = [frames[index] for index in mine_at]
+    if mine:
+        frame = mine[-1]
+        where = f"{Path(module_path).name}, line {frame.lineno}, in {frame.name}"
+        if frame.line:
+            where += f": {frame.line.strip()}"
     if isinstance(error, SyntaxError) and error.lineno:
         where = f"{Path(error.filename or module_path).name}, line {error.lineno}"
     if isinstance(error, SystemExit):
@@ -335,5 +348,18 @@ def describe(error: BaseException, module_path: str) -> dict:
     else:
         message = unwrap_keras_message(str(error))
     described = {"exception": type(error).__name__, "message": message[:2000], "where": where}
+    if mine:
+        # The student's frames as data, outermost first, so that the grader can choose the one
+        # where a bad value was made rather than where it was noticed (grader.engine.protocol).
+        described["frames"] = [
+            {
+                "file": Path(module_path).name,
+                "line": int(f.lineno or 0),
+                "function": str(f.name),
+                "code": (f.line or "").strip()[:300],
+                "arguments": _arguments(walked[index][0].f_code),
+            }
+            for f, index in list(zip(mine, mine_at, strict=True))[-protocol.MAX_FRAMES :]
+        ]
     limit = limits.limit_of(error)
     return {**described, "limit": limit} if limit else described

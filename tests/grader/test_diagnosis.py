@@ -76,3 +76,80 @@ def test_a_correct_answer_is_never_diagnosed(dtype):
     case = Case("ScaledDotScore", LAYER, CASE.label, CASE.inputs, dtype=dtype)
     received = (SCORES / 2).astype(dtype)
     assert compare.difference(SCORES / 2, received, case) is None
+
+
+# Slips found by recomputing the reference (a part's `recompute` declaration), each planted as
+# the solution with a one-line patch and graded (one part, in the grader's own process).
+
+
+def planted_messages(tmp_path, exercise_id, part, old, new) -> tuple[list[str], list[str]]:
+    """The messages of the failed checks of `part` for the solution with `old` -> `new`, and
+    the lines `grader check` shows under the part."""
+    from grader.engine import feedback
+    from grader.engine.grading import grade
+    from tests.support.planting import plant
+
+    result = grade(exercise_id, plant(tmp_path, exercise_id, (old, new)), parts=[part])
+    graded = result.part(part)
+    failed = [check.message for check in graded.checks if not check.passed]
+    assert failed, f"{exercise_id} {part}: the planted slip passed"
+    return failed, [line.strip() for line in feedback.part_lines(graded, width=1000)]
+
+
+def test_multi_head_attention_scaled_by_value_dim_is_named_with_both_sizes(tmp_path):
+    failed, shown = planted_messages(
+        tmp_path,
+        "mha",
+        "MultiHeadAttention",
+        "ops.cast(self.key_dim, scores.dtype)",
+        "ops.cast(self.value_dim, scores.dtype)",
+    )
+    # The case with key_dim=2 and value_dim=3 (and Tk=3): named by its setting first.
+    assert any("you scaled by √value_dim or Tk = √3; scale by √key_dim = √2" in m for m in failed)
+    assert shown[0].startswith("you scaled by √value_dim")
+
+
+def test_a_square_kernel_used_transposed_is_named(tmp_path):
+    failed, shown = planted_messages(
+        tmp_path,
+        "mha",
+        "MultiHeadAttention",
+        "ops.matmul(query, self.query_kernel)",
+        "ops.matmul(query, ops.transpose(self.query_kernel))",
+    )
+    # Square only where d_q = h·key_dim (8 = 4·2); elsewhere the product does not fit.
+    assert any("query_kernel used transposed" in m for m in failed)
+    assert not any("values differ" in line for line in shown[:1])
+
+
+def test_valid_lengths_off_by_one_are_a_mask_off_by_one(tmp_path):
+    failed, shown = planted_messages(
+        tmp_path,
+        "masked-softmax",
+        "MaskedAttentionPooling",
+        "weights = masked_softmax(scores, valid_lens)",
+        "weights = masked_softmax(scores, valid_lens - 1)",
+    )
+    assert shown[0].startswith("each row keeps one position too few: a mask off by one")
+    assert "j < valid_lens" in shown[0]
+
+
+def test_a_recomputed_slip_is_never_named_for_a_correct_answer_or_an_untrusted_recomputation():
+    from grader.engine.cases import make_cases
+    from grader.engine.spec import Recompute, call_with_case
+    from grader.records import get_exercise
+
+    record = get_exercise("mha")
+    part = record.part("MultiHeadAttention")
+    for case in make_cases(record, 0)[part.name]:
+        expected = call_with_case(part.recompute.function, case)
+        # A correct answer (in the case's dtype) is no difference at all.
+        received = expected.astype(case.dtype)
+        assert compare.difference(expected, received, case, (), part.recompute) is None
+        # A recomputation that does not give the expected output is not trusted: the same
+        # slip against another "expected" names nothing.
+        slipped = call_with_case(part.recompute.function, case, {"scale_dim": 1})
+        tripled = lambda scale_dim=None, times=expected * 3.0: times  # noqa: E731
+        wrong = Recompute(tripled, scale=("scale_dim", "key_dim"))
+        found = compare.difference(expected * 2.0, slipped, case, (), wrong)
+        assert found is None or "scaled by" not in (found.mistake or "")

@@ -141,3 +141,34 @@ def test_check_grades_the_current_folder_loudly_with_the_verdict_of_batch(tmp_pa
         runner.invoke(main, ["check", "8-2", "--part", "variances", "--format", "json"]).stdout
     )
     assert data["flags"] == ["imports-attnkit"] and data["score"] == 0.0
+
+
+def test_batch_feedback_reads_as_check_does_a_named_mistake_first(tmp_path):
+    """A named mistake behind many failing checks (every case, output and gradients): the
+    batch's feedback file shows it first, once, as `grader check` does."""
+    from grader.engine.grading import grade
+    from grader.instructor import gradebook
+    from tests.support.planting import plant
+
+    folder = plant(
+        tmp_path / "alice",
+        "8-2",
+        ("return scores / ops.sqrt(ops.cast(depth, scores.dtype))", "return scores"),
+    )
+    result = grade("8-2", folder, parts=["ScaledDotScore"])
+    part = result.part("ScaledDotScore")
+    assert sum(not check.passed for check in part.checks) > 5
+    document = gradebook.student_document("alice", [result], [], 5, 0, "stamp")
+    # The feedback is written from the result file, as a batch (and a rerun) does.
+    document = json.loads(json.dumps(document))
+    path = tmp_path / "alice.md"
+    gradebook.write_feedback(path, document, [get_exercise("8-2")])
+    lines = path.read_text("utf-8").splitlines()
+    under = lines[lines.index("- **ScaledDotScore** 0/3 — failed") + 1 :]
+    problem_lines = [line[4:] for line in under if line.startswith("  - ")]
+    record = get_exercise("8-2")
+    check_lines = render(record, result, color=False, width=100_000).splitlines()
+    shown = check_lines[check_lines.index("  ✗ ScaledDotScore  0/3  failed") + 1 :]
+    assert problem_lines == [line.strip() for line in shown if line.startswith("      ")]
+    assert "scale" in problem_lines[0] and "√d" in problem_lines[0].replace("sqrt(d)", "√d")
+    assert len(problem_lines) <= 2 and "values differ" not in problem_lines[0]

@@ -137,3 +137,55 @@ class BilinearScore(keras.layers.Layer):
     assert "EagerTensor" not in text and "_id" not in text
     assert text.count("returned a NumPy array") == 1  # once, not once per case
     assert "EagerTensor" in render(record, result, color=False, verbose=True, width=100)
+
+
+def test_lengths_not_expanded_are_reported_where_they_were_passed_not_where_they_broke(tmp_path):
+    """The solution without the expand_dims of lengths (B,): the error is raised in
+    masked_softmax_from_mask (the helper it calls) but reported at masked_softmax's line."""
+    from tests.support.planting import plant
+
+    folder = plant(
+        tmp_path,
+        "masked-softmax",
+        ("lengths = ops.expand_dims(lengths, -1)", "pass  # lengths (B,) not expanded"),
+    )
+    result = grade("masked-softmax", folder, parts=["masked_softmax"])
+    errors = [c for c in failures(result.part("masked_softmax")) if c.raw]
+    assert errors, failures(result.part("masked_softmax"))
+    message = errors[0].message
+    assert message.startswith("lab_masked_softmax.py, line "), message
+    assert "(`return masked_softmax_from_mask(scores, keep)`)" in message
+    assert "raised in masked_softmax_from_mask, line" in message
+    assert "masked_softmax_from_mask" in errors[0].raw  # where it was noticed, for --verbose
+
+
+def test_an_error_of_the_helper_itself_stays_where_it_was_raised():
+    from grader.engine.protocol import Frame
+
+    case = Case("masked_softmax", "function", "B=2")
+    caller = Frame("m.py", 9, "masked_softmax", "return helper(scores, keep)", ("scores",))
+    # The failing line uses only a constant of its own: the helper's own mistake.
+    helper = Frame("m.py", 3, "helper", "bad = ops.ones((2, 3)) + ops.ones((3, 2))", ("x", "m"))
+    assert framework_errors.cause_frame((caller, helper), case) == (None, None)
+    # It uses an argument: the caller made the value.
+    helper = Frame("m.py", 3, "helper", "return x + m", ("x", "m"))
+    assert framework_errors.cause_frame((caller, helper), case) == (caller, helper)
+
+
+def test_frames_from_a_child_are_plain_data_or_a_malformed_report():
+    from grader.engine import protocol
+    from grader.engine.status import CaseStatus
+
+    frame = {"file": "m.py", "line": 3, "function": "f", "code": "x + y", "arguments": ["x"]}
+    read = protocol._failure(CaseStatus.ERROR, {"exception": "E", "frames": [frame]})
+    assert read.frames == (protocol.Frame("m.py", 3, "f", "x + y", ("x",)),)
+    for bad in (
+        {**frame, "line": "3"},
+        {**frame, "arguments": ["x; import os"]},
+        {**frame, "extra": 1},
+        [frame] * (protocol.MAX_FRAMES + 1),
+        "frames",
+    ):
+        frames = bad if isinstance(bad, list | str) else [bad]
+        with pytest.raises(ValueError, match="malformed"):
+            protocol._failure(CaseStatus.ERROR, {"exception": "E", "frames": frames})
