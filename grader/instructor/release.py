@@ -96,14 +96,21 @@ def release_student(destination: Path, seed: int = 0) -> Path:
         cases, expected = outputs[record.id]
         write_fixture(record, seed, fixtures / f"{record.id}.npz", None, outputs[record.id])
         write_compiled(record, cases, expected, fixtures / f"{record.id}{SUFFIX}")
-    leaks = solution_leaks(destination) + [str(leak) for leak in answer_leaks(destination)]
-    if leaks:
-        shutil.rmtree(destination)
-        raise ReleaseError(
-            "an answer was found in the student kit, so the kit was removed: "
-            + "; ".join(leaks[:5])
-        )
+    refuse_answers(destination)
     return destination
+
+
+def refuse_answers(kit: Path) -> None:
+    """Remove `kit` and raise ReleaseError, naming what was found, when it holds an answer:
+    a solution's lines (`solution_leaks`) or a function that behaves as one (`answer_leaks`)."""
+    leaks = [f"{path}: lines of a solution" for path in solution_leaks(kit)]
+    leaks += answer_leaks(kit)
+    if leaks:
+        shutil.rmtree(kit)
+        raise ReleaseError(
+            f"{len(leaks)} answer(s) found in the student kit, so it was removed; take them "
+            "out of the kit's sources and release again: " + "; ".join(leaks[:8])
+        )
 
 
 def _student_ignore(directory: str, names: list[str]) -> set[str]:
