@@ -11,6 +11,7 @@ public cases of some exercise target: an answer, under whatever name and in what
 
 from __future__ import annotations
 
+import gc
 import importlib
 import inspect
 import json
@@ -26,6 +27,9 @@ import numpy as np
 
 # One call may take this long (seconds) before it is given up: an answer takes milliseconds.
 CALL_SECONDS = 5.0
+# A function or class that fails on this many cases of a target before answering one is not
+# probed further on it (most of the kit's functions take other arguments than arrays).
+GIVE_UP_AFTER = 2
 # All the calls of one function or class, on every target it can take.
 CANDIDATE_SECONDS = 60.0
 
@@ -102,7 +106,8 @@ def _arguments(function, case):
 def _numbers(value) -> np.ndarray | None:
     try:
         array = np.asarray(value)
-        if array.dtype.kind not in "biuf":
+        tensor = type(value).__module__.split(".")[0] in ("tensorflow", "keras", "jax", "torch")
+        if array.dtype.kind not in "biuf" and tensor:
             import keras
 
             array = np.asarray(keras.ops.convert_to_numpy(value))
@@ -140,13 +145,16 @@ def _is_layer(candidate) -> bool:
 def reproduces(candidate, cases) -> list[str]:
     """The exercises whose expected outputs `candidate` reproduces on every case it answers
     (at least two, or the only one), never returning one of its inputs unchanged; [] when it
-    answers none or one wrongly."""
+    answers one wrongly, or fails on the first cases (an answer runs on its target's cases)."""
     from grader.engine.compare import matches
 
-    hits, exercises = 0, set()
+    hits, failures, exercises = 0, 0, set()
     for exercise, case, want in cases:
         got = output_of(candidate, case)
         if got is None:
+            failures += 1
+            if failures >= GIVE_UP_AFTER and not hits:
+                return []  # it fails on this target's arguments: not this target's answer
             continue
         if got.shape != want.shape or not matches(want, got, case):
             return []
@@ -182,9 +190,13 @@ def probe_in_children(candidates: list, by_target: dict) -> dict[int, dict]:
 def _probe_child(candidates, start, by_target, found) -> int:
     """Probe candidates[start:] in one child; the index of the last candidate it began."""
     read_end, write_end = os.pipe()
+    # TensorFlow's many objects would be copied page by page as the child's collector walks
+    # them: freeze them first (a fork then costs milliseconds, not seconds).
+    gc.freeze()
     pid = os.fork()
     if pid == 0:
         os.close(read_end)
+        gc.disable()
         try:
             for index in range(start, len(candidates)):
                 os.write(write_end, json.dumps({"begin": index}).encode() + b"\n")
