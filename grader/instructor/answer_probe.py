@@ -11,6 +11,7 @@ public cases of some exercise target: an answer, under whatever name and in what
 
 from __future__ import annotations
 
+import functools
 import gc
 import importlib
 import inspect
@@ -76,9 +77,8 @@ def public_outputs(kit: Path) -> dict[str, list]:
 def _arguments(function, case):
     """(args, kwargs) to call `function` with on `case`, or None where its signature cannot
     take them."""
-    try:
-        signature = inspect.signature(function)
-    except (TypeError, ValueError):
+    signature = _signature(function)
+    if signature is None:
         return None
     inputs = list(case.inputs.values())
     try:
@@ -101,6 +101,25 @@ def _arguments(function, case):
     if not by_name:
         return None
     return [], by_name
+
+
+@functools.cache
+def _signature(function) -> inspect.Signature | None:
+    try:
+        return inspect.signature(function)
+    except (TypeError, ValueError):
+        return None
+
+
+def _layout(case) -> tuple:
+    """What decides whether a signature takes a case: its kind and its arguments' names."""
+    return (case.kind, tuple(case.inputs), tuple(case.weights), tuple(case.params))
+
+
+def takes_any(candidate, cases) -> bool:
+    """Whether `candidate` can be called on one of `cases` (one case of each layout tried)."""
+    layouts = {_layout(case): case for _, case, _ in cases}
+    return any(callable_on(candidate, case) for case in layouts.values())
 
 
 def _numbers(value) -> np.ndarray | None:
@@ -204,7 +223,7 @@ def _probe_child(candidates, start, by_target, found) -> int:
                 plan = {
                     target: cases
                     for target, cases in by_target.items()
-                    if any(callable_on(candidate, case) for _, case, _ in cases)
+                    if takes_any(candidate, cases)
                 }
                 result = {target: reproduces(candidate, cases) for target, cases in plan.items()}
                 line = json.dumps({"index": index, "found": result}).encode() + b"\n"
@@ -238,20 +257,45 @@ def _probe_child(candidates, start, by_target, found) -> int:
     return reached
 
 
+def _origin(name: str) -> Path:
+    """Where module `name` was loaded from; the kit's folder for a namespace package (no
+    file, no code)."""
+    file = getattr(sys.modules.get(name), "__file__", None)
+    return Path(file).resolve() if file else KIT_FOLDER[0]
+
+
+KIT_FOLDER = [Path("/")]
+
+
 def main(argv: list[str]) -> int:
     kit = Path(argv[0]).resolve()
+    names = kit_modules(kit)
+    packages = {name.split(".")[0] for name in names}
     warnings.simplefilter("ignore")
     signal.signal(signal.SIGALRM, _alarm)
+    KIT_FOLDER[0] = kit
+    loaded = set(sys.modules)
     by_target = public_outputs(kit)
-    for name in kit_modules(kit):
+    for name in names:
         try:
             module = importlib.import_module(name)
         except BaseException as error:  # noqa: BLE001 - reported: a module not probed
             print(json.dumps({"module": name, "unimportable": f"{type(error).__name__}: {error}"}))
             continue
         origin = getattr(module, "__file__", None) or ""
-        if not Path(origin).resolve().is_relative_to(kit):
-            print(json.dumps({"module": name, "unimportable": f"imported from {origin}"}))
+        # Where the instructor's own kit is installed (editable), a module of the student kit
+        # could import what the kit lacks from it, and fail on a student's machine.
+        strays = [
+            f"{other} from {_origin(other)}"
+            for other in sorted(set(sys.modules) - loaded)
+            if other.split(".")[0] in packages and not _origin(other).is_relative_to(kit)
+        ]
+        if not _origin(name).is_relative_to(kit) or strays:
+            found = f"imported from {origin}" if not strays else "it imports " + strays[0]
+            found += ", outside the kit"
+            print(json.dumps({"module": name, "unimportable": found}))
+        loaded = set(sys.modules)
+        if strays or not _origin(name).is_relative_to(kit):
             continue
         candidates = [
             (attribute, candidate)
@@ -259,9 +303,7 @@ def main(argv: list[str]) -> int:
             if (inspect.isfunction(candidate) or inspect.isclass(candidate))
             # imported from elsewhere: probed where it is defined
             and getattr(candidate, "__module__", None) == name
-            and any(
-                callable_on(candidate, case) for cases in by_target.values() for _, case, _ in cases
-            )
+            and any(takes_any(candidate, cases) for cases in by_target.values())
         ]
         for index, targets in sorted(probe_in_children(candidates, by_target).items()):
             for target, exercises in targets.items():

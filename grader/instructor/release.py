@@ -197,8 +197,8 @@ def answer_leaks(kit: Path, timeout: float = 600.0) -> list[str]:
             finished = True
         elif "unimportable" in report:
             found.append(
-                f"module {report['module']} cannot be imported, so it cannot be checked for "
-                f"answers: {report['unimportable']}"
+                f"module {report['module']} cannot be imported from the kit alone, so it cannot be "
+                f"checked for answers: {report['unimportable']}"
             )
         elif "file" in report:
             found.append(
