@@ -202,15 +202,21 @@ def test_student_kit_has_no_executable_answer(student_kit):
 
 
 def test_release_refuses_an_answer_planted_under_another_name(student_kit, tmp_path):
-    # The kit with exercise 8-2 alone (fewer targets to try: a quicker probe).
-    def other_exercises(folder, names):
-        keep = ("8-2.", "ex8_2.py", "__init__.py")
-        if Path(folder).name in ("fixtures", "exercises"):
-            return [n for n in names if not n.startswith(keep) and n != "answers"]
-        return []
+    # The kit with exercise 8-2 alone and its grading engine without the command line and the
+    # instructor's tools (fewer targets and functions to try: a quicker probe).
+    def trimmed(folder, names):
+        keep = {
+            "fixtures": ("8-2.",),
+            "exercises": ("ex8_2.py", "__init__.py"),
+            "instructor": ("answer_probe.py", "__init__.py"),
+            "grader": ("cli.py", "__main__.py"),
+        }.get(Path(folder).name)
+        if Path(folder).name == "grader":
+            return [n for n in names if n in keep]
+        return [n for n in names if keep and not n.startswith(keep)]
 
     kit = tmp_path / "kit"
-    shutil.copytree(student_kit, kit, ignore=other_exercises)
+    shutil.copytree(student_kit, kit, ignore=trimmed)
     for path, text in PLANTED_ANSWERS.items():
         (kit / path).write_text(text)
     assert solution_leaks(kit) == []  # no solution's lines: only what they do gives them away
