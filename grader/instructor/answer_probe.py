@@ -202,7 +202,7 @@ def callable_on(candidate, case) -> bool:
 
 
 def probe_in_children(candidates: list, by_target: dict) -> dict[int, dict]:
-    """For each (name, candidate) of one module: {target: exercises it reproduces}. The calls
+    """For each (name, candidate): {target: exercises it reproduces}. The calls
     run in a forked child, which reports each candidate through a pipe as it is done: a called
     function may change the process it runs in (redirect its output, sandbox it, close its
     files, exit), never this one, and a child that stops is followed by another from the next
@@ -291,13 +291,16 @@ def main(argv: list[str]) -> int:
     KIT_FOLDER[0] = kit
     loaded = set(sys.modules)
     by_target = public_outputs(kit)
+    # By folder of the kit: its functions and classes, as (file, name, candidate).
+    folders: dict[Path, list] = {}
     for name in names:
         try:
             module = importlib.import_module(name)
         except BaseException as error:  # noqa: BLE001 - reported: a module not probed
             print(json.dumps({"module": name, "unimportable": f"{type(error).__name__}: {error}"}))
+            loaded = set(sys.modules)
             continue
-        origin = getattr(module, "__file__", None) or ""
+        origin = _origin(name)
         # Where the instructor's own kit is installed (editable), a module of the student kit
         # could import what the kit lacks from it, and fail on a student's machine.
         strays = [
@@ -305,27 +308,29 @@ def main(argv: list[str]) -> int:
             for other in sorted(set(sys.modules) - loaded)
             if other.split(".")[0] in packages and not _origin(other).is_relative_to(kit)
         ]
-        if not _origin(name).is_relative_to(kit) or strays:
-            found = f"imported from {origin}" if not strays else "it imports " + strays[0]
-            found += ", outside the kit"
-            print(json.dumps({"module": name, "unimportable": found}))
         loaded = set(sys.modules)
-        if strays or not _origin(name).is_relative_to(kit):
+        if strays or not origin.is_relative_to(kit):
+            found = "it imports " + strays[0] if strays else f"imported from {origin}"
+            print(json.dumps({"module": name, "unimportable": found + ", outside the kit"}))
             continue
-        candidates = [
-            (attribute, candidate)
+        folders.setdefault(origin.parent, []).extend(
+            (str(origin.relative_to(kit)), attribute, candidate)
             for attribute, candidate in sorted(vars(module).items())
             if (inspect.isfunction(candidate) or inspect.isclass(candidate))
             # imported from elsewhere: probed where it is defined
             and getattr(candidate, "__module__", None) == name
             and any(takes_any(candidate, cases) for cases in by_target.values())
-        ]
-        for index, targets in sorted(probe_in_children(candidates, by_target).items()):
+        )
+    # One child per folder: a function that harms the process it runs in (sandboxes it, limits
+    # it) harms the probing of its own folder's functions at most.
+    for candidates in folders.values():
+        found = probe_in_children([(name, c) for _, name, c in candidates], by_target)
+        for index, targets in sorted(found.items()):
             for target, exercises in targets.items():
                 if exercises:
-                    record = {"file": str(Path(origin).relative_to(kit))}
-                    record.update(name=candidates[index][0], target=target, exercises=exercises)
-                    print(json.dumps(record), flush=True)
+                    file, attribute, _ = candidates[index]
+                    record = {"file": file, "name": attribute, "target": target}
+                    print(json.dumps({**record, "exercises": exercises}), flush=True)
     print(json.dumps({"done": True}), flush=True)
     return 0
 

@@ -195,6 +195,7 @@ def test_student_kit_has_no_executable_answer(student_kit):
     assert not (student_kit / "grader" / "reference").exists()
     assert [p.name for p in (student_kit / "grader" / "records").glob("*.py")] == ["__init__.py"]
     assert len(list((student_kit / "grader" / "fixtures").glob("*" + SUFFIX))) == len(EXERCISES)
+    assert '"attnkit*"' not in (student_kit / "pyproject.toml").read_text()
     imports = re.compile(r"^\s*(from|import)\s+(grader\.reference|grader\.records\.|attnkit)", re.M)
     assert [p for p in student_kit.rglob("*.py") if imports.search(p.read_text())] == []
     # That every module of the kit imports from the kit alone, the release's answer probe
