@@ -519,7 +519,7 @@ def release_student_command(destination):
         release_student(destination)
     except ReleaseError as error:
         raise click.ClickException(str(error)) from None
-    click.echo(f"{destination}: stubs, attnkit, grader and fixtures; no solutions")
+    click.echo(f"{destination}: stubs, grader and fixtures; no solutions, no answers")
 
 
 @release.command("gradescope")

@@ -140,13 +140,36 @@ def _seeds(seed) -> tuple[int, int | None]:
     return tuple(seed) if isinstance(seed, tuple | list) else (seed, None)
 
 
-def write_fixture(record: Exercise, seed: int, path: str | Path, reference: LiveReference) -> None:
-    """Save the cases and the reference's outputs, for copies of the kit without solutions/."""
-    cases = reference.cases(record, seed)
+def reference_outputs(records, seed: int, reference: LiveReference) -> dict[str, tuple]:
+    """Each record's cases and the reference's outputs for them, by exercise id; the reference
+    runs for every record at once (its children in parallel)."""
+    cases = {record.id: reference.cases(record, seed) for record in records}
     with tempfile.TemporaryDirectory(prefix="attnkit-fixture-") as workdir:
-        job = reference.job(record, seed, Path(workdir), cases)
-        outcome = run_jobs([job])["reference"] if job else None
-        expected = reference.expected(record, seed, cases, outcome)
+        jobs = {
+            record.id: reference.job(
+                record, seed, Path(workdir), cases[record.id], key=f"reference-{record.id}"
+            )
+            for record in records
+        }
+        outcomes = run_jobs([job for job in jobs.values() if job])
+        return {
+            record.id: (
+                cases[record.id],
+                reference.expected(
+                    record, seed, cases[record.id], outcomes.get(f"reference-{record.id}")
+                ),
+            )
+            for record in records
+        }
+
+
+def write_fixture(
+    record: Exercise, seed: int, path: str | Path, reference: LiveReference, outputs=None
+) -> tuple:
+    """Save the cases and the reference's outputs, for copies of the kit without solutions/;
+    return them (cases, expected), as `reference_outputs` gives them (pass them as `outputs`
+    where they are already known)."""
+    cases, expected = outputs or reference_outputs([record], seed, reference)[record.id]
     meta, arrays = {"exercise": record.id, "seed": seed, "parts": {}}, {}
     for part in record.parts:
         described, case_arrays = cases_to_bundle(cases[part.name])
@@ -161,6 +184,7 @@ def write_fixture(record: Exercise, seed: int, path: str | Path, reference: Live
         meta["parts"][part.name] = {"cases": described, "expected": reports}
         arrays.update({f"{part.name}/{key}": value for key, value in case_arrays.items()})
     save_bundle(path, meta, arrays)
+    return cases, expected
 
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"

@@ -4,14 +4,18 @@
 from __future__ import annotations
 
 import json
+import os
 import secrets
 import shutil
+import subprocess
+import sys
 import tempfile
 import zipfile
 from pathlib import Path
 
 from grader import KIT
-from grader.engine.references import LiveReference, write_fixture
+from grader.engine.compiled import SUFFIX, write_compiled
+from grader.engine.references import LiveReference, reference_outputs, write_fixture
 from grader.i18n import language
 from grader.instructor.stubs import BEGIN, END
 from grader.records import EXERCISES, get_exercise
@@ -19,7 +23,17 @@ from grader.records import EXERCISES, get_exercise
 IGNORED = shutil.ignore_patterns(
     "__pycache__", "*.pyc", "*.egg-info", ".pytest_cache", ".ruff_cache", "fixtures"
 )
-STUDENT_PARTS = ("attnkit", "grader", "exercises")
+# A student kit has the stubs and the grader. Not attnkit: the stubs import none of it (a test
+# checks), and its layers answer exercises (attnkit/scoring/dot.py is a ScaledDotScore).
+STUDENT_PARTS = ("grader", "exercises")
+# Nor, of the grader, the answers in NumPy (grader/reference), the records that call them (the
+# kit has them compiled to data, grader.engine.compiled) and the records' own vocabulary.
+LEFT_OUT_OF_STUDENT_KIT = (
+    "grader/reference",
+    "grader/engine/sampling.py",
+    "grader/engine/selectors.py",
+)
+KEPT_OF_RECORDS = ("__init__.py",)
 
 # The kit's own README: the instructor's (with `--submission solutions`, pytest, examples/) would
 # send students to files a kit does not have.
@@ -52,7 +66,8 @@ class ReleaseError(RuntimeError):
 
 
 def release_student(destination: Path, seed: int = 0) -> Path:
-    """A kit a student can install and grade with: stubs, attnkit, grader and public fixtures."""
+    """A kit a student can install and grade with: stubs, the grader, and its records and
+    public fixtures as data; no executable answer (see `answer_leaks`)."""
     destination = Path(destination)
     if destination.exists() and any(destination.iterdir()):
         raise ReleaseError(f"{destination} is not empty: choose a new folder")
@@ -60,7 +75,7 @@ def release_student(destination: Path, seed: int = 0) -> Path:
     for name in STUDENT_PARTS:
         source = KIT / name
         if source.is_dir():
-            shutil.copytree(source, destination / name, ignore=IGNORED)
+            shutil.copytree(source, destination / name, ignore=_student_ignore)
         else:
             shutil.copy2(source, destination / name)
     notebooks = ""
@@ -72,17 +87,42 @@ def release_student(destination: Path, seed: int = 0) -> Path:
     )
     pyproject = (KIT / "pyproject.toml").read_text(encoding="utf-8")
     pyproject = pyproject.replace(', "solutions*"', "")
+    pyproject = pyproject.replace('"attnkit*", ', "")
     (destination / "pyproject.toml").write_text(pyproject, encoding="utf-8")
     fixtures = destination / "grader" / "fixtures"
     fixtures.mkdir()
-    reference = LiveReference(KIT / "solutions")
-    for record in EXERCISES.values():
-        write_fixture(record, seed, fixtures / f"{record.id}.npz", reference)
-    leaks = solution_leaks(destination)
-    if leaks:
-        shutil.rmtree(destination)
-        raise ReleaseError(f"solution code found in the release, so it was removed: {leaks[:3]}")
+    records = list(EXERCISES.values())
+    outputs = reference_outputs(records, seed, LiveReference(KIT / "solutions"))
+    for record in records:
+        cases, expected = outputs[record.id]
+        write_fixture(record, seed, fixtures / f"{record.id}.npz", None, outputs[record.id])
+        write_compiled(record, cases, expected, fixtures / f"{record.id}{SUFFIX}")
+    refuse_answers(destination)
     return destination
+
+
+def refuse_answers(kit: Path) -> None:
+    """Remove `kit` and raise ReleaseError, naming what was found, when it holds an answer:
+    a solution's lines (`solution_leaks`) or a function that behaves as one (`answer_leaks`)."""
+    leaks = [f"{path}: lines of a solution" for path in solution_leaks(kit)]
+    leaks += answer_leaks(kit)
+    if leaks:
+        shutil.rmtree(kit)
+        raise ReleaseError(
+            f"{len(leaks)} answer(s) found in the student kit, so it was removed; take them "
+            "out of the kit's sources and release again: " + "; ".join(leaks[:8])
+        )
+
+
+def _student_ignore(directory: str, names: list[str]) -> set[str]:
+    ignored = set(IGNORED(directory, names))
+    folder = Path(directory).resolve().relative_to(KIT.resolve()).as_posix()
+    for name in names:
+        if f"{folder}/{name}" in LEFT_OUT_OF_STUDENT_KIT:
+            ignored.add(name)
+        elif folder == "grader/records" and name not in KEPT_OF_RECORDS:
+            ignored.add(name)
+    return ignored
 
 
 def answer_blocks() -> list[list[str]]:
@@ -103,11 +143,7 @@ def answer_blocks() -> list[list[str]]:
 
 def solution_leaks(folder: Path) -> list[str]:
     """Files under `folder` holding a solutions folder, an answer marker, or two consecutive
-    lines of an answer (one line alone is too often an ordinary line of code to tell).
-
-    `attnkit/` is not searched: the library implements the chapter on purpose, and a student
-    kit ships it.
-    """
+    lines of an answer (one line alone is too often an ordinary line of code to tell)."""
     pairs = {
         (first, second)
         for block in answer_blocks()
@@ -116,8 +152,6 @@ def solution_leaks(folder: Path) -> list[str]:
     }
     leaks = [str(p) for p in folder.rglob("solutions") if p.is_dir()]
     for path in folder.rglob("*.py"):
-        if "attnkit" in path.relative_to(folder).parts[:1]:
-            continue
         lines = [
             line.strip()
             for line in path.read_text(encoding="utf-8", errors="replace").splitlines()
@@ -128,6 +162,54 @@ def solution_leaks(folder: Path) -> list[str]:
         ):
             leaks.append(str(path))
     return leaks
+
+
+def answer_leaks(kit: Path, timeout: float = 600.0) -> list[str]:
+    """Answers in `kit` found by what they do (grader.instructor.answer_probe, run in a child
+    with only the kit on its path): each function or class of any of its modules that
+    reproduces the expected outputs of an exercise target's public cases, and each module that
+    cannot be imported (so cannot be told free of answers)."""
+    kit = Path(kit).resolve()
+    environment = {
+        key: value for key, value in os.environ.items() if key not in ("PYTHONPATH", "PYTHONHOME")
+    }
+    with tempfile.TemporaryDirectory(prefix="attnkit-probe-") as scratch:
+        environment.update(PYTHONPATH=str(kit), HOME=scratch, PYTHONDONTWRITEBYTECODE="1")
+        try:
+            done = subprocess.run(
+                [sys.executable, "-m", "grader.instructor.answer_probe", str(kit)],
+                cwd=scratch,
+                env=environment,
+                capture_output=True,
+                text=True,
+                timeout=timeout,
+            )
+        except subprocess.TimeoutExpired:
+            return [f"the answer probe did not finish in {timeout:g} s"]
+    found, finished = [], False
+    for line in done.stdout.splitlines():
+        try:
+            report = json.loads(line)
+        except ValueError:
+            continue  # something a probed module printed
+        if not isinstance(report, dict):
+            continue
+        if report.get("done") is True:
+            finished = True
+        elif "unimportable" in report:
+            found.append(
+                f"module {report['module']} cannot be imported from the kit alone, so it cannot be "
+                f"checked for answers: {report['unimportable']}"
+            )
+        elif "file" in report:
+            found.append(
+                f"{report['file']}: {report['name']} reproduces the expected outputs of "
+                f"{report['target']} (exercise {', '.join(report['exercises'])})"
+            )
+    if not finished:
+        tail = done.stderr.strip()[-1500:]
+        found.append(f"the answer probe stopped (exit status {done.returncode}): {tail}")
+    return found
 
 
 RUN_AUTOGRADER = """#!/usr/bin/env bash

@@ -2,22 +2,33 @@
 
 import json
 import os
+import re
+import shutil
 import subprocess
 import sys
 import zipfile
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from grader import sandbox
+from grader.engine.cases import make_cases
+from grader.engine.compiled import NOT_JUDGED, SUFFIX, case_key, load_record
+from grader.engine.grading import grade
+from grader.engine.references import FixtureReference
 from grader.instructor.release import (
     ReleaseError,
+    refuse_answers,
     release_gradescope,
     release_student,
     solution_leaks,
 )
 from grader.instructor.stubs import package_dir
+from grader.records import EXERCISES
+from tests.grader.test_lab_masked_softmax import FROM_LENGTHS, SEQUENCE_MASK
 from tests.support.gradescope_schema import read_results
+from tests.support.grading import HEADER, replace_function
 
 pytestmark = pytest.mark.ex8_2
 
@@ -50,15 +61,92 @@ def test_student_kit_has_no_solutions(student_kit):
     assert solution_leaks(package_dir("solutions").parent) != []
 
 
-def test_student_kit_grades_from_its_fixtures(student_kit):
-    stub = run_kit(student_kit, "-m", "grader.cli", "check", "8-2", "--format", "json")
-    assert stub.returncode == 1, stub.stderr
-    assert {p["status"] for p in json.loads(stub.stdout)["parts"]} == {"not_implemented"}
+# Named mistakes in two exercises (one told apart by a `when`, one caught by properties too),
+# the other parts of 8-2 right.
+PLANTED_8_2 = replace_function(
+    ALICE.read_text(),
+    "softmax_jacobian",
+    "    probs = ops.softmax(ops.convert_to_tensor(scores), axis=-2)\n"
+    "    diagonal = probs[..., :, None] * ops.eye(ops.shape(probs)[-1], dtype=probs.dtype)\n"
+    "    return diagonal - probs[..., :, None] * probs[..., None, :]",
+)
+PLANTED_MASKED_SOFTMAX = (
+    HEADER
+    + SEQUENCE_MASK.format(expression="np.arange(maxlen) <= valid_lens[..., None]")
+    + FROM_LENGTHS.format(body="return ops.softmax(np.where(mask, scores, -1e6))")
+    + "\ndef masked_softmax_from_mask(scores, mask):\n"
+    "    weights = ops.softmax(ops.where(mask, -1e9, scores))\n"
+    "    return ops.where(mask, 0.0, weights)\n"
+)
 
-    (student_kit / "exercises" / "ex8_2.py").write_text(ALICE.read_text())
-    solved = run_kit(student_kit, "-m", "grader.cli", "check", "8-2", "--format", "json")
-    assert solved.returncode == 0, solved.stdout + solved.stderr
-    assert json.loads(solved.stdout)["score"] == 10.0
+
+def test_student_kit_grades_as_the_records_do(student_kit, tmp_path):
+    (tmp_path / "ex8_2.py").write_text(PLANTED_8_2)
+    (tmp_path / "lab_masked_softmax.py").write_text(PLANTED_MASKED_SOFTMAX)
+    shutil.copy(student_kit / "exercises" / "ex8_1.py", tmp_path)  # the stub
+    ids = ("8-2", "masked-softmax", "8-1")
+    done = run_kit(
+        student_kit, "-m", "grader.cli", "check", *ids, "--submission", str(tmp_path),
+        "--format", "json",
+    )  # fmt: skip
+    assert done.returncode == 1, done.stdout + done.stderr
+    in_kit = [json.loads(line) for line in done.stdout.splitlines()]
+    assert {p["status"] for p in in_kit[2]["parts"]} == {"not_implemented"}
+    policy = {} if sandbox.status()["complete"] else None
+    in_repo = [grade(i, tmp_path, sandbox=policy).to_dict() for i in ids[:2]]
+    assert in_kit[:2] == in_repo  # scores, statuses, checks, mistakes and messages alike
+    failed = [c for r in in_kit for p in r["parts"] for c in p["checks"] if not c["passed"]]
+    messages = " ".join(c["message"] for c in failed)
+    for explained in ("wrong axis", "you kept j <= valid_len", "True means keep", "uniform"):
+        assert explained in messages  # the named mistakes' explanations
+    assert any(c["name"].startswith("masked positions get zero weight") for c in failed)
+    passed = {p["name"] for p in in_kit[0]["parts"] if p["status"] == "passed"}
+    assert passed == {"ScaledDotScore", "BilinearScore", "variances", "bilinear_asymmetry"}
+
+
+def test_compiled_records_hold_every_mistake_and_verdict_of_the_public_cases(student_kit):
+    """Every record, every public case: the kit's mistake outputs are the records' (None where
+    `when` says the case cannot tell), and its properties judge the expected output alike."""
+    fixtures = student_kit / "grader" / "fixtures"
+    told_apart = 0
+    for record in EXERCISES.values():
+        compiled = load_record(fixtures / f"{record.id}{SUFFIX}")
+        reference = FixtureReference(fixtures / f"{record.id}.npz")
+        shipped, expected = reference.cases(record, 0), reference.expected(record, 0, {}, None)
+        live = make_cases(record, 0)
+        for part, mine in zip(record.parts, compiled.parts, strict=True):
+            assert [m.name for m in mine.mistakes] == [m.name for m in part.mistakes]
+            assert [m.explanation for m in mine.mistakes] == [m.explanation for m in part.mistakes]
+            cases = zip(live[part.name], shipped[part.name], expected[part.name], strict=True)
+            for case, copy, want in cases:
+                assert case_key(case) == case_key(copy)
+                for theirs, ours in zip(part.mistakes, mine.mistakes, strict=True):
+                    should = theirs.output(case)
+                    found = ours.output(copy)
+                    assert (should is None) == (found is None), (record.id, theirs.name)
+                    if should is not None:
+                        np.testing.assert_array_equal(np.asarray(should, float), found)
+                        told_apart += 1
+                for theirs, ours in zip(part.properties, mine.properties, strict=True):
+                    if not theirs.targets or case.target in theirs.targets:
+                        output = np.asarray(want.output)
+                        assert ours.check(copy, output) == theirs.check(case, output)
+    assert told_apart > 100
+
+
+def test_a_property_the_kit_cannot_judge_says_so(student_kit):
+    """An output it has not seen, of the right shape, is not passed on the kit's word; another
+    shape is left to the output check, as the records do."""
+    fixtures = student_kit / "grader" / "fixtures"
+    record = load_record(fixtures / f"masked-softmax{SUFFIX}")
+    reference = FixtureReference(fixtures / "masked-softmax.npz")
+    part = record.part("masked_softmax")
+    case = reference.cases(record, 0)["masked_softmax"][0]
+    want = np.asarray(reference.expected(record, 0, {}, None)["masked_softmax"][0].output)
+    for prop in part.properties:
+        assert prop.check(case, want) is None
+        assert prop.check(case, want + 0.25) == NOT_JUDGED
+        assert prop.check(case, want[..., :1]) is None
 
 
 def test_student_kit_has_its_own_readme_and_stubs_explains_itself(student_kit):
@@ -72,6 +160,78 @@ def test_student_kit_has_its_own_readme_and_stubs_explains_itself(student_kit):
     assert done.returncode == 1 and "Traceback" not in done.stderr
     assert "student kit" in done.stderr and "grader check" in done.stderr
     assert (student_kit / "exercises" / "ex8_2.py").read_text() == before  # the work is kept
+
+
+# Answers in other forms than a solution's lines, under other names, in other files: the
+# softmax Jacobian of 8-2 in NumPy, and its ScaledDotScore as a layer.
+PLANTED_ANSWERS = {
+    "grader/engine/utils.py": """
+import numpy as np
+
+
+def helper_matrix(x):
+    e = np.exp(x - x.max(axis=-1, keepdims=True))
+    p = e / e.sum(axis=-1, keepdims=True)
+    return p[..., :, None] * np.eye(p.shape[-1]) - p[..., :, None] * p[..., None, :]
+""",
+    "exercises/shapes.py": """
+import keras
+from keras import ops
+
+
+class Mixer(keras.layers.Layer):
+    def call(self, query, key):
+        d = ops.cast(ops.shape(query)[-1], query.dtype)
+        return ops.matmul(query, ops.transpose(key, (0, 2, 1))) / ops.sqrt(d)
+""",
+    # A module that cannot be told free of answers: it does not import from the kit alone.
+    "exercises/hints.py": "from grader.reference.attention import softmax_jacobian\n",
+}
+
+
+def test_student_kit_has_no_executable_answer(student_kit):
+    # No library (its layers answer exercises), no NumPy reference, no record code.
+    assert not (student_kit / "attnkit").exists()
+    assert not (student_kit / "grader" / "reference").exists()
+    assert [p.name for p in (student_kit / "grader" / "records").glob("*.py")] == ["__init__.py"]
+    assert len(list((student_kit / "grader" / "fixtures").glob("*" + SUFFIX))) == len(EXERCISES)
+    assert '"attnkit*"' not in (student_kit / "pyproject.toml").read_text()
+    imports = re.compile(r"^\s*(from|import)\s+(grader\.reference|grader\.records\.|attnkit)", re.M)
+    assert [p for p in student_kit.rglob("*.py") if imports.search(p.read_text())] == []
+    # That every module of the kit imports from the kit alone, the release's answer probe
+    # checks (it refuses a module it cannot import): see the next test.
+
+
+def test_release_refuses_an_answer_planted_under_another_name(student_kit, tmp_path):
+    # The kit with exercise 8-2 alone and its grading engine without the command line and the
+    # instructor's tools (fewer targets and functions to try: a quicker probe).
+    def trimmed(folder, names):
+        keep = {
+            "fixtures": ("8-2.",),
+            "exercises": ("ex8_2.py", "__init__.py"),
+            "instructor": ("answer_probe.py", "__init__.py"),
+            "grader": ("cli.py", "__main__.py"),
+        }.get(Path(folder).name)
+        if Path(folder).name == "grader":
+            return [n for n in names if n in keep]
+        return [n for n in names if keep and not n.startswith(keep)]
+
+    kit = tmp_path / "kit"
+    shutil.copytree(student_kit, kit, ignore=trimmed)
+    for path, text in PLANTED_ANSWERS.items():
+        (kit / path).write_text(text)
+    assert solution_leaks(kit) == []  # no solution's lines: only what they do gives them away
+    with pytest.raises(ReleaseError) as refused:
+        refuse_answers(kit)
+    message = str(refused.value)
+    assert "3 answer(s) found" in message and not kit.exists()
+    assert (
+        "grader/engine/utils.py: helper_matrix reproduces the expected outputs of "
+        "softmax_jacobian (exercise 8-2)" in message
+    )
+    assert "exercises/shapes.py: Mixer reproduces the expected outputs of ScaledDotScore" in message
+    assert "module exercises.hints cannot be imported from the kit alone" in message
+    assert "it imports grader.reference" in message
 
 
 def test_release_refuses_a_folder_in_use(tmp_path):
