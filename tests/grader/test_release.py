@@ -120,6 +120,8 @@ def test_compiled_records_hold_every_mistake_and_verdict_of_the_public_cases(stu
             cases = zip(live[part.name], shipped[part.name], expected[part.name], strict=True)
             for case, copy, want in cases:
                 assert case_key(case) == case_key(copy)
+                if case.raises:  # a contract case: judged by the exception, not by outputs
+                    continue
                 for theirs, ours in zip(part.mistakes, mine.mistakes, strict=True):
                     should = theirs.output(case)
                     found = ours.output(copy)
