@@ -345,6 +345,9 @@ class _Plan:
     parts: dict[tuple[str, str], str] = field(default_factory=dict)  # (exercise, part) -> key
     waiting: set[str] = field(default_factory=set)
     outcomes: dict[str, Outcome] = field(default_factory=dict)
+    # exercise id -> the submitted file as unpacked (out of every child's reach), read to say
+    # where an error's code is
+    sources: dict[str, Path] = field(default_factory=dict)
 
 
 def _save_cases(scratch: Path, record, cases) -> dict[str, Path]:
@@ -381,6 +384,7 @@ def _plan_student(run: _Run, student: Student, stamp: str, home: Path, jobs: lis
             plan.problems[record.id] = problem
             continue
         plan.flags.extend(f"{flag}:{record.id}" for flag in scan(found.path))
+        plan.sources[record.id] = found.path
         # One copy of the submission per exercise: that exercise's child works (and may write)
         # in it, its parts one after another.
         directory = home / f"ex{len(jobs)}"
@@ -426,6 +430,7 @@ def _finish(run: _Run, plan: _Plan) -> None:
                     run.expected[record.id][part.name],
                     outcomes[part.name],
                     run.timeout(record),
+                    source=_readable(plan.sources.get(record.id)),
                 )
             except Exception:  # noqa: BLE001 - a bug of ours must not become a student's zero
                 judged = grader_failure(part, traceback.format_exc(limit=5))
@@ -466,6 +471,10 @@ def _finish(run: _Run, plan: _Plan) -> None:
         run.summary.not_final.append(plan.student.id)
     if run.on_student:
         run.on_student(plan.student.id, document)
+
+
+def _readable(path: Path | None) -> Path | None:
+    return path if path is not None and path.is_file() else None
 
 
 # What a failure that ran into a limit is told, before its own words: the option whose value it
