@@ -127,7 +127,10 @@ def sync_translated_stubs(
     ids: list[str] | None = None,
 ) -> list[Path]:
     """Make exercises/<language>/ (exercises/zh/) from the solutions, as `sync_stubs` makes
-    exercises/; return the stubs that were (or would be) changed."""
+    exercises/, stubs and notebooks; return those that were (or would be) changed."""
+    from grader.i18n import speaking
+    from grader.notebook.generate import sync_notebook
+
     solutions = solutions or package_dir("solutions")
     exercises = exercises or package_dir("exercises")
     changed = []
@@ -143,4 +146,9 @@ def sync_translated_stubs(
                 if write:
                     target.parent.mkdir(parents=True, exist_ok=True)
                     target.write_text(stub, encoding="utf-8")
+            # The notebook of the translated stub, its words and its check() in that language.
+            with speaking(language):
+                notebook = sync_notebook(record, stub, target.parent, write, lang=language)
+            if notebook is not None:
+                changed.append(notebook)
     return changed

@@ -21,6 +21,7 @@ import nbformat
 from nbformat import v4
 
 from grader.engine.spec import Exercise
+from grader.i18n import _, n_, tr
 
 # Metadata that marks the generated cell which grades: extraction drops it (see extract.py).
 CHECK_TAG = "attnkit-check"
@@ -31,8 +32,9 @@ def notebook_name(record: Exercise) -> str:
     return Path(record.file).stem + NOTEBOOK_SUFFIX
 
 
-def make_notebook(record: Exercise, stub: str) -> nbformat.NotebookNode:
-    """The notebook of `record` made from the stub's source (or a solution's, for tests)."""
+def make_notebook(record: Exercise, stub: str, lang: str = "") -> nbformat.NotebookNode:
+    """The notebook of `record` made from the stub's source (or a solution's, for tests), its
+    words in the language of grader.i18n; `lang` also goes to its check cell's `check()`."""
     tree = ast.parse(stub)
     # The docstring's first line is the title, which the record already gives.
     docstring = (ast.get_docstring(tree, clean=True) or "").partition("\n")[2].strip()
@@ -43,17 +45,21 @@ def make_notebook(record: Exercise, stub: str) -> nbformat.NotebookNode:
         graded = [targets[name] for name in names if name in targets]
         if graded:
             part = graded[0]
-            cells.append(
-                v4.new_markdown_cell(
-                    f"### `{names[0]}`: part *{part.name}*, {part.points:g} "
-                    f"point{'s' if part.points != 1 else ''}\n\n{part.description}".rstrip()
-                )
+            heading = n_(
+                "### `{name}`: part *{part}*, {points} point",
+                "### `{name}`: part *{part}*, {points} points",
+                int(part.points != 1) + 1,
+                name=names[0],
+                part=part.name,
+                points=f"{part.points:g}",
             )
+            cells.append(v4.new_markdown_cell(f"{heading}\n\n{tr(part.description)}".rstrip()))
         cells.append(v4.new_code_cell(chunk))
     cells.append(v4.new_markdown_cell(_check_words(record)))
     cells.append(
         v4.new_code_cell(
-            f'from grader import check\n\ncheck("{record.id}")',
+            f'from grader import check\n\ncheck("{record.id}"'
+            + (f', lang="{lang}")' if lang else ")"),
             metadata={"tags": [CHECK_TAG]},
         )
     )
@@ -69,15 +75,17 @@ def make_notebook(record: Exercise, stub: str) -> nbformat.NotebookNode:
     return notebook
 
 
-def notebook_text(record: Exercise, stub: str) -> str:
-    text = nbformat.writes(make_notebook(record, stub))
+def notebook_text(record: Exercise, stub: str, lang: str = "") -> str:
+    text = nbformat.writes(make_notebook(record, stub, lang))
     return text if text.endswith("\n") else text + "\n"
 
 
-def sync_notebook(record: Exercise, stub: str, exercises: Path, write: bool) -> Path | None:
+def sync_notebook(
+    record: Exercise, stub: str, exercises: Path, write: bool, lang: str = ""
+) -> Path | None:
     """Make `exercises/<stem>.ipynb` from the stub; return it when it was (or would be) changed."""
     target = exercises / notebook_name(record)
-    text = notebook_text(record, stub)
+    text = notebook_text(record, stub, lang)
     if target.is_file() and target.read_text(encoding="utf-8") == text:
         return None
     if write:
@@ -121,28 +129,40 @@ def _code(lines: list[str]) -> str:
 
 def _task(record: Exercise, docstring: str) -> str:
     rows = "\n".join(
-        f"| {part.name} | {part.points:g} | {part.description or ', '.join(part.targets)} |"
+        f"| {part.name} | {part.points:g} | "
+        f"{tr(part.description) if part.description else ', '.join(part.targets)} |"
         for part in record.parts
     )
     written = "".join(
-        f"\n\nWritten ({part.points:g} points, for the instructor, not in the automatic score): "
-        f"{part.prompt} Write it in `answers/{record.id}.md`."
+        "\n\n"
+        + _(
+            "Written ({points} points, for the instructor, not in the automatic score): "
+            "{prompt} Write it in `answers/{id}.md`.",
+            points=f"{part.points:g}",
+            prompt=tr(part.prompt),
+            id=record.id,
+        )
         for part in record.written
     )
+    header = _("| part | points | what is checked |")
     return (
-        f"# Exercise {record.id}: {record.title}\n\n*{record.section}*\n\n{record.summary}\n\n"
-        f"{docstring}\n\n| part | points | what is checked |\n|---|---|---|\n{rows}{written}"
+        _("# Exercise {id}: {title}", id=record.id, title=tr(record.title))
+        + f"\n\n*{tr(record.section)}*\n\n{tr(record.summary)}\n\n"
+        f"{docstring}\n\n{header}\n|---|---|---|\n{rows}{written}"
     )
 
 
 def _check_words(record: Exercise) -> str:
-    return (
+    return _(
         "## Check your work\n\n"
         "Run each cell you filled in, **save the notebook** (Ctrl+S), then run the cell below. "
         "It grades the code of the *saved* notebook, in a separate sandboxed process, "
         "against the reference: outputs and gradients, on several shapes. If a cell you ran "
         "differs from the saved file, it says so instead of grading old code. The first check "
         "takes a few seconds (TensorFlow starts); the next ones reuse the warm helper.\n\n"
-        f"In a terminal, `grader watch {record.id} {notebook_name(record)}` re-grades this "
-        f"notebook each time you save it (`grader check {record.id}` grades `{record.file}`)."
+        "In a terminal, `grader watch {id} {notebook}` re-grades this "
+        "notebook each time you save it (`grader check {id}` grades `{file}`).",
+        id=record.id,
+        notebook=notebook_name(record),
+        file=record.file,
     )

@@ -10,15 +10,16 @@ from html import escape
 from grader.engine.results import ExerciseResult
 from grader.engine.spec import Exercise
 from grader.engine.status import Status
+from grader.i18n import N_, _, tr
 
 SHOWN_FAILURES = 3
 COLOURS = {Status.PASSED: "#1a7f37", Status.NOT_IMPLEMENTED: "#9a6700"}
 WORDS = {
-    Status.PASSED: "passed",
-    Status.FAILED: "failed",
-    Status.NOT_IMPLEMENTED: "not implemented yet",
-    Status.ERROR: "error",
-    Status.TIMEOUT: "too slow",
+    Status.PASSED: N_("passed"),
+    Status.FAILED: N_("failed"),
+    Status.NOT_IMPLEMENTED: N_("not implemented yet"),
+    Status.ERROR: N_("error"),
+    Status.TIMEOUT: N_("too slow"),
 }
 STYLE = """
 .attnkit{font-family:system-ui,sans-serif;max-width:1200px;line-height:1.4}
@@ -38,17 +39,16 @@ def result_html(record: Exercise, result: ExerciseResult, pictures=(), note: str
     colour = COLOURS[Status.PASSED] if result.passed else "#cf222e"
     rows = []
     for part in result.parts:
-        status = WORDS.get(part.status, str(part.status))
+        status = tr(WORDS.get(part.status, str(part.status)))
         cell = [
             f'<span class="status" style="color:{COLOURS.get(part.status, "#cf222e")}">'
             f"{escape(status)}</span>"
         ]
         for check in _first_distinct([c for c in part.checks if not c.passed]):
-            mistake = (
-                f' <span class="mistake">mistake: {escape(check.mistake)}</span>'
-                if check.mistake
-                else ""
-            )
+            mistake = ""
+            if check.mistake:
+                named = escape(_("mistake: {name}", name=check.mistake))
+                mistake = f' <span class="mistake">{named}</span>'
             cell.append(f"<pre>{escape(check.name)}: {escape(check.message)}</pre>{mistake}")
         for picture in pictures:
             if picture.part == part.name:
@@ -62,28 +62,46 @@ def result_html(record: Exercise, result: ExerciseResult, pictures=(), note: str
             f"<td>{part.score:g}/{part.max_score:g}</td><td>{''.join(cell)}</td></tr>"
         )
     written = "".join(
-        f"<li>{escape(item['name'])} ({item['max_score']:g} pt): "
-        f"{'written' if item['status'] == 'written' else 'not written yet'} in "
-        f"<code>{escape(item['answer_file'])}</code>, for the instructor</li>"
+        "<li>"
+        + escape(
+            _(
+                "{name} ({points} pt): {state} in {file}, for the instructor",
+                name=item["name"],
+                points=f"{item['max_score']:g}",
+                state=_("written") if item["status"] == "written" else _("not written yet"),
+                file=item["answer_file"],
+            )
+        )
+        + "</li>"
         for item in result.for_instructor
     )
     return (
         f'<div class="attnkit"><style>{STYLE}</style>'
-        f"<h3>Exercise {escape(record.id)}: {escape(record.title)}</h3>"
+        + _heading(record)
         + (f"<p>{note}</p>" if note else "")
-        + f"<table><tr><th>part</th><th>points</th><th>result</th></tr>{''.join(rows)}</table>"
+        + "<table><tr>"
+        + "".join(f"<th>{escape(word)}</th>" for word in (_("part"), _("points"), _("result")))
+        + f"</tr>{''.join(rows)}</table>"
         + (f"<ul>{written}</ul>" if written else "")
-        + f'<p style="font-size:1.2em;color:{colour}"><b>Score: {result.score:g}/'
-        f"{result.max_score:g}</b></p></div>"
+        + f'<p style="font-size:1.2em;color:{colour}"><b>'
+        + escape(_("Score: {score}/{max}", score=f"{result.score:g}", max=f"{result.max_score:g}"))
+        + "</b></p></div>"
     )
+
+
+def _heading(record: Exercise) -> str:
+    title = _("Exercise {id}: {title}", id=record.id, title=tr(record.title))
+    return f"<h3>{escape(title)}</h3>"
 
 
 def problem_html(record: Exercise, problem: str) -> str:
     """Nothing was graded, and why (for example unsaved changes), loud and clear."""
     return (
         f'<div class="attnkit"><style>{STYLE}</style>'
-        f"<h3>Exercise {escape(record.id)}: {escape(record.title)}</h3>"
-        f'<div class="warning"><b>Not graded.</b><pre>{escape(problem)}</pre></div></div>'
+        + _heading(record)
+        + '<div class="warning"><b>'
+        + escape(_("Not graded."))
+        + f"</b><pre>{escape(problem)}</pre></div></div>"
     )
 
 

@@ -15,13 +15,14 @@ reference's answers are kept, so a check after the first takes about a second.
 from __future__ import annotations
 
 import ast
+import contextlib
 import os
 import shutil
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from grader import KIT
+from grader import KIT, i18n
 from grader.engine.spec import Exercise
 from grader.notebook.extract import NotebookError, notebook_code, python_of_cell
 from grader.notebook.generate import notebook_name
@@ -39,6 +40,8 @@ class Graded:
     pictures: list = field(default_factory=list)
     problem: str = ""
     note: str = ""
+    # The language the result was graded in, and is shown in (grader.i18n); "" as chosen.
+    language: str = ""
 
     @property
     def score(self) -> float:
@@ -49,6 +52,10 @@ class Graded:
         return self.result is not None and self.result.passed
 
     def text(self) -> str:
+        with _speaking(self.language):
+            return self._text()
+
+    def _text(self) -> str:
         if self.result is None:
             return f"Exercise {self.record.id}: not graded.\n{self.problem}"
         from grader.instructor.report import render
@@ -57,6 +64,10 @@ class Graded:
         return render(self.record, self.result, color=False)
 
     def html(self) -> str:
+        with _speaking(self.language):
+            return self._html()
+
+    def _html(self) -> str:
         from grader.notebook.html import problem_html, result_html
 
         if self.result is None:
@@ -75,13 +86,34 @@ class Graded:
         return f"<check {self.record.id}: {state}>"
 
 
-def check(exercise_id: str, notebook: str | os.PathLike | None = None, *, seed: int = 0):
+def _speaking(language: str):
+    return i18n.speaking(language) if language else contextlib.nullcontext()
+
+
+def check(
+    exercise_id: str,
+    notebook: str | os.PathLike | None = None,
+    *,
+    seed: int = 0,
+    lang: str | None = None,
+):
     """Grade exercise `exercise_id` as it stands in its saved notebook (see the module's words).
 
     `notebook`: the .ipynb to grade; by default `<stem>.ipynb` of the exercise in the current
     folder, else the one in the kit's exercises/. In Jupyter the result shows as HTML with
-    pictures; elsewhere it is printed as text (and returned).
+    pictures; elsewhere it is printed as text (and returned). `lang` ("en", "zh"): the language
+    of the result (the Chinese notebooks pass "zh"); by default as `grader --lang` would choose.
     """
+    language = i18n.parse(lang, "check(lang=...)") if lang else ""
+    with _speaking(language):
+        graded = _check(exercise_id, notebook, seed)
+    graded.language = language
+    if not in_jupyter():
+        print(graded.text())
+    return graded
+
+
+def _check(exercise_id, notebook, seed):
     from grader.sandbox.processes import warm_up
 
     warm_up()
@@ -93,8 +125,6 @@ def check(exercise_id: str, notebook: str | os.PathLike | None = None, *, seed: 
     else:
         stale = unsaved_changes(path, kernel_history())
         graded = Graded(record, path, problem=stale) if stale else grade_path(record, path, seed)
-    if not in_jupyter():
-        print(graded.text())
     return graded
 
 
@@ -146,12 +176,12 @@ def grade_path(
 
 def find_notebook(record: Exercise, notebook=None) -> Path:
     """The notebook to grade: the one named, else `<stem>.ipynb` in the current folder, else
-    the kit's exercises/ (where `grader stubs` puts them)."""
+    the kit's exercises/ (where `grader stubs` puts them; exercises/zh/ in Chinese)."""
     if notebook is not None:
         return Path(notebook).expanduser().resolve()
     name = notebook_name(record)
     here = Path.cwd() / name
-    return here if here.is_file() else KIT / "exercises" / name
+    return here if here.is_file() else i18n.stubs_folder(KIT / "exercises") / name
 
 
 def kernel_history() -> list[str] | None:

@@ -252,3 +252,29 @@ def test_check_grades_the_saved_notebook_with_pictures(tmp_path, capsys):
     assert [p.kind for p in graded.pictures] == ["difference", "at work"]
     printed = capsys.readouterr().out
     assert "Score: 7/10" in printed and str(path) in printed and "<" not in printed
+
+
+def test_a_chinese_notebook_grades_and_explains_in_chinese(tmp_path, capsys):
+    from grader import i18n
+
+    path = tmp_path / "ex8_2.ipynb"
+    shutil.copyfile(package_dir("examples") / "submissions" / "kim" / "ex8_2.ipynb", path)
+    graded = check("8-2", notebook=path, lang="zh")
+    assert graded.score == 7.0
+    page = graded._repr_html_()
+    assert "得分：7/10" in page and "缺少 1/√d 缩放" in page and "练习 8-2" in page
+    printed = capsys.readouterr().out
+    assert "得分：7/10" in printed and "Score: " not in printed
+    assert i18n.language() == "en"  # the notebook's language stays with its result
+
+
+def test_every_exercise_has_a_chinese_notebook_that_checks_in_chinese():
+    exercises = package_dir("exercises")
+    for record in EXERCISES.values():
+        notebook = nbformat.read(exercises / "zh" / notebook_name(record), as_version=4)
+        assert notebook.cells[0].source.startswith(f"# 练习 {record.id}：")
+        assert notebook.cells[-1].source.endswith(f'check("{record.id}", lang="zh")')
+        assert "## 检查你的作业" in notebook.cells[-2].source
+        english = nbformat.read(exercises / notebook_name(record), as_version=4)
+        code = [c.source for c in english.cells if c.cell_type == "code"]
+        assert len(code) == sum(c.cell_type == "code" for c in notebook.cells)
