@@ -8,10 +8,10 @@ from grader.engine.grading import grade
 from tests.grader.test_records import HIDDEN_SEEDS
 from tests.support.grading import (
     assert_full_marks,
-    assert_planted_mistake,
     reference_result,
     submit,
 )
+from tests.support.planting import from_table
 
 pytestmark = pytest.mark.labs
 
@@ -162,6 +162,10 @@ def alignment_body(
     return ALIGNMENT.format(queries=queries, weighting=weighting)
 
 
+SIZE_ONE_SOFTMAX = (
+    "weights = ops.softmax(ops.where(valid, scores, -1e9)[:, :, None], axis=-1)[:, :, 0]"
+)
+
 PLANTED = [
     # (part, source, the named mistake, a phrase of the feedback)
     (
@@ -172,10 +176,7 @@ PLANTED = [
     ),
     (
         "step without padding",
-        step(
-            weighting="weights = ops.softmax(ops.where(valid, scores, -1e9)[:, :, None], "
-            "axis=-1)[:, :, 0]"
-        ),
+        step(weighting=SIZE_ONE_SOFTMAX),
         "softmax over a size-1 axis",
         "plain SUM of the encoder states",
     ),
@@ -248,10 +249,14 @@ PLANTED = [
 ]
 
 
-@pytest.mark.parametrize(
-    "part_name,body,mistake,phrase", PLANTED, ids=[f"{p[0]}-{p[2] or p[3]}" for p in PLANTED]
-)
-def test_planted_mistake_fails_its_part_with_a_named_message(
-    tmp_path, part_name, body, mistake, phrase
-):
-    assert_planted_mistake(tmp_path, LAB, part_name, body, mistake, phrase)
+def planted():
+    """Every planted mistake of this exercise (graded by tests/grader/test_records.py)."""
+    padded = "step with padded sources"
+    return from_table(
+        PLANTED
+        + [
+            (padded, step(activation=""), "tanh missing", "without the tanh"),
+            (padded, step(weighting=SIZE_ONE_SOFTMAX), "softmax over a size-1 axis", "plain SUM"),
+            (padded, step(weights="self.W_h, self.W_s, self.v"), "W_s and W_h swapped", "swapped"),
+        ]
+    )
