@@ -164,6 +164,8 @@ def queries_permuted(names: tuple[str, ...], axis: int = 1, out_axis: int = 1, w
         if not _same_shape(output, permuted):
             return None
         order = _order_of(case.inputs[names[0]], variant.inputs[names[0]], axis)
+        if order is None:
+            return None  # not a permutation of this case: nothing to compare
         expected = np.take(output, order, axis=out_axis)
         if matches(expected, permuted, case):
             return None
@@ -177,14 +179,13 @@ def queries_permuted(names: tuple[str, ...], axis: int = 1, out_axis: int = 1, w
     return Relation("permutation-equivariant", vary, check)
 
 
-def _order_of(original, permuted, axis) -> list[int]:
+def _order_of(original, permuted, axis) -> list[int] | None:
     """The permutation that made `permuted` from `original` along `axis` (its entries are
-    random reals, so each slice is found by its values)."""
+    random reals, so each slice is found by its values), or None if it is not one."""
     first = np.moveaxis(np.asarray(original), axis, 0)
     second = np.moveaxis(np.asarray(permuted), axis, 0)
-    return [
-        int(np.flatnonzero([np.array_equal(row, slice_) for slice_ in first])[0]) for row in second
-    ]
+    found = [np.flatnonzero([np.array_equal(row, s) for s in first]) for row in second]
+    return [int(f[0]) for f in found] if all(len(f) for f in found) else None
 
 
 def masked_keys_changed(names: tuple[str, ...], masked, axis: int = 1):

@@ -98,7 +98,12 @@ def test_the_energy_property_explains_outputs_it_cannot_read():
     broken[2, 0] = np.nan
     assert "NaN" in trajectory_energy(case, broken)
     update_case = make_cases(RECORD, 0)["async_update"][1]  # a batch, with bias
-    assert final_energy(update_case, -update_case.inputs["state"][:, :1]) is not None
+    state = update_case.inputs["state"]
+    cut = final_energy(update_case, -state[:, :1])
+    assert cut == (
+        f"the energy cannot be checked: the result has shape {state[:, :1].shape}, "
+        f"expected {state.shape}"
+    )
 
 
 # --- correct alternatives ------------------------------------------------------------------

@@ -11,7 +11,7 @@ from tests.support.grading import (
     reference_result,
     submit,
 )
-from tests.support.planting import from_table
+from tests.support.planting import from_table, patched
 
 pytestmark = pytest.mark.labs
 
@@ -202,7 +202,7 @@ PLANTED = [
         "step with padded sources",
         step(weighting="weights = ops.softmax(scores, axis=-1)"),
         "mask forgotten",
-        "padded source positions got weight",
+        ("padded source positions got weight", "changed when masked key", "your mask leaks"),
     ),
     (
         "step with padded sources",
@@ -214,7 +214,7 @@ PLANTED = [
         "step with padded sources",
         step(weighting="weights = ops.softmax(scores, axis=-1) * ops.cast(valid, scores.dtype)"),
         "masked after the softmax",
-        "no longer sum to 1",
+        ("no longer sum to 1", "not 0: a masked key must get exactly zero weight"),
     ),
     (
         "alignment",
@@ -226,7 +226,7 @@ PLANTED = [
         "alignment",
         alignment_body(scores="scores"),
         "mask forgotten",
-        "Padded source positions got weight",
+        ("Padded source positions got weight", "your mask leaks"),
     ),
     (
         "alignment",
@@ -259,4 +259,15 @@ def planted():
             (padded, step(weighting=SIZE_ONE_SOFTMAX), "softmax over a size-1 axis", "plain SUM"),
             (padded, step(weights="self.W_h, self.W_s, self.v"), "W_s and W_h swapped", "swapped"),
         ]
-    )
+    ) + [
+        patched(
+            "step without padding",
+            "property: keys in any order",
+            "a key is being matched with another key's value",
+            LAB,
+            (
+                "ops.matmul(weights, encoder_states)[:, 0, :]",
+                "ops.matmul(weights, encoder_states[:, ::-1])[:, 0, :]",
+            ),
+        ),
+    ]

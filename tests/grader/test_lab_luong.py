@@ -11,7 +11,7 @@ from tests.support.grading import (
     reference_result,
     submit,
 )
-from tests.support.planting import from_table
+from tests.support.planting import from_table, patched
 
 pytestmark = pytest.mark.labs
 
@@ -356,4 +356,26 @@ def planted():
                 "without the tanh",
             ),
         ]
-    )
+    ) + [
+        patched(
+            "global dot",
+            "property: keys in any order",
+            "a key is being matched with another key's value",
+            LAB,
+            (
+                "encoder_states), axis=-1)\n        context = ops.matmul(weights, encoder_states)",
+                "encoder_states), axis=-1)\n"
+                "        context = ops.matmul(weights, encoder_states[:, ::-1])",
+            ),
+        ),
+        patched(
+            "global general",
+            "property: examples independent of the batch",
+            "softmax across the batch axis",
+            LAB,
+            (
+                "weights = ops.softmax(self.scores(query, encoder_states), axis=-1)",
+                "weights = ops.softmax(self.scores(query, encoder_states), axis=0)",
+            ),
+        ),
+    ]

@@ -139,6 +139,17 @@ ONE_KEY_TOO_MANY = (
 )
 OVER_QUERIES = ("weights = ops.softmax(filled, axis=-1)", "weights = ops.softmax(filled, axis=-2)")
 NOT_ZEROED = ("return ops.where(keep, weights, ops.zeros_like(weights))", "return weights")
+# A softmax written by hand whose fully masked rows are repaired by a `where`: the forward pass
+# is right, but the backward pass divides by a zero sum in the branch `where` did not pick.
+NAN_BEHIND_WHERE = (
+    """    filled = ops.where(keep, logits, ops.full_like(logits, -1e9))
+    weights = ops.softmax(filled, axis=-1)
+    return ops.where(keep, weights, ops.zeros_like(weights))""",
+    """    shifted = logits - ops.max(logits, axis=-1, keepdims=True)
+    kept = ops.exp(shifted) * ops.cast(keep, logits.dtype)
+    total = ops.sum(kept, axis=-1, keepdims=True)
+    return ops.where(total > 0, kept / total, ops.zeros_like(kept))""",
+)
 NOT_FILLED = ("filled = ops.where(keep, logits, ops.full_like(logits, -1e9))", "filled = logits")
 
 
@@ -171,6 +182,30 @@ def planted():
         ),
         *(
             patched(part, "mask applied after the softmax", "no longer sum to one", LAB, NOT_FILLED)
-            for part in ("masked_softmax_from_mask", "MaskedAttentionPooling")
+            for part in ("masked_softmax_from_mask",)
+        ),
+        patched(
+            "MaskedAttentionPooling",
+            "mask applied after the softmax",
+            ("no longer sum to one", "not 0: a masked key must get exactly zero weight"),
+            LAB,
+            NOT_FILLED,
+        ),
+        patched(
+            "MaskedAttentionPooling",
+            "property: masked keys change nothing",
+            ("changed when masked key", "your mask leaks"),
+            LAB,
+            (
+                "        weights = masked_softmax(scores, valid_lens)\n",
+                "        weights = ops.softmax(scores)\n",
+            ),
+        ),
+        patched(
+            "MaskedAttentionPooling",
+            "property: gradients finite, zero at masked keys",
+            "that are nan or inf",
+            LAB,
+            NAN_BEHIND_WHERE,
         ),
     ]

@@ -11,7 +11,7 @@ from tests.support.grading import (
     reference_result,
     submit,
 )
-from tests.support.planting import from_table
+from tests.support.planting import from_table, patched
 
 pytestmark = pytest.mark.labs
 
@@ -199,4 +199,19 @@ PLANTED = [
 
 def planted():
     """Every planted mistake of this exercise (graded by tests/grader/test_records.py)."""
-    return from_table(PLANTED)
+    return from_table(PLANTED) + [
+        patched(
+            "hopfield_update",
+            "property: keys in any order",
+            "a key is being matched with another key's value",
+            LAB,
+            ("    return X @ weights\n", "    return X[:, ::-1] @ weights\n"),
+        ),
+        patched(
+            "HopfieldAttention",
+            "property: examples independent of the batch",
+            "softmax across the batch axis",
+            LAB,
+            ("ops.softmax(scores, axis=-1), patterns)", "ops.softmax(scores, axis=0), patterns)"),
+        ),
+    ]

@@ -11,7 +11,7 @@ from tests.support.grading import (
     reference_result,
     submit,
 )
-from tests.support.planting import from_table
+from tests.support.planting import from_table, patched
 
 pytestmark = pytest.mark.labs
 
@@ -250,7 +250,7 @@ PLANTED = [
         "sequence_log_likelihood",
         likelihood(total="-terms.sum(-1)"),
         "sign flipped",
-        "negative log-likelihood",
+        ("negative log-likelihood", "never positive"),
     ),
     (
         "sequence_log_likelihood",
@@ -263,4 +263,12 @@ PLANTED = [
 
 def planted():
     """Every planted mistake of this exercise (graded by tests/grader/test_records.py)."""
-    return from_table(PLANTED)
+    return from_table(PLANTED) + [
+        patched(
+            "greedy_decode",
+            "property: examples independent of the batch",
+            "the examples of a batch must not see each other",
+            LAB,
+            ("scores[rows, :, best] = -np.inf", "scores[:, :, best] = -np.inf"),
+        )
+    ]
