@@ -40,8 +40,10 @@ def nadaraya_watson(queries, keys, values, kernel="gaussian", bandwidth=1.0):
         return gaussian_weights(queries, keys, bandwidth) @ values
     if kernel == "boxcar":
         k = (distance <= bandwidth).astype(float)
-    else:
+    elif kernel == "epanechnikov":
         k = np.clip(1 - (distance / bandwidth) ** 2, 0, None)
+    else:
+        raise ValueError(f"no kernel {kernel}")
     total = k.sum(axis=1)
     return np.divide(k @ values, total, out=np.zeros(len(queries)), where=total > 0)
 
@@ -177,6 +179,13 @@ def planted():
                 "weights = ops.exp(-ops.square(ops.expand_dims(queries, -1) - "
                 "ops.expand_dims(keys, 0)) / (2.0 * bandwidth**2))",
             ),
+        ),
+        patched(
+            "nadaraya_watson",
+            None,
+            ("no ValueError was raised", "`kernel` is not gaussian, boxcar or epanechnikov"),
+            LAB,
+            ('raise ValueError(f"unknown kernel {kernel!r}")', "k = ops.zeros_like(u)"),
         ),
         patched(
             "nadaraya_watson",
