@@ -266,6 +266,26 @@ def planted():
     return from_table(PLANTED) + [
         patched(
             "greedy_decode",
+            "argument changed in place",
+            "the argument `scores` was changed by the call",
+            LAB,
+            (
+                "scores = np.array(scores, dtype=np.float64)  # a copy: chosen",
+                "scores = np.asarray(scores, dtype=np.float64)  # a copy: chosen",
+            ),
+        ),
+        patched(
+            "sequence_log_likelihood",
+            "argument changed in place",
+            "the argument `scores` was changed by the call",
+            LAB,
+            (
+                "scores = np.array(scores, dtype=np.float64)  # a copy: earlier",
+                "scores = np.asarray(scores, dtype=np.float64)  # a copy: earlier",
+            ),
+        ),
+        patched(
+            "greedy_decode",
             "property: examples independent of the batch",
             "the examples of a batch must not see each other",
             LAB,
