@@ -261,8 +261,11 @@ def gradients_sane(masked=None, key_axes: dict[str, int] | None = None) -> Prope
     at those keys: a masked key gets weight exactly zero, so nothing flows back to it."""
 
     def check(case, grads):
+        try:
+            grads = {key: np.asarray(grad, dtype=np.float64) for key, grad in grads.items()}
+        except (TypeError, ValueError):
+            return None  # not numbers: the gradient checks say so
         for key, grad in grads.items():
-            grad = np.asarray(grad, dtype=np.float64)
             bad = int((~np.isfinite(grad)).sum())
             if bad:
                 return (
@@ -278,7 +281,7 @@ def gradients_sane(masked=None, key_axes: dict[str, int] | None = None) -> Prope
             grad = grads.get(f"input:{name}")
             if grad is None or np.shape(grad) != np.shape(case.inputs[name]):
                 continue  # the gradient checks say what is missing or misshapen
-            moved = np.moveaxis(np.asarray(grad, dtype=np.float64), axis, 1)
+            moved = np.moveaxis(grad, axis, 1)
             leaked = moved[hidden].reshape(int(hidden.sum()), -1)
             if np.any(leaked != 0):
                 row = int(np.flatnonzero(np.any(leaked != 0, axis=1))[0])

@@ -71,17 +71,9 @@ def likelihood_case(rng, B, M, N, large=False):
     return Case("sequence_log_likelihood", FUNCTION, label, {"scores": scores, "targets": targets})
 
 
-def _never_positive(case, output):
-    """log p <= 0 for a probability p <= 1 (up to rounding)."""
-    output = np.asarray(output, dtype=np.float64)
-    if output.size == 0 or np.all(output <= 1e-9):
-        return None
-    largest = float(np.max(output))
-    return (
-        f"a log-likelihood of {largest:.4g} > 0: log p(c_1, ..., c_M | x) is the logarithm "
-        "of a probability, at most 1, so it is never positive (the negative log-likelihood "
-        "is the loss, not the likelihood)"
-    )
+NEVER_POSITIVE = Property(
+    "a log-probability is never positive", on.check_of(ref.positive_log_likelihood)
+)
 
 
 def decode_cases(rng, hidden=False):
@@ -199,7 +191,7 @@ RECORD = Exercise(
             2,
             likelihood_cases,
             relations=(relations.batch_alone(),),
-            properties=(Property("a log-probability is never positive", _never_positive),),
+            properties=(NEVER_POSITIVE,),
             description=(
                 "sequence_log_likelihood: Σ_m log p(c_m | c_<m, x), earlier targets masked, "
                 "stable for large scores."

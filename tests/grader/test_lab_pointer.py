@@ -290,5 +290,5 @@ def planted():
             "the examples of a batch must not see each other",
             LAB,
             ("scores[rows, :, best] = -np.inf", "scores[:, :, best] = -np.inf"),
-        )
+        ),
     ]
