@@ -4,6 +4,8 @@ and by a planted mistake (it trips the relation, with the chapter's words). End 
 property is tripped by a planted submission of the exercise's table (`planted()` of its test
 file, graded by tests/grader/test_records.py)."""
 
+from pathlib import Path
+
 import numpy as np
 
 from grader.engine import properties as relations
@@ -128,3 +130,24 @@ def test_gradients_are_finite_and_exactly_zero_at_masked_keys():
         .startswith("the gradient with respect to kernel has 1 entries that are nan or inf")
     )
     assert relations.gradients_sane().check(case, after) is None  # no mask: finite is enough
+
+
+def test_merged_hidden_seeds_keep_each_variant_with_its_own_case():
+    """benchmarks/false_fails.py grades many hidden seeds in one run: each seed's variants must
+    still point at their own case in the merged list (they pointed at another seed's, and the
+    permutation relation crashed on 8-3)."""
+    import importlib.util
+
+    from grader.instructor.stubs import package_dir
+    from grader.records import get_exercise
+
+    path = Path(__file__).resolve().parents[2] / "benchmarks" / "false_fails.py"
+    spec = importlib.util.spec_from_file_location("false_fails", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    record = get_exercise("bahdanau")
+    merged = module.ManySeeds(package_dir("solutions"), 3).cases(record, 0)
+    variants = [(case, cases) for cases in merged.values() for case in cases if case.relation]
+    assert sum(case.label.startswith("hidden seed 2, ") for case, _ in variants) >= 3
+    for variant, cases in variants:
+        assert variant.label == f"{cases[variant.variant_of].label}, {variant.relation}"
