@@ -261,6 +261,13 @@ def planted():
         ]
     ) + [
         patched(
+            "step with padded sources",
+            "property: examples independent of the batch",
+            "softmax across the batch axis",
+            LAB,
+            ("return ops.softmax(filled, axis=-1)", "return ops.softmax(filled, axis=0)"),
+        ),
+        patched(
             "step without padding",
             "property: keys in any order",
             "a key is being matched with another key's value",
