@@ -51,10 +51,15 @@ class ManySeeds(LiveReference):
         everything = make_cases(record, 0)
         for hidden_seed in range(self.count):
             for name, cases in make_cases(record, 0, hidden_seed).items():
-                for case in cases:
+                moved = {}  # a hidden case's index in its seed's list -> in everything's
+                for index, case in enumerate(cases):
                     if case.hidden:
                         case.label = f"hidden seed {hidden_seed}, {case.label}"
+                        moved[index] = len(everything[name])
                         everything[name].append(case)
+                for case in cases:  # a variant names its case by index: follow the move
+                    if case.hidden and case.variant_of >= 0:
+                        case.variant_of = moved[case.variant_of]
         return everything
 
 

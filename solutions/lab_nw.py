@@ -55,7 +55,8 @@ def nadaraya_watson(queries, keys, values, kernel="gaussian", bandwidth=1.0):
 
     queries (m,), keys (n,), values (n,): the query points, the training inputs x_j and the
     training outputs y_j. A query with no training point inside a compact kernel's support
-    (every K = 0) is predicted as 0, not NaN. Returns shape (m,).
+    (every K = 0) is predicted as 0, not NaN. Returns shape (m,). Raise ValueError for a
+    kernel other than these three (names are case-sensitive).
     """
     # BEGIN SOLUTION: kernel matrix (m, n), rows normalised (empty rows stay 0), then values
     queries = ops.convert_to_tensor(queries)

@@ -186,8 +186,11 @@ def _judge_case(part, case: Case, want: CaseOutput, got: CaseOutput, source=None
             name = prefix + _("gradient wrt {wrt}, {label}", wrt=wrt, label=case.label)
             checks.append(_check(name, problem, hidden))
     for prop in part.properties:
+        if prop.gradients and (case.kind != LAYER or not got.grads):
+            continue  # no gradients: the gradient checks above say why
         if not prop.targets or case.target in prop.targets:
-            broken = prop.check(case, np.asarray(got.output))
+            given = dict(got.grads) if prop.gradients else np.asarray(got.output)
+            broken = prop.check(case, given)
             checks.append(
                 CheckResult(
                     f"{prefix}{tr(prop.name)}, {case.label}",

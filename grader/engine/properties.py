@@ -12,6 +12,10 @@ its words when they are not:
   its inputs permutes its outputs;
 - `batch_alone`: each example graded alone gives what it gave in the batch (nothing may be
   summed or normalised across the batch axis).
+
+And one property of a single run, on a layer's gradients (a `Property` with `gradients=True`):
+
+- `gradients_sane`: every gradient finite, and exactly zero with respect to what a mask hides.
 """
 
 from __future__ import annotations
@@ -23,7 +27,7 @@ import numpy as np
 from grader.engine.compare import matches
 from grader.engine.protocol import CaseOutput
 from grader.engine.results import CheckResult
-from grader.engine.spec import Case, Relation
+from grader.engine.spec import Case, Property, Relation
 from grader.engine.status import CaseStatus
 
 
@@ -160,6 +164,8 @@ def queries_permuted(names: tuple[str, ...], axis: int = 1, out_axis: int = 1, w
         if not _same_shape(output, permuted):
             return None
         order = _order_of(case.inputs[names[0]], variant.inputs[names[0]], axis)
+        if order is None:
+            return None  # not a permutation of this case: nothing to compare
         expected = np.take(output, order, axis=out_axis)
         if matches(expected, permuted, case):
             return None
@@ -173,14 +179,13 @@ def queries_permuted(names: tuple[str, ...], axis: int = 1, out_axis: int = 1, w
     return Relation("permutation-equivariant", vary, check)
 
 
-def _order_of(original, permuted, axis) -> list[int]:
+def _order_of(original, permuted, axis) -> list[int] | None:
     """The permutation that made `permuted` from `original` along `axis` (its entries are
-    random reals, so each slice is found by its values)."""
+    random reals, so each slice is found by its values), or None if it is not one."""
     first = np.moveaxis(np.asarray(original), axis, 0)
     second = np.moveaxis(np.asarray(permuted), axis, 0)
-    return [
-        int(np.flatnonzero([np.array_equal(row, slice_) for slice_ in first])[0]) for row in second
-    ]
+    found = [np.flatnonzero([np.array_equal(row, s) for s in first]) for row in second]
+    return [int(f[0]) for f in found] if all(len(f) for f in found) else None
 
 
 def masked_keys_changed(names: tuple[str, ...], masked, axis: int = 1):
@@ -247,3 +252,47 @@ def future_changed(name: str, axis: int = 1, out_axis: int = 1):
         )
 
     return Relation("the future changes nothing", vary, check)
+
+
+def gradients_sane(masked=None, key_axes: dict[str, int] | None = None) -> Property:
+    """A layer's gradients: finite everywhere (also for fully masked rows), and, where
+    `masked(case)` (a bool array of shape (B, Tk): key j of example b masked for every query)
+    hides keys, exactly zero with respect to each input of `key_axes` (its name: its key axis)
+    at those keys: a masked key gets weight exactly zero, so nothing flows back to it."""
+
+    def check(case, grads):
+        try:
+            grads = {key: np.asarray(grad, dtype=np.float64) for key, grad in grads.items()}
+        except (TypeError, ValueError):
+            return None  # not numbers: the gradient checks say so
+        for key, grad in grads.items():
+            bad = int((~np.isfinite(grad)).sum())
+            if bad:
+                return (
+                    f"the gradient with respect to {key.split(':', 1)[-1]} has {bad} entries "
+                    "that are nan or inf: a softmax of a row filled with -inf, or a division by "
+                    "a sum of zero weights, gives nan in the backward pass even where the "
+                    "forward pass was repaired; fill masked scores with a large negative number"
+                )
+        hidden = None if masked is None else np.asarray(masked(case), bool)
+        if hidden is None or not hidden.any():
+            return None
+        for name, axis in (key_axes or {}).items():
+            grad = grads.get(f"input:{name}")
+            if grad is None or np.shape(grad) != np.shape(case.inputs[name]):
+                continue  # the gradient checks say what is missing or misshapen
+            moved = np.moveaxis(grad, axis, 1)
+            leaked = moved[hidden].reshape(int(hidden.sum()), -1)
+            if np.any(leaked != 0):
+                row = int(np.flatnonzero(np.any(leaked != 0, axis=1))[0])
+                example, key = (int(i) for i in np.argwhere(hidden)[row])
+                size = float(np.abs(leaked[row]).max())
+                return (
+                    f"the gradient with respect to {name} at masked key {key} of example "
+                    f"{example} is {size:.3g}, not 0: a masked key must get exactly zero "
+                    "weight, so no gradient may reach it (mask the scores before the softmax, "
+                    "with a fill that makes its weight exactly 0)"
+                )
+        return None
+
+    return Property("gradients finite, zero at masked keys", check, gradients=True)

@@ -155,12 +155,15 @@ class Property:
 
     `check(case, output)` returns None when it holds, else what is wrong, in plain words (for
     example: the energy rose between steps 3 and 4). Runs on every case of its part whose target
-    is in `targets` (all targets when empty).
+    is in `targets` (all targets when empty). With `gradients`, a layer's property: `check` is
+    given the gradients the child returned, by name ("input:value", "weight:kernel"), in place
+    of the output (see grader.engine.properties.gradients_sane).
     """
 
     name: str
     check: Callable[[Case, np.ndarray], str | None]
     targets: tuple[str, ...] = ()
+    gradients: bool = False
 
 
 @dataclass(frozen=True)

@@ -58,13 +58,25 @@ def read_cases(rng, hidden=False):
     return cases + layers
 
 
+def _first_beta_zero(rng, dims):
+    beta = rng.uniform(0.5, 8.0, size=dims["B"])
+    beta[0] = 0.0
+    return beta
+
+
 def content_cases(rng, hidden=False):
     shapes = draw.shapes_for(rng, hidden, CONTENT_SHAPES, 3, 3, high=9)
     cases = draw.drawn_cases(rng, "content_weights", FUNCTION, "B N W", shapes, CONTENT)
     large = CONTENT | dict(beta=draw.uniform(800.0, 1200.0, "B"))
     label = "{dims}, beta about 1000 (numerical stability)"
-    return cases + draw.drawn_cases(
+    cases += draw.drawn_cases(
         rng, "content_weights", FUNCTION, "B N W", [(2, 6, 4)], large, label=label
+    )
+    # The docstring allows β = 0 (uniform weights): the first row gets it, the others not.
+    some_zero = CONTENT | dict(beta=_first_beta_zero)
+    label = "{dims}, beta = 0 in row 0 (uniform weights)"
+    return cases + draw.drawn_cases(
+        rng, "content_weights", FUNCTION, "B N W", [(4, 5, 3)], some_zero, label=label
     )
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from grader.engine import properties as relations
 from grader.engine import sampling as draw
 from grader.engine import selectors as on
 from grader.engine.spec import FUNCTION, Case, Exercise, Mistake, Part, Property, Recompute
@@ -56,6 +57,14 @@ def alignment_case(rng, dims):
     )
 
 
+def padding(case) -> np.ndarray:
+    """(B, T): the source positions past each sentence's length (masked for every query)."""
+    steps = case.inputs["encoder_states"].shape[1]
+    return np.arange(steps)[None, :] >= np.asarray(case.inputs["source_lengths"])[:, None]
+
+
+# What every step must do: each example alone as in the batch; gradients finite.
+STEP_RELATIONS = (relations.batch_alone(("previous_state", "encoder_states", "source_lengths")),)
 PADDING_ONLY = on.given(ref.padded)  # a padding mistake, shown only where some example is padded
 TANH = Mistake.of(
     "tanh missing",
@@ -101,6 +110,11 @@ RECORD = Exercise(
             targets=("BahdanauAttentionStep",),
             recompute=Recompute(ref.bahdanau_context, KERNELS, lengths=("source_lengths",)),
             make_cases=STEP.cases(step_case),
+            relations=(
+                relations.keys_permuted(("encoder_states",)),
+                *STEP_RELATIONS,
+            ),
+            properties=(relations.gradients_sane(),),
             description=(
                 "BahdanauAttentionStep with every source position valid: additive scores, "
                 "softmax, context; outputs and gradients."
@@ -124,6 +138,11 @@ RECORD = Exercise(
             targets=("BahdanauAttentionStep",),
             recompute=Recompute(ref.bahdanau_context, KERNELS, lengths=("source_lengths",)),
             make_cases=PADDED.cases(step_case, padding=True),
+            relations=(
+                relations.masked_keys_changed(("encoder_states",), padding),
+                *STEP_RELATIONS,
+            ),
+            properties=(relations.gradients_sane(padding, {"encoder_states": 1}),),
             description=(
                 "BahdanauAttentionStep with padded sources: padded positions get zero weight; "
                 "a sentence of length 1 puts all the weight on position 0."
@@ -163,6 +182,10 @@ RECORD = Exercise(
             name="alignment",
             points=3,
             make_cases=ALIGNED.cases(alignment_case),
+            relations=(
+                relations.masked_keys_changed(("encoder_states",), padding, axis=1),
+                relations.batch_alone(("decoder_states", "encoder_states", "source_lengths")),
+            ),
             description=(
                 "alignment: the weights of every output step, each computed with the previous "
                 "decoder state s_{t-1}; rows are distributions over the valid positions."

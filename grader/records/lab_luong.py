@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from functools import partial
 
+from grader.engine import properties as relations
 from grader.engine import sampling as draw
 from grader.engine import selectors as on
 from grader.engine.spec import FUNCTION, Case, Exercise, Mistake, Part, Property
@@ -39,6 +40,11 @@ SCORE_WEIGHTS = {
 }
 LOCAL_WEIGHTS = {"W_p": "d units", "v_p": "units", "W_c": "2d units"}
 KERNELS = ("W_a", "W_c", "W_p")  # drawn N(0, 1/rows)
+
+
+# Global attention pools over the source positions: their order must not matter, and each
+# example is attended alone.
+GLOBAL_RELATIONS = (relations.keys_permuted(("encoder_states",)), relations.batch_alone())
 
 
 def global_case(rng, dims, score):
@@ -120,6 +126,8 @@ RECORD = Exercise(
             points=2,
             targets=("LuongAttention",),
             make_cases=DOT.cases(global_case, score="dot"),
+            relations=GLOBAL_RELATIONS,
+            properties=(relations.gradients_sane(),),
             description="LuongAttention(score='dot'): h_tᵀh̄_s, softmax, context, h̃_t.",
             mistakes=(
                 Mistake.of(
@@ -138,6 +146,8 @@ RECORD = Exercise(
             points=2,
             targets=("LuongAttention",),
             make_cases=GENERAL.cases(global_case, score="general"),
+            relations=GLOBAL_RELATIONS,
+            properties=(relations.gradients_sane(),),
             description="LuongAttention(score='general'): h_tᵀ W_a h̄_s, then as for dot.",
             mistakes=(
                 Mistake.transposed(
@@ -163,6 +173,8 @@ RECORD = Exercise(
             points=2,
             targets=("LuongAttention",),
             make_cases=CONCAT.cases(global_case, score="concat"),
+            relations=GLOBAL_RELATIONS,
+            properties=(relations.gradients_sane(),),
             description="LuongAttention(score='concat'): v_aᵀ tanh(W_a[h_t; h̄_s]).",
             mistakes=(
                 Mistake.of(
@@ -187,6 +199,7 @@ RECORD = Exercise(
             name="local_p_weights",
             points=2,
             make_cases=WINDOW.cases(window_case),
+            relations=(relations.batch_alone(("scores", "positions")),),
             description=(
                 "local_p_weights: softmax over the window |s - p_t| <= D times the Gaussian "
                 "with σ = D/2; zero outside the window."
@@ -229,6 +242,8 @@ RECORD = Exercise(
             name="LocalPAttention",
             points=2,
             make_cases=LOCAL.cases(local_case),
+            relations=(relations.batch_alone(),),
+            properties=(relations.gradients_sane(),),
             description=(
                 "LocalPAttention: p_t = S·sigmoid(v_pᵀ tanh(W_p h_t)), local-p weights, "
                 "h̃_t; gradients reach W_p and v_p through the Gaussian."

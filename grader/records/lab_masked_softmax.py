@@ -292,6 +292,7 @@ RECORD = Exercise(
                 relations.masked_keys_changed(("values",), padded_everywhere),
                 relations.batch_alone(),
             ),
+            properties=(relations.gradients_sane(padded_everywhere, {"scores": 2, "values": 1}),),
             description="MaskedAttentionPooling.call: masked weights times values; finite "
             "gradients, also for fully masked rows.",
             mistakes=(UNIFORM, NOT_RENORMALISED, OFF_BY_ONE, WRONG_AXIS),

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from grader.engine import properties as relations
 from grader.engine import sampling as draw
 from grader.engine import selectors as on
 from grader.engine.spec import FUNCTION, Case, Exercise, Mistake, Part, Property
@@ -161,6 +162,7 @@ RECORD = Exercise(
             name="hopfield_update",
             points=4,
             make_cases=update_cases,
+            relations=(relations.keys_permuted(("X",)),),
             description=(
                 "hopfield_update: X softmax(β Xᵀ ξ) over many β and pattern sets, one state or "
                 "several, stable for β = 1000."
@@ -182,6 +184,8 @@ RECORD = Exercise(
             name="HopfieldAttention",
             points=4,
             make_cases=attention_cases,
+            relations=(relations.keys_permuted(("patterns",)), relations.batch_alone()),
+            properties=(relations.gradients_sane(),),
             description=(
                 "HopfieldAttention: softmax(β Q Pᵀ) P, keys = values = the stored patterns; "
                 "outputs and gradients."

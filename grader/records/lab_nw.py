@@ -79,7 +79,18 @@ def regression_cases(rng, hidden=False):
     queries = np.array([0.5, 1.25, 2.0, 3.75, 6.0])
     for kernel in ("boxcar", "epanechnikov"):
         cases.append(_case(rng, "nadaraya_watson", 5, 16, 0.5, kernel, queries, grid, GRID))
+    if not hidden:  # the docstring's ValueError for a kernel it does not name
+        for kernel in ("triangle", "Gaussian"):
+            case = _case(rng, "nadaraya_watson", 3, 4, 1.0, "gaussian")
+            case.params["kernel"], case.label = kernel, f"kernel={kernel!r}"
+            case.raises, case.promise = "ValueError", UNKNOWN_KERNEL
+            cases.append(case)
     return cases
+
+
+UNKNOWN_KERNEL = (
+    "the docstring asks for a ValueError when `kernel` is not gaussian, boxcar or epanechnikov"
+)
 
 
 def parametric_case(rng, dims):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from grader.engine import properties as relations
 from grader.engine import sampling as draw
 from grader.engine import selectors as on
 from grader.engine.spec import FUNCTION, Case, Exercise, Mistake, Part, Property
@@ -70,6 +71,11 @@ def likelihood_case(rng, B, M, N, large=False):
     return Case("sequence_log_likelihood", FUNCTION, label, {"scores": scores, "targets": targets})
 
 
+NEVER_POSITIVE = Property(
+    "a log-probability is never positive", on.check_of(ref.positive_log_likelihood)
+)
+
+
 def decode_cases(rng, hidden=False):
     settings = [*_hidden(rng, 2, 10), dict(B=2, M=5, N=5, offset=-3.0)] if hidden else DECODE
     return [decode_case(rng, **setting) for setting in settings]
@@ -97,6 +103,8 @@ RECORD = Exercise(
             "PointerScores",
             4,
             SCORES.cases(score_case),
+            relations=(relations.batch_alone(),),
+            properties=(relations.gradients_sane(),),
             description="PointerScores.call: u = vᵀ tanh(W_1 e_j + W_2 d_m), (B, M, N).",
             mistakes=(
                 Mistake.of(
@@ -136,6 +144,7 @@ RECORD = Exercise(
             "greedy_decode",
             4,
             decode_cases,
+            relations=(relations.batch_alone(),),
             description=(
                 "greedy_decode: argmax over the positions not chosen yet; each row holds "
                 "distinct positions (a permutation when M = N)."
@@ -181,6 +190,8 @@ RECORD = Exercise(
             "sequence_log_likelihood",
             2,
             likelihood_cases,
+            relations=(relations.batch_alone(),),
+            properties=(NEVER_POSITIVE,),
             description=(
                 "sequence_log_likelihood: Σ_m log p(c_m | c_<m, x), earlier targets masked, "
                 "stable for large scores."

@@ -128,3 +128,19 @@ def distinct_positions(scores, output):
                 )
             seen[j] = m
     return None
+
+
+def positive_log_likelihood(output):
+    """What is wrong with log-likelihoods above 0 (None if none is, up to rounding): log p
+    of a probability p <= 1 is never positive."""
+    try:
+        output = np.asarray(output, dtype=np.float64)
+    except (TypeError, ValueError):
+        return None  # not numbers: the output check says so
+    if output.size == 0 or not np.any(output > 1e-9):
+        return None
+    return (
+        f"a log-likelihood of {float(np.nanmax(output)):.4g} > 0: log p(c_1, ..., c_M | x) is "
+        "the logarithm of a probability, at most 1, so it is never positive (the negative "
+        "log-likelihood is the loss, not the likelihood)"
+    )

@@ -125,7 +125,7 @@ def test_8_3_a_path_length_for_any_kind_and_8_6_updates_in_place_fail(tmp_path):
     assert result.part("recall").status == PASSED
 
 
-@pytest.mark.parametrize("exercise_id", ["8-1", "8-3"])
+@pytest.mark.parametrize("exercise_id", ["8-1", "8-3", "nw"])
 def test_every_promised_error_is_asked_in_public_checks_only(exercise_id):
     from grader.engine.cases import make_cases
     from grader.records import get_exercise

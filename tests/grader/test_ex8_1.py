@@ -7,17 +7,15 @@ import pytest
 
 from grader.engine.grading import grade
 from grader.records import ex8_1 as record
-from grader.records import get_exercise
 from grader.reference import recurrent as recurrent_ref
 from solutions import ex8_1 as reference
 from tests.grader.test_records import HIDDEN_SEEDS
 from tests.support.grading import (
     assert_full_marks,
-    assert_planted_mistake,
-    failures,
     reference_result,
     submit,
 )
+from tests.support.planting import from_table
 
 pytestmark = pytest.mark.ex8_1
 
@@ -241,26 +239,9 @@ PLANTED = [
 ]
 
 
-def test_every_known_mistake_has_a_planted_test():
-    planted = {(part, mistake) for part, _, mistake, _ in PLANTED} | {
-        ("doubling_ratio", "ratio upside down")
-    }
-    known = {(part.name, m.name) for part in get_exercise(EXERCISE).parts for m in part.mistakes}
-    assert known <= planted, known - planted
-
-
-@pytest.mark.parametrize(
-    "part_name,body,mistake,phrase", PLANTED, ids=[f"{p[0]}-{p[2]}" for p in PLANTED]
-)
-def test_planted_mistake_fails_its_part_with_a_named_message(
-    tmp_path, part_name, body, mistake, phrase
-):
-    assert_planted_mistake(tmp_path, EXERCISE, part_name, body, mistake, phrase)
-
-
-def test_ratio_outside_two_to_four_breaks_the_property(tmp_path):
-    body = doubling("_count(kind, input_dim, units) / _count(kind, input_dim, 2 * units)")
-    result = grade(EXERCISE, submit(tmp_path, EXERCISE, body), parts=["doubling_ratio"])
-    part = result.part("doubling_ratio")
-    assert part.score == 0.0 and "ratio upside down" in part.mistakes
-    assert any("not a number in [2, 4]" in check.message for check in failures(part))
+def planted():
+    """Every planted mistake of this exercise (graded by tests/grader/test_records.py)."""
+    upside_down = doubling("_count(kind, input_dim, units) / _count(kind, input_dim, 2 * units)")
+    return from_table(
+        [*PLANTED, ("doubling_ratio", upside_down, "ratio upside down", "not a number in [2, 4]")]
+    )

@@ -13,11 +13,11 @@ from grader.records import get_exercise
 from tests.grader.test_records import HIDDEN_SEEDS
 from tests.support.grading import (
     assert_full_marks,
-    assert_planted_mistake,
     failures,
     reference_result,
     submit,
 )
+from tests.support.planting import HEADER, from_table
 
 pytestmark = pytest.mark.ex8_3
 
@@ -318,22 +318,6 @@ PLANTED = [
 ]
 
 
-def test_every_known_mistake_has_a_planted_test():
-    planted = {(part, mistake) for part, _, mistake, _ in PLANTED}
-    known = {(part.name, m.name) for part in get_exercise(EXERCISE).parts for m in part.mistakes}
-    assert known <= planted, known - planted
-
-
-@pytest.mark.parametrize(
-    "part_name,answers,mistake,phrase", PLANTED, ids=[f"{p[0]}-{p[2]}" for p in PLANTED]
-)
-def test_planted_mistake_fails_its_part_with_a_named_message(
-    tmp_path, part_name, answers, mistake, phrase
-):
-    body = fill_stub(EXERCISE, answers)
-    assert_planted_mistake(tmp_path, EXERCISE, part_name, body, mistake, phrase)
-
-
 def test_a_mask_after_the_softmax_breaks_the_first_position_property(tmp_path):
     answers = attention_call(mask="s", after="a * ops.cast(allowed, a.dtype)")
     folder = submit(tmp_path, EXERCISE, fill_stub(EXERCISE, answers), header="")
@@ -341,3 +325,8 @@ def test_a_mask_after_the_softmax_breaks_the_first_position_property(tmp_path):
     assert any("must attend only to itself" in check.message for check in failures(part))
     # Without a mask the same code is right: the unmasked part passes.
     assert grade(EXERCISE, folder, parts=["SelfAttention"]).part("SelfAttention").score == 3.0
+
+
+def planted():
+    """Every planted mistake of this exercise (graded by tests/grader/test_records.py)."""
+    return from_table(PLANTED, make_source=lambda answers: HEADER + fill_stub(EXERCISE, answers))

@@ -5,16 +5,15 @@ gradients), and planted mistakes. Full marks and the stub: tests/grader/test_rec
 import pytest
 
 from grader.engine.grading import grade
-from grader.records import get_exercise
 from tests.grader.test_ex8_3 import fill_stub
 from tests.grader.test_records import HIDDEN_SEEDS
 from tests.support.grading import (
     assert_full_marks,
-    assert_planted_mistake,
     failures,
     reference_result,
     submit,
 )
+from tests.support.planting import HEADER, from_table
 
 pytestmark = pytest.mark.ex8_4
 
@@ -262,22 +261,6 @@ PLANTED = [
 ]
 
 
-def test_every_known_mistake_has_a_planted_test():
-    planted = {(part, mistake) for part, _, mistake, _ in PLANTED}
-    known = {(part.name, m.name) for part in get_exercise(EXERCISE).parts for m in part.mistakes}
-    assert known <= planted, known - planted
-
-
-@pytest.mark.parametrize(
-    "part_name,answers,mistake,phrase", PLANTED, ids=[f"{p[0]}-{p[2]}" for p in PLANTED]
-)
-def test_planted_mistake_fails_its_part_with_a_named_message(
-    tmp_path, part_name, answers, mistake, phrase
-):
-    body = fill_stub(EXERCISE, answers)
-    assert_planted_mistake(tmp_path, EXERCISE, part_name, body, mistake, phrase)
-
-
 @pytest.mark.parametrize(
     "part_name,answers,phrase",
     [
@@ -292,3 +275,8 @@ def test_broken_properties_are_explained(tmp_path, part_name, answers, phrase):
     folder = submit(tmp_path, EXERCISE, fill_stub(EXERCISE, answers), header="")
     part = grade(EXERCISE, folder, parts=[part_name]).part(part_name)
     assert any(phrase in check.message for check in failures(part)), failures(part)[:3]
+
+
+def planted():
+    """Every planted mistake of this exercise (graded by tests/grader/test_records.py)."""
+    return from_table(PLANTED, make_source=lambda answers: HEADER + fill_stub(EXERCISE, answers))

@@ -11,6 +11,7 @@ from grader.records import get_exercise
 from tests.grader.test_records import HIDDEN_SEEDS
 from tests.support import grading as grading_helpers
 from tests.support.grading import failures, reference_result
+from tests.support.planting import from_table
 
 pytestmark = pytest.mark.ex8_5
 
@@ -474,22 +475,6 @@ PLANTED = [
 ]
 
 
-@pytest.mark.parametrize(
-    "part_name,body,mistake,phrase", PLANTED, ids=[f"{p[0]}-{p[2] or p[3]}" for p in PLANTED]
-)
-def test_planted_mistake_fails_its_part_with_a_named_message(
-    tmp_path, part_name, body, mistake, phrase
-):
-    result = grade("8-5", submit(tmp_path, body), parts=[part_name])
-    part = result.part(part_name)
-    assert part.status == FAILED and part.score == 0.0, messages(part)
-    assert any(phrase in check.message for check in failures(part)), messages(part)
-    if mistake:
-        assert mistake in part.mistakes, messages(part)
-
-
-def test_every_known_mistake_is_planted_once():
-    planted = {(part, mistake) for part, _, mistake, _ in PLANTED if mistake}
-    record = get_exercise("8-5")
-    known = {(part.name, mistake.name) for part in record.parts for mistake in part.mistakes}
-    assert known <= planted, known - planted
+def planted():
+    """Every planted mistake of this exercise (graded by tests/grader/test_records.py)."""
+    return from_table(PLANTED, header=HEADER)

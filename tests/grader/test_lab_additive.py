@@ -7,10 +7,10 @@ from grader.engine.grading import grade
 from tests.grader.test_records import HIDDEN_SEEDS
 from tests.support.grading import (
     assert_full_marks,
-    assert_planted_mistake,
     reference_result,
     submit,
 )
+from tests.support.planting import from_table, patched
 
 pytestmark = pytest.mark.labs
 
@@ -158,10 +158,31 @@ PLANTED = [
 ]
 
 
-@pytest.mark.parametrize(
-    "part_name,body,mistake,phrase", PLANTED, ids=[f"{p[0]}-{p[2] or p[3]}" for p in PLANTED]
-)
-def test_planted_mistake_fails_its_part_with_a_named_message(
-    tmp_path, part_name, body, mistake, phrase
-):
-    assert_planted_mistake(tmp_path, LAB, part_name, body, mistake, phrase)
+def planted():
+    """Every planted mistake of this exercise (graded by tests/grader/test_records.py)."""
+    return from_table(PLANTED) + [
+        patched(
+            "AdditiveScore",
+            "score vector not used",
+            "without the weights of score_vector",
+            LAB,
+            ("ops.sum(features * self.score_vector, axis=-1)", "ops.sum(features, axis=-1)"),
+        ),
+        patched(
+            "AdditiveAttention",
+            "softmax missing",
+            "raw scores weight the values",
+            LAB,
+            (
+                "weights = ops.softmax(super().call(query, key), axis=-1)",
+                "weights = super().call(query, key)",
+            ),
+        ),
+        patched(
+            "additive_multiplications",
+            "vᵀ counted per query and key",
+            "Tq·Tk times",
+            LAB,
+            ("tk * d_k * units + pairs * units", "tk * d_k * units + (tq + tk) * units"),
+        ),
+    ]

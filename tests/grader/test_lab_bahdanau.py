@@ -8,10 +8,10 @@ from grader.engine.grading import grade
 from tests.grader.test_records import HIDDEN_SEEDS
 from tests.support.grading import (
     assert_full_marks,
-    assert_planted_mistake,
     reference_result,
     submit,
 )
+from tests.support.planting import from_table, patched
 
 pytestmark = pytest.mark.labs
 
@@ -162,6 +162,10 @@ def alignment_body(
     return ALIGNMENT.format(queries=queries, weighting=weighting)
 
 
+SIZE_ONE_SOFTMAX = (
+    "weights = ops.softmax(ops.where(valid, scores, -1e9)[:, :, None], axis=-1)[:, :, 0]"
+)
+
 PLANTED = [
     # (part, source, the named mistake, a phrase of the feedback)
     (
@@ -172,10 +176,7 @@ PLANTED = [
     ),
     (
         "step without padding",
-        step(
-            weighting="weights = ops.softmax(ops.where(valid, scores, -1e9)[:, :, None], "
-            "axis=-1)[:, :, 0]"
-        ),
+        step(weighting=SIZE_ONE_SOFTMAX),
         "softmax over a size-1 axis",
         "plain SUM of the encoder states",
     ),
@@ -201,7 +202,7 @@ PLANTED = [
         "step with padded sources",
         step(weighting="weights = ops.softmax(scores, axis=-1)"),
         "mask forgotten",
-        "padded source positions got weight",
+        ("padded source positions got weight", "changed when masked key", "your mask leaks"),
     ),
     (
         "step with padded sources",
@@ -213,7 +214,7 @@ PLANTED = [
         "step with padded sources",
         step(weighting="weights = ops.softmax(scores, axis=-1) * ops.cast(valid, scores.dtype)"),
         "masked after the softmax",
-        "no longer sum to 1",
+        ("no longer sum to 1", "not 0: a masked key must get exactly zero weight"),
     ),
     (
         "alignment",
@@ -225,7 +226,7 @@ PLANTED = [
         "alignment",
         alignment_body(scores="scores"),
         "mask forgotten",
-        "Padded source positions got weight",
+        ("Padded source positions got weight", "your mask leaks"),
     ),
     (
         "alignment",
@@ -248,10 +249,32 @@ PLANTED = [
 ]
 
 
-@pytest.mark.parametrize(
-    "part_name,body,mistake,phrase", PLANTED, ids=[f"{p[0]}-{p[2] or p[3]}" for p in PLANTED]
-)
-def test_planted_mistake_fails_its_part_with_a_named_message(
-    tmp_path, part_name, body, mistake, phrase
-):
-    assert_planted_mistake(tmp_path, LAB, part_name, body, mistake, phrase)
+def planted():
+    """Every planted mistake of this exercise (graded by tests/grader/test_records.py)."""
+    padded = "step with padded sources"
+    return from_table(
+        PLANTED
+        + [
+            (padded, step(activation=""), "tanh missing", "without the tanh"),
+            (padded, step(weighting=SIZE_ONE_SOFTMAX), "softmax over a size-1 axis", "plain SUM"),
+            (padded, step(weights="self.W_h, self.W_s, self.v"), "W_s and W_h swapped", "swapped"),
+        ]
+    ) + [
+        patched(
+            "step with padded sources",
+            "property: examples independent of the batch",
+            "softmax across the batch axis",
+            LAB,
+            ("return ops.softmax(filled, axis=-1)", "return ops.softmax(filled, axis=0)"),
+        ),
+        patched(
+            "step without padding",
+            "property: keys in any order",
+            "a key is being matched with another key's value",
+            LAB,
+            (
+                "ops.matmul(weights, encoder_states)[:, 0, :]",
+                "ops.matmul(weights, encoder_states[:, ::-1])[:, 0, :]",
+            ),
+        ),
+    ]

@@ -8,10 +8,10 @@ from grader.engine.grading import grade
 from tests.grader.test_records import HIDDEN_SEEDS
 from tests.support.grading import (
     assert_full_marks,
-    assert_planted_mistake,
     reference_result,
     submit,
 )
+from tests.support.planting import from_table, patched
 
 pytestmark = pytest.mark.labs
 
@@ -329,10 +329,53 @@ PLANTED = [
 ]
 
 
-@pytest.mark.parametrize(
-    "part_name,body,mistake,phrase", PLANTED, ids=[f"{p[0]}-{p[2] or p[3]}" for p in PLANTED]
-)
-def test_planted_mistake_fails_its_part_with_a_named_message(
-    tmp_path, part_name, body, mistake, phrase
-):
-    assert_planted_mistake(tmp_path, LAB, part_name, body, mistake, phrase)
+CONTEXT_SECOND = "[h_t; c_t] instead of [c_t; h_t]"
+
+
+def planted():
+    """Every planted mistake of this exercise (graded by tests/grader/test_records.py)."""
+    return from_table(
+        PLANTED
+        + [
+            (
+                "global general",
+                global_layer(joined="query, context"),
+                CONTEXT_SECOND,
+                "context first",
+            ),
+            (
+                "global general",
+                global_layer(state_tanh=""),
+                "tanh missing in h̃_t",
+                "without the tanh",
+            ),
+            (
+                "global concat",
+                global_layer(state_tanh=""),
+                "tanh missing in h̃_t",
+                "without the tanh",
+            ),
+        ]
+    ) + [
+        patched(
+            "global dot",
+            "property: keys in any order",
+            "a key is being matched with another key's value",
+            LAB,
+            (
+                "encoder_states), axis=-1)\n        context = ops.matmul(weights, encoder_states)",
+                "encoder_states), axis=-1)\n"
+                "        context = ops.matmul(weights, encoder_states[:, ::-1])",
+            ),
+        ),
+        patched(
+            "global general",
+            "property: examples independent of the batch",
+            "softmax across the batch axis",
+            LAB,
+            (
+                "weights = ops.softmax(self.scores(query, encoder_states), axis=-1)",
+                "weights = ops.softmax(self.scores(query, encoder_states), axis=0)",
+            ),
+        ),
+    ]

@@ -7,10 +7,10 @@ from grader.engine.grading import grade
 from tests.grader.test_records import HIDDEN_SEEDS
 from tests.support.grading import (
     assert_full_marks,
-    assert_planted_mistake,
     reference_result,
     submit,
 )
+from tests.support.planting import from_table, patched
 
 pytestmark = pytest.mark.labs
 
@@ -152,10 +152,45 @@ PLANTED = [
 ]
 
 
-@pytest.mark.parametrize(
-    "part_name,body,mistake,phrase", PLANTED, ids=[f"{p[0]}-{p[2] or p[3]}" for p in PLANTED]
+SPLIT_INTERLEAVED = (
+    "x = ops.reshape(x, (batch, steps, num_heads, features // num_heads))\n"
+    "    return ops.transpose(x, (0, 2, 1, 3))",
+    "x = ops.reshape(x, (batch, steps, features // num_heads, num_heads))\n"
+    "    return ops.transpose(x, (0, 3, 1, 2))",
 )
-def test_planted_mistake_fails_its_part_with_a_named_message(
-    tmp_path, part_name, body, mistake, phrase
-):
-    assert_planted_mistake(tmp_path, LAB, part_name, body, mistake, phrase)
+MERGE_INTERLEAVED = (
+    "x = ops.transpose(x, (0, 2, 1, 3))\n    return ops.reshape(x, (batch, steps, heads * depth))",
+    "x = ops.transpose(x, (0, 2, 3, 1))\n    return ops.reshape(x, (batch, steps, heads * depth))",
+)
+
+
+def planted():
+    """Every planted mistake of the lab (graded by tests/grader/test_records.py)."""
+    return from_table(PLANTED) + [
+        patched("merge_heads", "heads interleaved", "head i must fill", LAB, MERGE_INTERLEAVED),
+        patched(
+            "MultiHeadAttention",
+            "scale forgotten",
+            "1/√key_dim scale of the scores is missing",
+            LAB,
+            ("        scores = scores / ops.sqrt(ops.cast(self.key_dim, scores.dtype))\n", ""),
+        ),
+        patched(
+            "MultiHeadAttention",
+            "heads interleaved",
+            "head i owns the contiguous features",
+            LAB,
+            SPLIT_INTERLEAVED,
+            MERGE_INTERLEAVED,
+        ),
+        patched(
+            "MultiHeadAttention",
+            "output projection missing",
+            "without the output projection",
+            LAB,
+            (
+                "return ops.matmul(merge_heads(heads), self.output_kernel)",
+                "return merge_heads(heads)",
+            ),
+        ),
+    ]

@@ -8,10 +8,10 @@ from grader.engine.grading import grade
 from tests.grader.test_records import HIDDEN_SEEDS
 from tests.support.grading import (
     assert_full_marks,
-    assert_planted_mistake,
     reference_result,
     submit,
 )
+from tests.support.planting import from_table, patched
 
 pytestmark = pytest.mark.labs
 
@@ -197,10 +197,21 @@ PLANTED = [
 ]
 
 
-@pytest.mark.parametrize(
-    "part_name,body,mistake,phrase", PLANTED, ids=[f"{p[0]}-{p[2] or p[3]}" for p in PLANTED]
-)
-def test_planted_mistake_fails_its_part_with_a_named_message(
-    tmp_path, part_name, body, mistake, phrase
-):
-    assert_planted_mistake(tmp_path, LAB, part_name, body, mistake, phrase)
+def planted():
+    """Every planted mistake of this exercise (graded by tests/grader/test_records.py)."""
+    return from_table(PLANTED) + [
+        patched(
+            "hopfield_update",
+            "property: keys in any order",
+            "a key is being matched with another key's value",
+            LAB,
+            ("    return X @ weights\n", "    return X[:, ::-1] @ weights\n"),
+        ),
+        patched(
+            "HopfieldAttention",
+            "property: examples independent of the batch",
+            "softmax across the batch axis",
+            LAB,
+            ("ops.softmax(scores, axis=-1), patterns)", "ops.softmax(scores, axis=0), patterns)"),
+        ),
+    ]

@@ -8,10 +8,10 @@ from grader.engine.grading import grade
 from tests.grader.test_records import HIDDEN_SEEDS
 from tests.support.grading import (
     assert_full_marks,
-    assert_planted_mistake,
     reference_result,
     submit,
 )
+from tests.support.planting import from_table, patched
 
 pytestmark = pytest.mark.labs
 
@@ -40,8 +40,10 @@ def nadaraya_watson(queries, keys, values, kernel="gaussian", bandwidth=1.0):
         return gaussian_weights(queries, keys, bandwidth) @ values
     if kernel == "boxcar":
         k = (distance <= bandwidth).astype(float)
-    else:
+    elif kernel == "epanechnikov":
         k = np.clip(1 - (distance / bandwidth) ** 2, 0, None)
+    else:
+        raise ValueError(f"no kernel {kernel}")
     total = k.sum(axis=1)
     return np.divide(k @ values, total, out=np.zeros(len(queries)), where=total > 0)
 
@@ -139,10 +141,79 @@ PLANTED = [
 ]
 
 
-@pytest.mark.parametrize(
-    "part_name,body,mistake,phrase", PLANTED, ids=[f"{p[0]}-{p[2] or p[3]}" for p in PLANTED]
-)
-def test_planted_mistake_fails_its_part_with_a_named_message(
-    tmp_path, part_name, body, mistake, phrase
-):
-    assert_planted_mistake(tmp_path, LAB, part_name, body, mistake, phrase)
+def planted():
+    """Every planted mistake of this exercise (graded by tests/grader/test_records.py)."""
+    return from_table(PLANTED) + [
+        patched(
+            "gaussian_weights",
+            "bandwidth not squared",
+            "not by 2h²",
+            LAB,
+            ("/ (2.0 * bandwidth**2), axis=-1)", "/ (2.0 * bandwidth), axis=-1)"),
+        ),
+        patched(
+            "gaussian_weights",
+            "sign flipped",
+            "the sign is flipped",
+            LAB,
+            ("ops.softmax(-ops.square(differences)", "ops.softmax(ops.square(differences)"),
+        ),
+        patched(
+            "gaussian_weights",
+            "not normalised",
+            "kernel values",
+            LAB,
+            (
+                "return ops.softmax(-ops.square(differences) / (2.0 * bandwidth**2), axis=-1)",
+                "return ops.exp(-ops.square(differences) / (2.0 * bandwidth**2))",
+            ),
+        ),
+        patched(
+            "nadaraya_watson",
+            "not normalised",
+            "without dividing by",
+            LAB,
+            ("weights = k / ops.where(total > 0, total, ops.ones_like(total))", "weights = k"),
+            (
+                "weights = gaussian_weights(queries, keys, bandwidth)",
+                "weights = ops.exp(-ops.square(ops.expand_dims(queries, -1) - "
+                "ops.expand_dims(keys, 0)) / (2.0 * bandwidth**2))",
+            ),
+        ),
+        patched(
+            "nadaraya_watson",
+            None,
+            ("no ValueError was raised", "`kernel` is not gaussian, boxcar or epanechnikov"),
+            LAB,
+            ('raise ValueError(f"unknown kernel {kernel!r}")', "k = ops.zeros_like(u)"),
+        ),
+        patched(
+            "nadaraya_watson",
+            "bandwidth ignored",
+            "bandwidth h is not used",
+            LAB,
+            ("gaussian_weights(queries, keys, bandwidth)", "gaussian_weights(queries, keys, 1.0)"),
+            ("ops.expand_dims(keys, 0)) / bandwidth", "ops.expand_dims(keys, 0))"),
+        ),
+        patched(
+            "ParametricNadarayaWatson",
+            "w used as a bandwidth",
+            "w is the inverse width",
+            LAB,
+            ("ops.square(differences * self.w)", "ops.square(differences / self.w)"),
+        ),
+        patched(
+            "ParametricNadarayaWatson",
+            "factor ½ missing",
+            "the ½ is missing",
+            LAB,
+            ("scores = -0.5 * ops.square", "scores = -1.0 * ops.square"),
+        ),
+        patched(
+            "ParametricNadarayaWatson",
+            "softmax over the queries",
+            "normalises over the queries",
+            LAB,
+            ("weights = ops.softmax(scores, axis=-1)", "weights = ops.softmax(scores, axis=-2)"),
+        ),
+    ]

@@ -8,10 +8,10 @@ from grader.engine.grading import grade
 from tests.grader.test_records import HIDDEN_SEEDS
 from tests.support.grading import (
     assert_full_marks,
-    assert_planted_mistake,
     reference_result,
     submit,
 )
+from tests.support.planting import from_table, patched
 
 pytestmark = pytest.mark.labs
 
@@ -250,7 +250,7 @@ PLANTED = [
         "sequence_log_likelihood",
         likelihood(total="-terms.sum(-1)"),
         "sign flipped",
-        "negative log-likelihood",
+        ("negative log-likelihood", "never positive"),
     ),
     (
         "sequence_log_likelihood",
@@ -261,10 +261,34 @@ PLANTED = [
 ]
 
 
-@pytest.mark.parametrize(
-    "part_name,body,mistake,phrase", PLANTED, ids=[f"{p[0]}-{p[2] or p[3]}" for p in PLANTED]
-)
-def test_planted_mistake_fails_its_part_with_a_named_message(
-    tmp_path, part_name, body, mistake, phrase
-):
-    assert_planted_mistake(tmp_path, LAB, part_name, body, mistake, phrase)
+def planted():
+    """Every planted mistake of this exercise (graded by tests/grader/test_records.py)."""
+    return from_table(PLANTED) + [
+        patched(
+            "greedy_decode",
+            "argument changed in place",
+            "the argument `scores` was changed by the call",
+            LAB,
+            (
+                "scores = np.array(scores, dtype=np.float64)  # a copy: chosen",
+                "scores = np.asarray(scores, dtype=np.float64)  # a copy: chosen",
+            ),
+        ),
+        patched(
+            "sequence_log_likelihood",
+            "argument changed in place",
+            "the argument `scores` was changed by the call",
+            LAB,
+            (
+                "scores = np.array(scores, dtype=np.float64)  # a copy: earlier",
+                "scores = np.asarray(scores, dtype=np.float64)  # a copy: earlier",
+            ),
+        ),
+        patched(
+            "greedy_decode",
+            "property: examples independent of the batch",
+            "the examples of a batch must not see each other",
+            LAB,
+            ("scores[rows, :, best] = -np.inf", "scores[:, :, best] = -np.inf"),
+        ),
+    ]

@@ -1,16 +1,15 @@
 """Properties between two runs (grader.engine.properties), checked in the grader's process: each
 relation is tested on outputs computed here in float64 NumPy, by a correct attention (it passes)
-and by a planted mistake (it trips the relation, with the chapter's words); then two grading runs
-show them end to end on planted submissions."""
+and by a planted mistake (it trips the relation, with the chapter's words). End to end, each
+property is tripped by a planted submission of the exercise's table (`planted()` of its test
+file, graded by tests/grader/test_records.py)."""
+
+from pathlib import Path
 
 import numpy as np
 
 from grader.engine import properties as relations
-from grader.engine.grading import grade
-from grader.engine.results import FAILED
 from grader.engine.spec import LAYER, Case
-from tests.support.grading import failures
-from tests.support.planting import plant
 
 RNG = np.random.default_rng(0)
 
@@ -97,19 +96,58 @@ def test_a_causal_mask_that_leaks_is_named_at_the_first_query_that_saw_the_futur
     assert broken.startswith("output at query ") and "when the future key 3 changed" in broken
 
 
-def test_leaking_masks_fail_their_parts_end_to_end(tmp_path):
-    """The planted submissions ignore the mask: the value checks fail, and the relation says
-    why in the chapter's words."""
-    ignored = (
-        "        weights = masked_softmax(scores, valid_lens)\n",
-        "        weights = ops.softmax(scores)\n",
+def _pooling_gradients(scores, values, keep, after=False):
+    """d(sum(out))/d(scores, values) of masked pooling, by hand in NumPy, as the lab's solution
+    computes it (masked scores filled with -1e9 before the softmax, masked weights zeroed after
+    it), or (`after`) with the zeroing after the softmax only."""
+    probs = softmax(scores if after else np.where(keep, scores, -1e9))
+    weights = np.where(keep, probs, 0.0)
+    upstream = np.ones((*scores.shape[:2], values.shape[-1]))
+    d_weights = np.where(keep, upstream @ np.swapaxes(values, -1, -2), 0.0)
+    d_scores = probs * (d_weights - (d_weights * probs).sum(-1, keepdims=True))
+    if not after:  # the fill's `where` passes nothing back to the masked scores
+        d_scores = np.where(keep, d_scores, 0.0)
+    return {"input:scores": d_scores, "input:values": np.swapaxes(weights, -1, -2) @ upstream}
+
+
+def test_gradients_are_finite_and_exactly_zero_at_masked_keys():
+    lengths = np.array([2, 4])
+    padded = np.arange(4)[None, :] >= lengths[:, None]  # (B, Tk)
+    keep = ~padded[:, None, :]
+    case = _case(scores=RNG.normal(size=(2, 3, 4)), values=RNG.normal(size=(2, 4, 2)))
+    prop = relations.gradients_sane(lambda c: padded, {"scores": 2, "values": 1})
+    assert prop.gradients and prop.name == "gradients finite, zero at masked keys"
+    right = _pooling_gradients(case.inputs["scores"], case.inputs["values"], keep)
+    assert prop.check(case, right) is None
+    after = _pooling_gradients(case.inputs["scores"], case.inputs["values"], keep, after=True)
+    broken = prop.check(case, after)  # the mask applied after the softmax: scores leak
+    assert broken.startswith("the gradient with respect to scores at masked key 2 of example 0")
+    assert "not 0: a masked key must get exactly zero weight" in broken
+    nan = {**right, "weight:kernel": np.array([[0.0, np.nan]])}
+    assert (
+        relations.gradients_sane()
+        .check(case, nan)
+        .startswith("the gradient with respect to kernel has 1 entries that are nan or inf")
     )
-    folder = plant(tmp_path / "a", "masked-softmax", ignored)
-    part = grade("masked-softmax", folder, parts=["MaskedAttentionPooling"]).part(
-        "MaskedAttentionPooling"
-    )
-    assert part.status == FAILED and "property: masked keys change nothing" in part.mistakes
-    leaks = [c for c in failures(part) if c.name.startswith("property: masked keys change")]
-    assert leaks and all("your mask leaks" in c.message for c in leaks)
-    # Batch independence holds: the mistake is the mask, not the batch.
-    assert not [c for c in failures(part) if c.name.startswith("property: examples independent")]
+    assert relations.gradients_sane().check(case, after) is None  # no mask: finite is enough
+
+
+def test_merged_hidden_seeds_keep_each_variant_with_its_own_case():
+    """benchmarks/false_fails.py grades many hidden seeds in one run: each seed's variants must
+    still point at their own case in the merged list (they pointed at another seed's, and the
+    permutation relation crashed on 8-3)."""
+    import importlib.util
+
+    from grader.instructor.stubs import package_dir
+    from grader.records import get_exercise
+
+    path = Path(__file__).resolve().parents[2] / "benchmarks" / "false_fails.py"
+    spec = importlib.util.spec_from_file_location("false_fails", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    record = get_exercise("bahdanau")
+    merged = module.ManySeeds(package_dir("solutions"), 3).cases(record, 0)
+    variants = [(case, cases) for cases in merged.values() for case in cases if case.relation]
+    assert sum(case.label.startswith("hidden seed 2, ") for case, _ in variants) >= 3
+    for variant, cases in variants:
+        assert variant.label == f"{cases[variant.variant_of].label}, {variant.relation}"

@@ -1,19 +1,25 @@
 """What every record must do, tested once over all of them: the reference solution scores full
 marks on its public and hidden checks, the generated stub reports "not implemented yet" on every
-part, and every hidden check is a check the student never saw.
+part, every hidden check is a check the student never saw, and every mistake a record names has
+a planted submission that, graded, fails the right part with that mistake named.
 
-Each record's own file (`test_ex8_*.py`, `test_lab_*.py`) keeps only what is its own: planted
-mistakes, correct alternatives written another way, properties.
+Each record's own file (`test_ex8_*.py`, `test_lab_*.py`) keeps only what is its own: its table of
+planted mistakes (`planted()`), correct alternatives written another way, properties.
 """
+
+import importlib
 
 import pytest
 
 from grader.engine.cases import make_cases
+from grader.engine.results import ERROR, FAILED
 from grader.records import EXERCISES
 from tests.support.grading import (
     assert_reference_scores_full_marks,
     assert_stub_reports_not_implemented,
+    failures,
 )
+from tests.support.planting import grade_many
 
 # The hidden seed each record's reference is graded with (each record's file asserts more on the
 # same graded result, reference_result(id, seed), which is graded once per run).
@@ -87,3 +93,44 @@ def test_hidden_cases_are_new_and_reproducible(exercise_id):
 
     changed = any(arrays(first[part.name]) != arrays(other[part.name]) for part in record.parts)
     assert changed, f"{exercise_id}: another hidden seed gives the same hidden cases"
+
+
+def planted_mistakes(exercise_id):
+    """The table of planted mistakes of an exercise's own test file."""
+    name = exercise_id.replace("-", "_")
+    module = f"tests.grader.test_{'ex' if exercise_id[0].isdigit() else 'lab_'}{name}"
+    return importlib.import_module(module).planted()
+
+
+@pytest.mark.parametrize("exercise_id", EVERY_RECORD)
+def test_every_named_mistake_is_planted(exercise_id):
+    planted = {(p.part, p.mistake) for p in planted_mistakes(exercise_id)}
+    record = EXERCISES[exercise_id]
+    known = {(part.name, mistake.name) for part in record.parts for mistake in part.mistakes}
+    assert not known - planted, f"{exercise_id}: named but never planted: {known - planted}"
+
+
+@pytest.mark.parametrize("exercise_id", EVERY_RECORD)
+def test_each_planted_mistake_fails_its_part_with_the_mistake_named(exercise_id, tmp_path):
+    """All planted mistakes of an exercise graded in one run, each a submission of its own:
+    each loses every point of its part, with a failing check that says the table's phrase and,
+    where the table names it, the mistake recognised."""
+    table = planted_mistakes(exercise_id)
+    labels = [f"{index}. {planted.label}" for index, planted in enumerate(table)]
+    assert len(set(labels)) == len(labels)
+    results = grade_many(
+        exercise_id,
+        {lab: (p.source, [p.part]) for lab, p in zip(labels, table, strict=True)},
+        tmp_path,
+    )
+    wrong = []
+    for label, planted in zip(labels, table, strict=True):
+        part = results[label].part(planted.part)
+        messages = [check.message for check in failures(part)]
+        if part.status not in (FAILED, ERROR) or part.score != 0.0:
+            wrong.append(f"{label}: {part.status}, {part.score} points: {messages[:2]}")
+        elif not all(any(phrase in m for m in messages) for phrase in planted.phrases):
+            wrong.append(f"{label}: no failing check says {planted.phrases}: {messages[:3]}")
+        elif planted.mistake and planted.mistake not in part.mistakes:
+            wrong.append(f"{label}: recognised {part.mistakes}, not {planted.mistake!r}")
+    assert not wrong, "\n".join(wrong)
