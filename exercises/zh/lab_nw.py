@@ -47,7 +47,8 @@ def nadaraya_watson(queries, keys, values, kernel="gaussian", bandwidth=1.0):
 
     queries (m,), keys (n,), values (n,): the query points, the training inputs x_j and the
     training outputs y_j. A query with no training point inside a compact kernel's support
-    (every K = 0) is predicted as 0, not NaN. Returns shape (m,).
+    (every K = 0) is predicted as 0, not NaN. Returns shape (m,). Raise ValueError for a
+    kernel other than these three (names are case-sensitive).
     """
     raise NotImplementedError("练习 nw：核矩阵 (m, n)，按行归一化（空行保持为 0），再乘以值")
 
