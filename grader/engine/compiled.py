@@ -96,7 +96,7 @@ def write_compiled(record: Exercise, cases: dict, expected: dict, path: str | Pa
                     mistakes[str(index)] = prefix + f"m{index}"
                     outputs[prefix + f"m{index}"] = np.asarray(output, dtype=np.float64)
             verdicts = {}
-            for index, prop in enumerate(part.properties):
+            for index, prop in enumerate(carried(part)):
                 if prop.targets and case.target not in prop.targets:
                     continue
                 verdicts[str(index)] = [
@@ -116,13 +116,19 @@ def write_compiled(record: Exercise, cases: dict, expected: dict, path: str | Pa
                     {"name": m.name, "explanation": m.explanation, "targets": list(m.targets)}
                     for m in part.mistakes
                 ],
-                "properties": [
-                    {"name": p.name, "targets": list(p.targets)} for p in part.properties
-                ],
+                "properties": [{"name": p.name, "targets": list(p.targets)} for p in carried(part)],
                 "cases": table,
             }
         )
     save_bundle(path, meta, arrays)
+
+
+def carried(part) -> list[Property]:
+    """The properties a kit carries as verdicts on outputs. A property of the gradients
+    (grader.engine.properties.gradients_sane) is judged on what the child returns, with the
+    record's own code for where the masked keys are: a kit has no record code, so it leaves
+    them out (the gradients are still compared with the reference's)."""
+    return [prop for prop in part.properties if not prop.gradients]
 
 
 def _verdict(prop: Property, case: Case, output: np.ndarray):

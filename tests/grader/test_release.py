@@ -14,7 +14,7 @@ import pytest
 
 from grader import sandbox
 from grader.engine.cases import make_cases
-from grader.engine.compiled import NOT_JUDGED, SUFFIX, case_key, load_record
+from grader.engine.compiled import NOT_JUDGED, SUFFIX, carried, case_key, load_record
 from grader.engine.grading import grade
 from grader.engine.references import FixtureReference
 from grader.instructor.release import (
@@ -129,7 +129,7 @@ def test_compiled_records_hold_every_mistake_and_verdict_of_the_public_cases(stu
                     if should is not None:
                         np.testing.assert_array_equal(np.asarray(should, float), found)
                         told_apart += 1
-                for theirs, ours in zip(part.properties, mine.properties, strict=True):
+                for theirs, ours in zip(carried(part), mine.properties, strict=True):
                     if not theirs.targets or case.target in theirs.targets:
                         output = np.asarray(want.output)
                         assert ours.check(copy, output) == theirs.check(case, output)
