@@ -56,6 +56,14 @@ def warm_up() -> None:
         raise click.UsageError(str(error)) from None
 
 
+exercises_option = click.option(
+    "--exercise",
+    "-e",
+    "exercise_ids",
+    multiple=True,
+    required=True,
+    help="Exercise to grade (repeat for several).",
+)
 timeout_option = click.option(
     "--timeout",
     type=click.FloatRange(min=0, min_open=True),
@@ -266,14 +274,7 @@ def watch(exercise_id, path, interval):
 
 @main.command()
 @click.argument("submissions", type=click.Path(exists=True, file_okay=False, path_type=Path))
-@click.option(
-    "--exercise",
-    "-e",
-    "exercise_ids",
-    multiple=True,
-    required=True,
-    help="Exercise to grade (repeat for several).",
-)
+@exercises_option
 @click.option(
     "--out",
     "out_dir",
@@ -550,14 +551,7 @@ def release_gradescope_command(target, exercise_ids, unsandboxed):
 
 
 @release.command("actions")
-@click.option(
-    "--exercise",
-    "-e",
-    "exercise_ids",
-    multiple=True,
-    required=True,
-    help="Exercise to grade (repeat for several).",
-)
+@exercises_option
 @click.option(
     "--out",
     "out_file",
