@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from grader.engine.status import CaseStatus, Limit, Status
+from grader.i18n import _
 
 # The part statuses by their old names, which records and tests import.
 PASSED = Status.PASSED
@@ -43,7 +44,8 @@ class CheckResult:
     @property
     def words(self) -> str:
         """`message` without its `detail`: the explanation alone."""
-        suffix = f" ({self.detail})"
+        # As grader.engine.compare joined them, in the language in use: " (…)" or "（…）".
+        suffix = _("{message} ({detail})", message="", detail=self.detail)
         return (
             self.message[: -len(suffix)]
             if self.detail and self.message.endswith(suffix)

@@ -227,3 +227,14 @@ def test_a_batch_feedback_file_in_chinese(tmp_path):
         write_feedback(tmp_path / "ada.md", document, [get_exercise("8-2")])
     text = (tmp_path / "ada.md").read_text(encoding="utf-8")
     assert "# ada 的反馈" in text and "## 练习 8-2：打分函数" in text and "未通过" in text
+
+
+@pytest.mark.parametrize("language", ["en", "zh"])
+def test_the_explanation_is_shown_once_without_its_detail_in_either_language(language):
+    from grader.engine.compare import Difference
+    from grader.engine.results import CheckResult
+
+    with speaking(language):
+        difference = Difference("the scale is missing", "scale forgotten", "at index [1]")
+        check = CheckResult("output", False, difference.text(), detail=difference.detail)
+        assert check.words == "the scale is missing"
