@@ -12,7 +12,7 @@ import textwrap
 from pathlib import Path
 
 from grader.engine.grading import grade
-from grader.engine.results import ERROR, FAILED, NOT_IMPLEMENTED, PASSED
+from grader.engine.results import NOT_IMPLEMENTED, PASSED
 from grader.instructor.stubs import package_dir
 from grader.records import get_exercise
 
@@ -75,18 +75,6 @@ def assert_stub_reports_not_implemented(lab_id: str) -> None:
             c.message.startswith(f"not implemented yet (Exercise {lab_id}: ")
             for c in failures(part)
         )
-
-
-def assert_planted_mistake(
-    tmp_path: Path, lab_id: str, part_name: str, body: str, mistake: str | None, phrase: str
-) -> None:
-    """Grade one part of a planted wrong submission: it fails, naming `mistake` with `phrase`."""
-    result = grade(lab_id, submit(tmp_path, lab_id, body), parts=[part_name])
-    part = result.part(part_name)
-    assert part.status in (FAILED, ERROR) and part.score == 0.0, part
-    assert any(phrase in check.message for check in failures(part)), failures(part)
-    if mistake:
-        assert mistake in part.mistakes, (part.mistakes, failures(part)[:3])
 
 
 def descendants(pid: int) -> list[int]:
