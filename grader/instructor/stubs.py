@@ -104,10 +104,10 @@ RULE_CHARACTERS = set("-=#*~ ")
 HEADING = re.compile(r"^(?P<lead>-{2,}) (?P<title>.*\S) (?P<trail>-{2,})$")
 # Comments that are instructions to tools, not to students.
 PRAGMAS = ("noqa", "type:", "fmt:", "pragma", "ruff:", "isort:")
-# Characters wide on a terminal, and the punctuation that must not begin a line.
+# Characters wide on a terminal, and the punctuation that must not end or begin a line.
 WIDE = r"\u2e80-\u9fff\uf900-\ufaff\u3000-\u303f\uff00-\uffef"
-CLOSING = "，。；：、！？）」』》"
-WRAP_UNIT = re.compile(rf"\s+|(?:[{WIDE}]|[^\s{WIDE}]+)[{CLOSING}]*")
+OPENING, CLOSING = "（「『《", "，。；：、！？）」』》"
+WRAP_UNIT = re.compile(rf"\s+|[{OPENING}]*(?:[{WIDE}]|[^\s{WIDE}]+)[{CLOSING}]*")
 
 
 @dataclass(frozen=True)
