@@ -37,7 +37,7 @@ def hebbian_weights(patterns):
     """按赫布规则存储：W = (1/N) Σ_n x^(n) x^(n)ᵀ，并把对角线置为 0。
 
     参数：
-        patterns：N 个模式，每个有 M 个单元，形状 (N, M)，元素为 ±1。
+        patterns：N 个模式，每个有 M 个神经元，形状 (N, M)，元素为 ±1。
 
     返回：
         W，形状 (M, M)：对称，对角线为零，已除以 N（模式的个数）。
@@ -60,18 +60,18 @@ def energy(W, state, bias=None):
 
 
 def async_update(W, state, order, bias=None):
-    """异步更新，一次更新一个单元，按给定的顺序。
+    """异步更新，一次更新一个神经元，按给定的顺序。
 
-    依次对 `order` 中的每个单元 i：由当前状态（其中已经包含在它之前更新过的单元）计算 h = Σ_j
-    w_ij s_j + b_i，然后 h > 0 时 s_i ← +1，h < 0 时 s_i ← −1，h 恰好为 0 时保持不变。
+    依次对 `order` 中的每个神经元 i：由当前状态（其中已经包含在它之前更新过的神经元）计算 h =
+    Σ_j w_ij s_j + b_i，然后 h > 0 时 s_i ← +1，h < 0 时 s_i ← −1，h 恰好为 0 时保持不变。
 
-    `order` 通常是 0..M−1 的一个排列（一轮），但也可以是任意的单元下标序列：接连的多轮，或者
-    有的单元重复、有的被略过。
+    `order` 通常是 0..M−1 的一个排列（一轮），但也可以是任意的神经元下标序列：接连的多轮，或
+    者有的神经元重复、有的被略过。
 
     参数：
         W：(M, M)，对称且对角线为零。
         state：形状 (M,) 或一批 (B, M)，元素为 ±1；每个批次行各自更新。
-        order：一维整数数组，元素为单元下标。
+        order：一维整数数组，元素为神经元下标。
         bias：b，形状 (M,)，或 None。
 
     返回：
@@ -81,10 +81,10 @@ def async_update(W, state, order, bias=None):
 
 
 def async_trajectory(W, state, order, bias=None):
-    """异步动力学经过的每一个状态：每次更新一个单元之后的状态。
+    """异步动力学经过的每一个状态：每次更新一个神经元之后的状态。
 
-    trajectory[0] = state；trajectory[t] = 更新单元 order[t − 1] 之后的状态（从 trajectory[t
-    − 1] 出发，按 `async_update` 的规则）。
+    trajectory[0] = state；trajectory[t] = 更新神经元 order[t − 1] 之后的状态（从
+    trajectory[t − 1] 出发，按 `async_update` 的规则）。
 
     评分程序会自己对每个 t 计算 E(trajectory[t])，并检查它从不上升。
 
@@ -98,10 +98,10 @@ def async_trajectory(W, state, order, bias=None):
 
 
 def recall(W, state, sweeps):
-    """回忆：`sweeps` 轮异步更新，每轮按 0, 1, …, M−1 的顺序遍历各单元。
+    """回忆：`sweeps` 轮异步更新，每轮按 0, 1, …, M−1 的顺序遍历各神经元。
 
-    从一个探针（比如一个翻转了部分单元的存储模式）出发，网络会稳定在能量的一个局部极小值：存
-    储的模式不多时，就是该模式本身。
+    从一个探针（比如一个翻转了部分神经元的存储模式）出发，网络会稳定在能量的一个局部极小值：
+    存储的模式不多时，就是该模式本身。
 
     参数：
         W：(M, M)；没有偏置。

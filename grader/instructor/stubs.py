@@ -221,7 +221,7 @@ def _render_comment(text: str, indent: str) -> list[str]:
 
 
 def _render_heading(title: str, line: str, column: int, match: re.Match) -> list[str]:
-    head = f"{' ' * column}# {match['lead']} {title} "
+    head = f"{' ' * column}# {match['lead']} {' '.join(title.split())} "
     trail = max(len(match["trail"]), display_width(line.rstrip("\n")) - display_width(head))
     return [head + "-" * trail + "\n"]
 
@@ -233,7 +233,7 @@ def wrap(text: str, width: int) -> list[str]:
     for unit in WRAP_UNIT.findall(text):
         if unit.isspace():
             current += " " if current else ""
-        elif current and display_width(current.rstrip() + unit) > width and current.strip():
+        elif current.strip() and display_width(current + unit) > width:
             lines.append(current.rstrip())
             current = unit
         else:
