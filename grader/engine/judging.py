@@ -21,6 +21,7 @@ from grader.engine.spec import LAYER, Case
 from grader.engine.status import CaseStatus, Limit, RunState, Status
 from grader.engine.text import printable
 from grader.i18n import N_, _, tr
+from grader.sandbox import child  # noqa: F401 - registers the words its reports are in
 from grader.sandbox.limits import limit_in_log
 from grader.sandbox.processes import Outcome
 
