@@ -10,7 +10,7 @@ from html import escape
 from grader.engine.results import ExerciseResult
 from grader.engine.spec import Exercise
 from grader.engine.status import Status
-from grader.i18n import N_, _, tr
+from grader.i18n import N_, _, language, tr
 
 SHOWN_FAILURES = 3
 COLOURS = {Status.PASSED: "#1a7f37", Status.NOT_IMPLEMENTED: "#9a6700"}
@@ -108,7 +108,7 @@ def problem_html(record: Exercise, problem: str) -> str:
 def page(title: str, body: str) -> str:
     """One self-contained HTML page: no scripts, no links, images inside."""
     return (
-        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
+        f'<!DOCTYPE html>\n<html lang="{language()}"><head><meta charset="utf-8">'
         f"<title>{escape(title)}</title></head><body>{body}</body></html>\n"
     )
 
@@ -145,5 +145,5 @@ class HtmlPage:
         self.sections.append(result_html(record, result, pictures))
 
     def write(self) -> None:
-        title = "attnkit results"
+        title = _("attnkit results")
         self.path.write_text(page(title, "".join(self.sections)), encoding="utf-8")
