@@ -20,7 +20,14 @@ from grader.i18n import N_, _, tr
 # The names of differences the engine recognises on any exercise (a diagnosis), as against the
 # mistakes a record names; the diagnosis engine's own names start with DIAGNOSED.
 GENERIC = frozenset(
-    {"all zeros", "constant factor", "transposed", "gradient cut", "dtype changed", "NaN"}
+    {
+        N_("all zeros"),
+        N_("constant factor"),
+        N_("transposed"),
+        N_("gradient cut"),
+        N_("dtype changed"),
+        N_("NaN"),
+    }
 )
 DIAGNOSED = diagnosis.SLIP
 # What a scalar that differs (and no more is known) is told.

@@ -19,7 +19,7 @@ from grader.engine.protocol import CaseOutput
 from grader.engine.results import CheckResult
 from grader.engine.spec import LAYER, Case
 from grader.engine.status import CaseStatus
-from grader.i18n import _, tr
+from grader.i18n import N_, _, tr
 
 
 def judge_raises(case: Case, got: CaseOutput, name: str) -> CheckResult:
@@ -84,7 +84,7 @@ def changed_inputs(case: Case, got: CaseOutput, name: str) -> list[CheckResult]:
                         name=input_name,
                         problem=problem,
                     ),
-                    "argument changed in place",
+                    N_("argument changed in place"),
                 )
             )
     return checks
@@ -109,7 +109,7 @@ def precision_lost(case: Case, got: CaseOutput, name: str) -> list[CheckResult]:
                 "(a float32 constant or a cast to float32 loses half the digits)",
                 dtype=got.dtype,
             ),
-            "precision lost",
+            N_("precision lost"),
         )
     ]
 

@@ -47,7 +47,7 @@ def result_html(record: Exercise, result: ExerciseResult, pictures=(), note: str
         for check in _first_distinct([c for c in part.checks if not c.passed]):
             mistake = ""
             if check.mistake:
-                named = escape(_("mistake: {name}", name=check.mistake))
+                named = escape(_("mistake: {name}", name=mistake_words(check.mistake)))
                 mistake = f' <span class="mistake">{named}</span>'
             cell.append(f"<pre>{escape(check.name)}: {escape(check.message)}</pre>{mistake}")
         for picture in pictures:
@@ -87,6 +87,15 @@ def result_html(record: Exercise, result: ExerciseResult, pictures=(), note: str
         + escape(_("Score: {score}/{max}", score=f"{result.score:g}", max=f"{result.max_score:g}"))
         + "</b></p></div>"
     )
+
+
+def mistake_words(key: str) -> str:
+    """A check's mistake key ("scale forgotten", "property: rows sum to one") in the language
+    in use; the key itself stays English in the results."""
+    prefix = "property: "
+    if key.startswith(prefix):
+        return _("property: {name}", name=tr(key.removeprefix(prefix)))
+    return tr(key)
 
 
 def _heading(record: Exercise) -> str:
