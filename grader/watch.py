@@ -36,7 +36,9 @@ def part_states(result: ExerciseResult) -> dict[str, tuple]:
     states = {}
     for part in result.parts:
         failing = next((c for c in part.checks if not c.passed), None)
-        message = f"{failing.name}: {failing.message}" if failing else ""
+        message = (
+            _("{check}: {detail}", check=failing.name, detail=failing.message) if failing else ""
+        )
         states[part.name] = (part.status, part.score, part.max_score, message)
     return states
 

@@ -118,7 +118,9 @@ def problem_text(check: CheckResult, first: bool) -> str:
     if check.name in words or check.name in WHOLE_FILE:
         return words
     detail = _shortened(check.detail)
-    context = f"{check.name}: {detail}" if first and detail else check.name
+    context = (
+        _("{check}: {detail}", check=check.name, detail=detail) if first and detail else check.name
+    )
     return f"{words} [{context}]"
 
 

@@ -76,7 +76,7 @@ def _test(name: str, score: float, max_score: float, output: str, visibility: st
 
 
 def _listed(checks) -> str:
-    lines = [f"{c.name}: {c.message}" for c in checks[:SHOWN_CHECKS]]
+    lines = [_("{check}: {detail}", check=c.name, detail=c.message) for c in checks[:SHOWN_CHECKS]]
     if len(checks) > SHOWN_CHECKS:
         lines.append(_("... {count} more", count=len(checks) - SHOWN_CHECKS))
     return "\n".join(lines)

@@ -49,7 +49,8 @@ def result_html(record: Exercise, result: ExerciseResult, pictures=(), note: str
             if check.mistake:
                 named = escape(_("mistake: {name}", name=mistake_words(check.mistake)))
                 mistake = f' <span class="mistake">{named}</span>'
-            cell.append(f"<pre>{escape(check.name)}: {escape(check.message)}</pre>{mistake}")
+            said = _("{check}: {detail}", check=check.name, detail=check.message)
+            cell.append(f"<pre>{escape(said)}</pre>{mistake}")
         for picture in pictures:
             if picture.part == part.name:
                 width = "480px" if picture.kind == "at work" else "100%"
