@@ -188,6 +188,10 @@ def localize_commands(command) -> None:
             command.help.split("\n")[0].split("。")[0] if _language != "en" else None
         )
     for param in command.params:
+        # Click names a path's kind ("directory") when the option is made, at import: again now.
+        kind = param.type.__dict__.setdefault("_english_name", getattr(param.type, "name", None))
+        if kind in ("file", "directory", "path"):
+            param.type.name = click_text(kind)
         english = param.__dict__.setdefault("_english_help", getattr(param, "help", None))
         if english:
             # The kit's own texts, else Click's (--version's help is Click's message).

@@ -287,3 +287,11 @@ def test_the_explanation_is_shown_once_without_its_detail_in_either_language(lan
         difference = Difference("the scale is missing", "scale forgotten", "at index [1]")
         check = CheckResult("output", False, difference.text(), detail=difference.detail)
         assert check.words == "the scale is missing"
+
+
+def test_a_path_options_kind_is_named_in_the_language_chosen():
+    """Click names a path's kind ("Directory") when the option is made, before --lang is read."""
+    result = zh("batch", "/no/such/folder", "-e", "8-2")
+    assert result.exit_code == 2 and "文件夹 '/no/such/folder' 不存在" in result.output
+    english = CliRunner().invoke(main, ["--lang", "en", "batch", "/no/such/folder", "-e", "8-2"])
+    assert "Directory '/no/such/folder' does not exist" in english.output
