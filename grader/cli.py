@@ -13,7 +13,7 @@ from pathlib import Path
 
 import click
 
-from grader.i18n import _, lang_option, localized_group_class, stubs_folder, tr
+from grader.i18n import N_, _, lang_option, localized_group_class, stubs_folder, tr
 from grader.records import EXERCISES, UnknownExercise, get_exercise
 
 
@@ -203,22 +203,23 @@ def check(
                 render(record, result, verbose=verbose, color=color, again=again), color=color
             )
             for flag in flags:
-                click.echo(
-                    f"batch flag: {flag}: {FLAG_WORDS.get(flag.split('-')[0], '')}", err=True
-                )
+                words = tr(FLAG_WORDS.get(flag.split("-")[0], ""))
+                click.echo(_("batch flag: {flag}: {words}", flag=flag, words=words), err=True)
         if page:
             page.add(record, result)
     if page:
         page.write()
-        click.echo(f"{html_path}: the results with pictures", err=True)
+        click.echo(_("{path}: the results with pictures", path=html_path), err=True)
     sys.exit(0 if all_passed else 1)
 
 
 # What `grader batch` flags, as `grader check` tells the student.
 FLAG_WORDS = {
-    "imports": "your instructor's grading blocks this import, so those parts score 0 there "
-    "(and here): write the code yourself",
-    "opens": "your file names the solutions folder; your instructor sees this flag",
+    "imports": N_(
+        "your instructor's grading blocks this import, so those parts score 0 there "
+        "(and here): write the code yourself"
+    ),
+    "opens": N_("your file names the solutions folder; your instructor sees this flag"),
 }
 
 
@@ -265,11 +266,11 @@ def watch(exercise_id, path, interval):
     record = _records((exercise_id,), False)[0]
     path = path or package_dir("exercises") / record.file
     if not path.is_file():
-        raise click.BadParameter(f"{path} does not exist", param_hint="PATH")
+        raise click.BadParameter(_("{path} does not exist", path=path), param_hint="PATH")
     try:
         watch_file(record, path, click.echo, interval)
     except KeyboardInterrupt:
-        click.echo("stopped")
+        click.echo(_("stopped"))
 
 
 @main.command()
@@ -389,20 +390,34 @@ def batch(
         click.echo((summary.out / "junit.xml").read_text(encoding="utf-8"), nl=False)
         return
     click.echo(
-        f"{len(summary.students)} students: {len(summary.graded)} graded, "
-        f"{len(summary.skipped)} already graded (unchanged). Hidden-check seed {summary.seed}."
+        _(
+            "{students} students: {graded} graded, {skipped} already graded (unchanged). "
+            "Hidden-check seed {seed}.",
+            students=len(summary.students),
+            graded=len(summary.graded),
+            skipped=len(summary.skipped),
+            seed=summary.seed,
+        )
     )
     if summary.not_final:
+        names = ", ".join(summary.not_final[:5]) + (", …" if len(summary.not_final) > 5 else "")
         click.echo(
-            f"The grader itself failed on some part of {len(summary.not_final)} students "
-            f"({', '.join(summary.not_final[:5])}{', …' if len(summary.not_final) > 5 else ''}): "
-            "not graded, not their fault; run the same command again to grade them.",
+            _(
+                "The grader itself failed on some part of {count} students ({names}): not "
+                "graded, not their fault; run the same command again to grade them.",
+                count=len(summary.not_final),
+                names=names,
+            ),
             err=True,
         )
     if summary.removed:
         click.echo(
-            f"No longer in {submissions}, so moved to {summary.out / 'removed'}: "
-            f"{', '.join(summary.removed)}",
+            _(
+                "No longer in {submissions}, so moved to {removed}: {names}",
+                submissions=submissions,
+                removed=summary.out / "removed",
+                names=", ".join(summary.removed),
+            ),
             err=True,
         )
     names = ["grades.csv", "report.html", "results/", "feedback/", "junit.xml"]
@@ -463,7 +478,13 @@ def merge_command(scores, out_dir):
         count = merge_into_batch(out_dir, scores)
     except MergeError as error:
         raise click.ClickException(str(error)) from None
-    click.echo(f"{count} written scores merged into {out_dir / 'grades.csv'}")
+    click.echo(
+        _(
+            "{count} written scores merged into {gradebook}",
+            count=count,
+            gradebook=out_dir / "grades.csv",
+        )
+    )
 
 
 @main.command("export")
@@ -500,9 +521,9 @@ def export_command(system, out_dir, roster, assignment, assignment_id, moodle_id
         )
     except LmsError as error:
         raise click.ClickException(str(error)) from None
-    click.echo(f"{export.path}: {len(export.exported)} students")
+    click.echo(_("{path}: {count} students", path=export.path, count=len(export.exported)))
     for line in export.problems():
-        click.echo(f"  not in the file: {line}", err=True)
+        click.echo(_("  not in the file: {line}", line=line), err=True)
 
 
 @main.group()
@@ -520,7 +541,7 @@ def release_student_command(destination):
         release_student(destination)
     except ReleaseError as error:
         raise click.ClickException(str(error)) from None
-    click.echo(f"{destination}: stubs, grader and fixtures; no solutions, no answers")
+    click.echo(_("{path}: stubs, grader and fixtures; no solutions, no answers", path=destination))
 
 
 @release.command("gradescope")
@@ -547,7 +568,12 @@ def release_gradescope_command(target, exercise_ids, unsandboxed):
         release_gradescope(target, [r.id for r in records], unsandboxed)
     except ReleaseError as error:
         raise click.ClickException(str(error)) from None
-    click.echo(f"{target}: upload it as the autograder of a Gradescope programming assignment")
+    click.echo(
+        _(
+            "{path}: upload it as the autograder of a Gradescope programming assignment",
+            path=target,
+        )
+    )
 
 
 @release.command("actions")
@@ -569,7 +595,7 @@ def release_actions_command(exercise_ids, out_file):
         return
     out_file.parent.mkdir(parents=True, exist_ok=True)
     out_file.write_text(text, encoding="utf-8")
-    click.echo(f"{out_file}: commit it to the assignment's template repository")
+    click.echo(_("{path}: commit it to the assignment's template repository", path=out_file))
 
 
 @main.command()

@@ -188,6 +188,10 @@ def localize_commands(command) -> None:
             command.help.split("\n")[0].split("。")[0] if _language != "en" else None
         )
     for param in command.params:
+        # Click names a path's kind ("directory") when the option is made, at import: again now.
+        kind = param.type.__dict__.setdefault("_english_name", getattr(param.type, "name", None))
+        if kind in ("file", "directory", "path"):
+            param.type.name = click_text(kind)
         english = param.__dict__.setdefault("_english_help", getattr(param, "help", None))
         if english:
             # The kit's own texts, else Click's (--version's help is Click's message).
@@ -232,6 +236,27 @@ def _give_lang_options(command) -> None:
         _give_lang_options(sub)
 
 
+def lang_in_arguments(words: list[str]) -> str | None:
+    """The value of the last `--lang X` / `--lang=X` on a command line, read before Click
+    parses it: `--help` is eager and would otherwise print before `--lang` is seen
+    (`grader show --help --lang zh`). Words after `--` are arguments, not options."""
+    found = None
+    for index, word in enumerate(words):
+        if word == "--":
+            break
+        if word == "--lang" and index + 1 < len(words):
+            found = words[index + 1]
+        elif word.startswith("--lang="):
+            found = word.removeprefix("--lang=")
+    return found
+
+
+def _valid_or_none(value: str | None) -> str | None:
+    """`value` when it names a language; else None, so that Click, parsing `--lang` itself,
+    gives its usual usage error for it."""
+    return value if value in LANGUAGES else None
+
+
 def localized_group_class():
     """A Click group that speaks the language of the environment from its first word (before
     `--lang` is read: `grader --help` with GRADER_LANG=zh is Chinese), and afterwards the
@@ -240,8 +265,12 @@ def localized_group_class():
 
     class LocalizedGroup(click.Group):
         def main(self, *args, **kwargs):
+            import sys
+
+            words = kwargs.get("args", args[0] if args else None)
+            words = sys.argv[1:] if words is None else list(words)
             try:
-                chosen = choose()
+                chosen = choose(_valid_or_none(lang_in_arguments(words)))
             except LanguageError as error:
                 click.echo(f"Error: {error}", err=True)
                 raise SystemExit(2) from None

@@ -18,16 +18,27 @@ from pathlib import Path
 from grader.engine.results import ExerciseResult
 from grader.engine.spec import Exercise
 from grader.engine.status import Status
+from grader.i18n import _, language, tr
 
 # An editor may write a file in several steps: wait this long after a change before reading it.
 SETTLE_SECONDS = 0.03
+
+
+def status_words(status: Status) -> str:
+    """A part's status in the language in use: the check's table's words, translated; in
+    English the status's own word, as watch has always printed it."""
+    from grader.instructor.report import WORDS
+
+    return str(status) if language() == "en" else tr(WORDS.get(status, str(status)))
 
 
 def part_states(result: ExerciseResult) -> dict[str, tuple]:
     states = {}
     for part in result.parts:
         failing = next((c for c in part.checks if not c.passed), None)
-        message = f"{failing.name}: {failing.message}" if failing else ""
+        message = (
+            _("{check}: {detail}", check=failing.name, detail=failing.message) if failing else ""
+        )
         states[part.name] = (part.status, part.score, part.max_score, message)
     return states
 
@@ -40,14 +51,19 @@ def changes(previous: ExerciseResult, current: ExerciseResult) -> list[str]:
         if before.get(name) == after[name]:
             continue
         was = before.get(name)
-        change = f" (was {was[0]}, {was[1]:g})" if was and was[0] != status else ""
+        change = (
+            _(" (was {status}, {score:g})", status=status_words(was[0]), score=was[1])
+            if was and was[0] != status
+            else ""
+        )
         mark = "✓" if status == Status.PASSED else "✗"
-        lines.append(f"  {mark} {name}  {score:g}/{most:g}  {status}{change}")
+        lines.append(f"  {mark} {name}  {score:g}/{most:g}  {status_words(status)}{change}")
         if message:
             lines.append(f"      {message}")
     if not lines:
-        lines.append("  no change")
-    lines.append(f"Score: {current.score:g}/{current.max_score:g}")
+        lines.append("  " + _("no change"))
+    score, most = f"{current.score:g}", f"{current.max_score:g}"
+    lines.append(_("Score: {score}/{max}", score=score, max=most))
     return lines
 
 
@@ -86,7 +102,7 @@ class Watcher:
         if previous is None:
             return graded.text().splitlines()
         return [
-            time.strftime("%H:%M:%S") + f" {self.path.name} saved:",
+            _("{time} {name} saved:", time=time.strftime("%H:%M:%S"), name=self.path.name),
             *changes(previous, graded.result),
         ]
 
@@ -97,7 +113,7 @@ def watch(record: Exercise, path: Path, echo: Callable[[str], None], interval: f
 
     warm_up()
     watcher = Watcher(record, path)
-    echo(f"watching {path} (Ctrl+C stops)")
+    echo(_("watching {path} (Ctrl+C stops)", path=path))
     while True:
         lines = watcher.poll()
         if lines:

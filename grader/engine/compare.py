@@ -15,16 +15,23 @@ import numpy as np
 
 from grader.engine import diagnosis
 from grader.engine.spec import LAYER, Case, Mistake, Recompute
-from grader.i18n import _, tr
+from grader.i18n import N_, _, tr
 
 # The names of differences the engine recognises on any exercise (a diagnosis), as against the
 # mistakes a record names; the diagnosis engine's own names start with DIAGNOSED.
 GENERIC = frozenset(
-    {"all zeros", "constant factor", "transposed", "gradient cut", "dtype changed", "NaN"}
+    {
+        N_("all zeros"),
+        N_("constant factor"),
+        N_("transposed"),
+        N_("gradient cut"),
+        N_("dtype changed"),
+        N_("NaN"),
+    }
 )
 DIAGNOSED = diagnosis.SLIP
 # What a scalar that differs (and no more is known) is told.
-VALUE_WRONG = "the value differs from the reference"
+VALUE_WRONG = N_("the value differs from the reference")
 
 TOLERANCES = {"float64": (1e-6, 1e-7), "float32": (2e-3, 2e-3), "float16": (2e-2, 2e-2)}
 

@@ -19,23 +19,35 @@ from grader.engine.protocol import CaseOutput
 from grader.engine.results import CheckResult
 from grader.engine.spec import LAYER, Case
 from grader.engine.status import CaseStatus
+from grader.i18n import N_, _, tr
 
 
 def judge_raises(case: Case, got: CaseOutput, name: str) -> CheckResult:
     """The check of a case that must raise `case.raises`."""
     if got.status == CaseStatus.NOT_IMPLEMENTED:
-        message = "not implemented yet" + (f" ({got.message})" if got.message else "")
+        message = _("not implemented yet") + (f" ({got.message})" if got.message else "")
         return CheckResult(name, False, message, cause=got.status)
     if got.status == CaseStatus.OK:
         return CheckResult(
-            name, False, f"no {case.raises} was raised, a value was returned: {case.promise}"
+            name,
+            False,
+            _(
+                "no {error} was raised, a value was returned: {promise}",
+                error=case.raises,
+                promise=tr(case.promise),
+            ),
         )
     if got.exception == case.raises and got.limit is None:
         return CheckResult(name, True)
     return CheckResult(
         name,
         False,
-        f"raised {got.error_words()}, not {case.raises}: {case.promise}",
+        _(
+            "raised {raised}, not {error}: {promise}",
+            raised=got.error_words(),
+            error=case.raises,
+            promise=tr(case.promise),
+        ),
         cause=got.status,
         limit=got.limit,
     )
@@ -57,7 +69,7 @@ def changed_inputs(case: Case, got: CaseOutput, name: str) -> list[CheckResult]:
         sent = np.asarray(sent, dtype=case.dtype) if case.kind == LAYER else np.asarray(sent)
         left = got.after.get(input_name)
         if left is None:
-            problem = "was not reported back after the call"
+            problem = _("was not reported back after the call")
         else:
             problem = _change(sent, np.asarray(left))
         if problem:
@@ -65,10 +77,14 @@ def changed_inputs(case: Case, got: CaseOutput, name: str) -> list[CheckResult]:
                 CheckResult(
                     name,
                     False,
-                    f"the argument `{input_name}` was changed by the call ({problem}): work on "
-                    f"a copy (`{input_name} = np.array({input_name})`); the caller's array must "
-                    "stay as it was",
-                    "argument changed in place",
+                    _(
+                        "the argument `{name}` was changed by the call ({problem}): work on a "
+                        "copy (`{name} = np.array({name})`); the caller's array must stay as it "
+                        "was",
+                        name=input_name,
+                        problem=problem,
+                    ),
+                    N_("argument changed in place"),
                 )
             )
     return checks
@@ -88,9 +104,12 @@ def precision_lost(case: Case, got: CaseOutput, name: str) -> list[CheckResult]:
         CheckResult(
             name,
             False,
-            f"returned {got.dtype} for float64 inputs: compute in the dtype of the inputs "
-            "(a float32 constant or a cast to float32 loses half the digits)",
-            "precision lost",
+            _(
+                "returned {dtype} for float64 inputs: compute in the dtype of the inputs "
+                "(a float32 constant or a cast to float32 loses half the digits)",
+                dtype=got.dtype,
+            ),
+            N_("precision lost"),
         )
     ]
 
@@ -101,13 +120,17 @@ _FLOAT_NAMES = ("float16", "float32", "float64")
 def _change(sent: np.ndarray, left: np.ndarray) -> str:
     """How `left` differs from `sent` in plain words, or "" when it does not."""
     if left.shape != sent.shape:
-        return f"its shape went from {sent.shape} to {left.shape}"
+        return _("its shape went from {before} to {after}", before=sent.shape, after=left.shape)
     sent, left = sent.astype(np.float64), left.astype(np.float64)
     same = (left == sent) | (np.isnan(left) & np.isnan(sent))
     if bool(np.all(same)):
         return ""
     where = tuple(int(i) for i in np.unravel_index(int(np.argmax(~same)), same.shape))
-    return (
-        f"{int((~same).sum())} of {sent.size} entries differ; at index {list(where)} it was "
-        f"{sent[where]:g}, it is now {left[where]:g}"
+    return _(
+        "{count} of {size} entries differ; at index {index} it was {before:g}, it is now {after:g}",
+        count=int((~same).sum()),
+        size=sent.size,
+        index=list(where),
+        before=sent[where],
+        after=left[where],
     )

@@ -12,6 +12,7 @@ to fix that one first (`causes`).
 from __future__ import annotations
 
 import ast
+import re
 import shutil
 import textwrap
 from enum import IntEnum
@@ -21,6 +22,7 @@ from grader.engine.compare import DIAGNOSED, GENERIC
 from grader.engine.results import CheckResult, ExerciseResult, PartResult
 from grader.engine.spec import Exercise
 from grader.engine.status import CaseStatus, Status
+from grader.i18n import N_, _, n_, tr
 
 SHOWN_PROBLEMS = 2
 # The names of the one check of a part that failed for the whole file (grader.engine.judging).
@@ -40,15 +42,32 @@ class Rank(IntEnum):
     NOT_IMPLEMENTED = 5
 
 
+# The names judging gives a case's checks, by kind (0 output, 2 dtype, 3 a gradient): the
+# English templates, matched as translated too, so that problems rank alike in every language.
+CHECK_NAMES = (
+    (0, N_("output, {label}")),
+    (2, N_("dtype, {label}")),
+    (3, N_("gradient wrt {wrt}, {label}")),
+)
+
+
+def _named(name: str, template: str) -> bool:
+    """Whether `name` is `template` (English or as translated) filled with any values."""
+    for text in {template, tr(template)}:
+        pattern = re.sub(r"\\\{\w+\\\}", ".*", re.escape(text))
+        if re.fullmatch(pattern, name, flags=re.DOTALL):
+            return True
+    return False
+
+
 def check_kind(check: CheckResult) -> int:
     """0 output, 1 a property or an error of the case, 2 dtype, 3 a gradient."""
     name = check.name.split(": ", 1)[-1] if ": " in check.name else check.name
-    if name.startswith("output"):
-        return 0
-    if name.startswith("dtype"):
-        return 2
-    if name.startswith("gradient wrt") or name.startswith("no gradient"):
+    if name.startswith("no gradient"):
         return 3
+    for kind, template in CHECK_NAMES:
+        if _named(name, template):
+            return kind
     return 1
 
 
@@ -98,9 +117,24 @@ def problem_text(check: CheckResult, first: bool) -> str:
     words = check.words
     if check.name in words or check.name in WHOLE_FILE:
         return words
-    detail = check.detail.replace(" values differ from the reference", " differ")
-    context = f"{check.name}: {detail}" if first and detail else check.name
+    detail = _shortened(check.detail)
+    context = (
+        _("{check}: {detail}", check=check.name, detail=detail) if first and detail else check.name
+    )
     return f"{words} [{context}]"
+
+
+def _shortened(detail: str) -> str:
+    """ "N of M values differ from the reference" as "N of M differ", in the language in use:
+    beside the check's name the rest goes without saying."""
+    long = _("{count} of {size} values differ from the reference")
+    pattern = re.escape(long).replace(r"\{count\}", r"(?P<count>\d+)")
+    pattern = pattern.replace(r"\{size\}", r"(?P<size>\d+)")
+    return re.sub(
+        pattern,
+        lambda match: _("{count} of {size} differ", **match.groupdict()),
+        detail,
+    )
 
 
 def wrap(line: str, width: int | None = None, indent: str = INDENT) -> list[str]:
@@ -188,15 +222,26 @@ def part_lines(part: PartResult, before: list[str] = (), width: int | None = Non
         lines += wrap(problem_text(check, first=index == 0 and not before), width)
     hidden = len(found) - len(shown)
     if hidden > 0:
-        lines += wrap(
-            f"… {hidden} more problem{'s' if hidden > 1 else ''} (--verbose lists every check)",
-            width,
+        more = n_(
+            "… {count} more problem (--verbose lists every check)",
+            "… {count} more problems (--verbose lists every check)",
+            hidden,
+            count=hidden,
         )
+        lines += wrap(more, width)
     return lines
 
 
 def cause_words(part: str, others: list[str]) -> str:
     """ "fix split_heads first: …" for a part whose code calls other parts that fail."""
     if len(others) == 1:
-        return f"fix {others[0]} first: {part} calls it, and it fails its own checks"
-    return f"fix {' and '.join(others)} first: {part} calls them, and they fail their own checks"
+        return _(
+            "fix {other} first: {part} calls it, and it fails its own checks",
+            other=others[0],
+            part=part,
+        )
+    return _(
+        "fix {others} first: {part} calls them, and they fail their own checks",
+        others=_(" and ").join(others),
+        part=part,
+    )

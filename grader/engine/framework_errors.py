@@ -20,6 +20,7 @@ from pathlib import Path
 
 from grader.engine.protocol import Frame
 from grader.engine.spec import LAYER, Case
+from grader.i18n import N_, _, tr
 
 # TensorFlow's prefix and suffix around an op's own message.
 _DEVICE_DUMP = re.compile(r"\{\{function_node [^}]*\}\}\s*")
@@ -49,25 +50,29 @@ def _first_input(case: Case) -> str:
 
 def _numpy_returned(match, case: Case) -> str:
     where = f"{case.target}.call" if case.kind == LAYER else f"{case.target}()"
-    return (
-        f"{where} returned a NumPy array (or went through NumPy): gradients cannot flow back "
+    return _(
+        "{where} returned a NumPy array (or went through NumPy): gradients cannot flow back "
         "through NumPy. Compute with keras.ops (ops.matmul, ops.transpose, ...) on the tensors "
-        "you are given, and return a tensor."
+        "you are given, and return a tensor.",
+        where=where,
     )
 
 
 def _dtype_mismatch(match, case: Case) -> str:
     have, other = _dtype(match["a"]), _dtype(match["b"])
     name = _first_input(case)
-    return (
-        f"one operand is {have}, the other {other}: a constant or a cast of yours has a fixed "
-        f"dtype. Make it with the inputs' dtype, e.g. ops.cast(2.0, {name}.dtype) or "
-        f"tf.constant(2.0, dtype={name}.dtype)."
+    return _(
+        "one operand is {have}, the other {other}: a constant or a cast of yours has a fixed "
+        "dtype. Make it with the inputs' dtype, e.g. ops.cast(2.0, {name}.dtype) or "
+        "tf.constant(2.0, dtype={name}.dtype).",
+        have=have,
+        other=other,
+        name=name,
     )
 
 
 def _item_assignment(match, case: Case) -> str:
-    return (
+    return _(
         "a tensor cannot be changed in place (x[i] = ...): build a new one instead, with "
         "ops.where, ops.concatenate or ops.stack (or ops.slice_update)."
     )
@@ -75,17 +80,21 @@ def _item_assignment(match, case: Case) -> str:
 
 def _matmul_shapes(match, case: Case) -> str:
     left, right = (tuple(int(v) for v in match[k].split(",") if v) for k in ("a", "b"))
-    return (
-        f"a matrix product of shapes {left} and {right}: the last size of the first must equal "
-        "the first size of the second. Is a matrix transposed, or the wrong one used?"
+    return _(
+        "a matrix product of shapes {left} and {right}: the last size of the first must equal "
+        "the first size of the second. Is a matrix transposed, or the wrong one used?",
+        left=left,
+        right=right,
     )
 
 
 def _broadcast_shapes(match, case: Case) -> str:
     left, right = (re.sub(r"[\[\]()\s]", "", match[k]) for k in ("a", "b"))
-    return (
-        f"shapes ({left}) and ({right}) cannot be combined element by element: an axis is "
-        "missing (add one with ops.expand_dims or [:, None]) or two axes are swapped."
+    return _(
+        "shapes ({left}) and ({right}) cannot be combined element by element: an axis is "
+        "missing (add one with ops.expand_dims or [:, None]) or two axes are swapped.",
+        left=left,
+        right=right,
     )
 
 
@@ -135,7 +144,7 @@ def without_dump(message: str) -> str:
 
 
 # Said after an error reported at the caller's line: where it was raised, on what.
-PASSED_FROM_HERE = (
+PASSED_FROM_HERE = N_(
     "{sentence} (raised in {function}, line {line}, on a value this line passes to it: fix "
     "that value here)"
 )
@@ -161,7 +170,7 @@ def explain(
     def placed(sentence: str) -> str:
         if cause is None:
             return located(sentence, where or _definition(source, case))
-        sentence = PASSED_FROM_HERE.format(
+        sentence = tr(PASSED_FROM_HERE).format(
             sentence=sentence, function=noticed.function, line=noticed.line
         )
         return located(sentence, _where(cause))

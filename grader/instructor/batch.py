@@ -29,6 +29,7 @@ from grader.engine.results import ExerciseResult, PartResult
 from grader.engine.spec import Exercise
 from grader.engine.status import Limit
 from grader.engine.text import printable
+from grader.i18n import N_, tr
 from grader.instructor import gradebook
 from grader.instructor.student_page import StudentPage
 from grader.instructor.submissions import (
@@ -480,13 +481,18 @@ def _readable(path: Path | None) -> Path | None:
 # What a failure that ran into a limit is told, before its own words: the option whose value it
 # names, and the words.
 LIMIT_WORDS = {
-    Limit.MEMORY: ("memory_mb", "it ran out of memory: the limit is {} MB"),
-    Limit.PROCESSES: ("processes", "it tried to start too many processes (at most {} more)"),
-    Limit.OUTPUT: ("output_mb", "it printed or wrote more than the {} MB output cap"),
+    Limit.MEMORY: ("memory_mb", N_("it ran out of memory: the limit is {value} MB")),
+    Limit.PROCESSES: (
+        "processes",
+        N_("it tried to start too many processes (at most {value} more)"),
+    ),
+    Limit.OUTPUT: ("output_mb", N_("it printed or wrote more than the {value} MB output cap")),
     Limit.SANDBOX: (
         None,
-        "the sandbox does not allow that (a new process, a signal to another process, a "
-        "network socket, ...)",
+        N_(
+            "the sandbox does not allow that (a new process, a signal to another process, a "
+            "network socket, ...)"
+        ),
     ),
 }
 
@@ -496,7 +502,7 @@ def _explain_limits(part: PartResult, options: BatchOptions) -> PartResult:
         if check.limit is not None:
             option, words = LIMIT_WORDS[check.limit]
             value = getattr(options, option) if option else None
-            check.message = f"{words.format(value)} ({check.message})"
+            check.message = f"{tr(words).format(value=value)} ({check.message})"
     return part
 
 

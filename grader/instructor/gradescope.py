@@ -24,7 +24,7 @@ from pathlib import Path
 from grader import i18n
 from grader.engine.grading import grade
 from grader.engine.status import Status
-from grader.i18n import _
+from grader.i18n import N_, _, n_, tr
 from grader.instructor.batch import BatchError, BatchOptions, require_sandbox
 from grader.instructor.gradebook import atomic_write
 from grader.instructor.submissions import FORBIDDEN_PACKAGES, find_exercise_file, scan
@@ -32,11 +32,11 @@ from grader.records import get_exercise
 
 # A part's status in words, for the first line of its output (Gradescope knows only two).
 STATUS_WORDS = {
-    Status.PASSED: "passed",
-    Status.FAILED: "failed",
-    Status.NOT_IMPLEMENTED: "not implemented yet",
-    Status.ERROR: "error: the code raised an exception or could not be loaded",
-    Status.TIMEOUT: "timed out",
+    Status.PASSED: N_("passed"),
+    Status.FAILED: N_("failed"),
+    Status.NOT_IMPLEMENTED: N_("not implemented yet"),
+    Status.ERROR: N_("error: the code raised an exception or could not be loaded"),
+    Status.TIMEOUT: N_("timed out"),
 }
 SHOWN_CHECKS = 5
 
@@ -76,9 +76,9 @@ def _test(name: str, score: float, max_score: float, output: str, visibility: st
 
 
 def _listed(checks) -> str:
-    lines = [f"{c.name}: {c.message}" for c in checks[:SHOWN_CHECKS]]
+    lines = [_("{check}: {detail}", check=c.name, detail=c.message) for c in checks[:SHOWN_CHECKS]]
     if len(checks) > SHOWN_CHECKS:
-        lines.append(f"... {len(checks) - SHOWN_CHECKS} more")
+        lines.append(_("... {count} more", count=len(checks) - SHOWN_CHECKS))
     return "\n".join(lines)
 
 
@@ -111,7 +111,9 @@ def results_for(
                         f"{record.id} {part.name}",
                         0.0,
                         part.points,
-                        f"{'missing' if found.missing else 'not graded'}: {problem}",
+                        _("missing: {problem}", problem=problem)
+                        if found.missing
+                        else _("not graded: {problem}", problem=problem),
                         "visible",
                     )
                 )
@@ -139,31 +141,35 @@ def results_for(
             name = f"{record.id} {part.name}"
             public = [c for c in part.checks if not c.hidden and not c.passed]
             hidden = [c for c in part.checks if c.hidden and not c.passed]
-            output = [STATUS_WORDS[part.status]]
+            output = [tr(STATUS_WORDS[part.status])]
             if part.summary:
                 output.append(part.summary)
             if public:
                 output.append(_listed(public))
             if hidden:
                 output.append(
-                    f"{len(hidden)} hidden check{'s' if len(hidden) > 1 else ''} failed "
-                    "(details once grades are published)"
+                    n_(
+                        "{count} hidden check failed (details once grades are published)",
+                        "{count} hidden checks failed (details once grades are published)",
+                        len(hidden),
+                        count=len(hidden),
+                    )
                 )
             tests.append(_test(name, part.score, part.max_score, "\n".join(output), "visible"))
             if hidden:
                 # The points are in the row above; this row only carries the details, and is
                 # marked failed so that it can never read as a pass.
                 row = _test(
-                    f"{name} (hidden checks)",
+                    _("{name} (hidden checks)", name=name),
                     0.0,
                     0.0,
-                    f"counted in '{name}' above\n{_listed(hidden)}",
+                    _("counted in '{name}' above", name=name) + f"\n{_listed(hidden)}",
                     "after_published",
                 )
                 tests.append(row)
     return {
         "score": float(sum(t["score"] for t in tests)),
-        "output": "\n".join(lines) or "Graded.",
+        "output": "\n".join(lines) or _("Graded."),
         "extra_data": {"hidden_seed": seed},
         "tests": tests,
     }

@@ -157,10 +157,11 @@ def _to_do(hint: str) -> str:
     if not hint.endswith(")") or not hint.startswith(prefix):
         return hint
     words = hint.removeprefix(prefix)[:-1]
-    first = re.split(r"\. |。", words, maxsplit=1)[0].rstrip(".。")
-    return _(
-        "to do: {hint}", hint=first + ("." if first and first.isascii() else "。" if first else "")
-    )
+    # A sentence ends at "。" or at ". ", not at the dots of a range ("0 .. maxlen-1").
+    first = re.split(r"(?<![.\s])\.(?!\.) |。", words, maxsplit=1)[0].rstrip(".。")
+    if first and first[-1] not in "?!？！":  # a question keeps its own mark
+        first += "." if first.isascii() else "。"
+    return _("to do: {hint}", hint=first)
 
 
 def render_show(record: Exercise) -> str:

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from grader.engine.results import ExerciseResult
 from grader.engine.spec import Exercise
+from grader.i18n import _
 
 
 class StudentPage:
@@ -43,12 +44,16 @@ class StudentPage:
         from grader.notebook.html import page, result_html
 
         note = (
-            "No picture for " + ", ".join(self.missing) + " (the grade does not depend on it)."
+            _(
+                "No picture for {parts} (the grade does not depend on it).",
+                parts=", ".join(self.missing),
+            )
             if self.missing
             else ""
         )
         by_id = {record.id: record for record in records}
-        body = f"<h2>Feedback for {escape(student)}</h2>" + "".join(
+        heading = _("Feedback for {student}", student=student)
+        body = f"<h2>{escape(heading)}</h2>" + "".join(
             result_html(
                 by_id[result.exercise], result, self.pictures.get(result.exercise, []), escape(note)
             )
@@ -56,5 +61,5 @@ class StudentPage:
             if result.exercise in by_id
         )
         temporary = self.path.with_name(self.path.name + ".tmp")
-        temporary.write_text(page(f"Feedback for {student}", body), encoding="utf-8")
+        temporary.write_text(page(heading, body), encoding="utf-8")
         os.replace(temporary, self.path)

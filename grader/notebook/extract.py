@@ -23,6 +23,7 @@ from dataclasses import dataclass
 
 import nbformat
 
+from grader.i18n import N_, _, tr
 from grader.notebook.generate import CHECK_TAG
 
 # `%%bash`, `%%timeit`...: the rest of the cell is not Python.
@@ -51,15 +52,24 @@ def code_cells(data: bytes | str, name: str) -> list[CodeCell]:
         try:
             data = data.decode("utf-8")
         except UnicodeDecodeError:
-            raise NotebookError(f"{name} is not UTF-8 text: {_RESAVE}") from None
+            raise NotebookError(
+                _("{name} is not UTF-8 text: {resave}", name=name, resave=tr(_RESAVE))
+            ) from None
     try:
         document = json.loads(data)
     except (ValueError, RecursionError) as error:
         raise NotebookError(
-            f"{name} is not valid notebook JSON ({_short(error)}): {_RESAVE}"
+            _(
+                "{name} is not valid notebook JSON ({error}): {resave}",
+                name=name,
+                error=_short(error),
+                resave=tr(_RESAVE),
+            )
         ) from None
     if not isinstance(document, dict):
-        raise NotebookError(f"{name} is JSON but not a notebook: {_RESAVE}")
+        raise NotebookError(
+            _("{name} is JSON but not a notebook: {resave}", name=name, resave=tr(_RESAVE))
+        )
     if document.get("nbformat") == 4 and isinstance(document.get("cells"), list):
         document["cells"] = [_without_outputs(c) for c in document["cells"] if _is_code(c)]
     try:
@@ -70,7 +80,12 @@ def code_cells(data: bytes | str, name: str) -> list[CodeCell]:
             )
     except Exception as error:  # noqa: BLE001 - whatever a malformed file makes nbformat raise
         raise NotebookError(
-            f"{name} is not a notebook Jupyter can open ({_short(error)}): {_RESAVE}"
+            _(
+                "{name} is not a notebook Jupyter can open ({error}): {resave}",
+                name=name,
+                error=_short(error),
+                resave=tr(_RESAVE),
+            )
         ) from None
     cells, number = [], 0
     for cell in notebook.get("cells", []) if isinstance(notebook, dict) else []:
@@ -81,7 +96,14 @@ def code_cells(data: bytes | str, name: str) -> list[CodeCell]:
         if isinstance(source, list) and all(isinstance(line, str) for line in source):
             source = "".join(source)
         if not isinstance(source, str):
-            raise NotebookError(f"{name}, code cell {number}: its source is not text: {_RESAVE}")
+            raise NotebookError(
+                _(
+                    "{name}, code cell {number}: its source is not text: {resave}",
+                    name=name,
+                    number=number,
+                    resave=tr(_RESAVE),
+                )
+            )
         tags = (cell.get("metadata") or {}).get("tags") or ()
         tags = tuple(tag for tag in tags if isinstance(tag, str)) if isinstance(tags, list) else ()
         cells.append(CodeCell(number, source, tags))
@@ -100,11 +122,25 @@ def notebook_code(data: bytes | str, name: str) -> str:
         except SyntaxError as error:
             first = next((line.strip() for line in cell.source.splitlines() if line.strip()), "")
             raise NotebookError(
-                f"{name}, code cell {cell.number} (the one that starts `{first[:40]}`), "
-                f"line {error.lineno}: SyntaxError: {error.msg} — fix it, save, and check again"
+                _(
+                    "{name}, code cell {number} (the one that starts `{first}`), line {line}: "
+                    "SyntaxError: {error} — fix it, save, and check again",
+                    name=name,
+                    number=cell.number,
+                    first=first[:40],
+                    line=error.lineno,
+                    error=error.msg,
+                )
             ) from None
         except ValueError as error:  # a NUL byte in the source
-            raise NotebookError(f"{name}, code cell {cell.number}: {error}") from None
+            raise NotebookError(
+                _(
+                    "{name}, code cell {number}: {error}",
+                    name=name,
+                    number=cell.number,
+                    error=error,
+                )
+            ) from None
         python = _without_grading(python, tree)
         if python.strip():
             parts.append(f"# %% code cell {cell.number}\n{python.rstrip()}\n")
@@ -188,4 +224,4 @@ def _short(error: BaseException) -> str:
     return str(error).splitlines()[0][:160] if str(error) else type(error).__name__
 
 
-_RESAVE = "open it in Jupyter and save it again, or hand in the .py file instead"
+_RESAVE = N_("open it in Jupyter and save it again, or hand in the .py file instead")

@@ -10,7 +10,7 @@ from html import escape
 from grader.engine.results import ExerciseResult
 from grader.engine.spec import Exercise
 from grader.engine.status import Status
-from grader.i18n import N_, _, tr
+from grader.i18n import N_, _, language, tr
 
 SHOWN_FAILURES = 3
 COLOURS = {Status.PASSED: "#1a7f37", Status.NOT_IMPLEMENTED: "#9a6700"}
@@ -47,9 +47,10 @@ def result_html(record: Exercise, result: ExerciseResult, pictures=(), note: str
         for check in _first_distinct([c for c in part.checks if not c.passed]):
             mistake = ""
             if check.mistake:
-                named = escape(_("mistake: {name}", name=check.mistake))
+                named = escape(_("mistake: {name}", name=mistake_words(check.mistake)))
                 mistake = f' <span class="mistake">{named}</span>'
-            cell.append(f"<pre>{escape(check.name)}: {escape(check.message)}</pre>{mistake}")
+            said = _("{check}: {detail}", check=check.name, detail=check.message)
+            cell.append(f"<pre>{escape(said)}</pre>{mistake}")
         for picture in pictures:
             if picture.part == part.name:
                 width = "480px" if picture.kind == "at work" else "100%"
@@ -89,6 +90,15 @@ def result_html(record: Exercise, result: ExerciseResult, pictures=(), note: str
     )
 
 
+def mistake_words(key: str) -> str:
+    """A check's mistake key ("scale forgotten", "property: rows sum to one") in the language
+    in use; the key itself stays English in the results."""
+    prefix = "property: "
+    if key.startswith(prefix):
+        return _("property: {name}", name=tr(key.removeprefix(prefix)))
+    return tr(key)
+
+
 def _heading(record: Exercise) -> str:
     title = _("Exercise {id}: {title}", id=record.id, title=tr(record.title))
     return f"<h3>{escape(title)}</h3>"
@@ -108,7 +118,7 @@ def problem_html(record: Exercise, problem: str) -> str:
 def page(title: str, body: str) -> str:
     """One self-contained HTML page: no scripts, no links, images inside."""
     return (
-        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
+        f'<!DOCTYPE html>\n<html lang="{language()}"><head><meta charset="utf-8">'
         f"<title>{escape(title)}</title></head><body>{body}</body></html>\n"
     )
 
@@ -145,5 +155,5 @@ class HtmlPage:
         self.sections.append(result_html(record, result, pictures))
 
     def write(self) -> None:
-        title = "attnkit results"
+        title = _("attnkit results")
         self.path.write_text(page(title, "".join(self.sections)), encoding="utf-8")

@@ -24,6 +24,7 @@ from pathlib import Path
 
 from grader import KIT, i18n
 from grader.engine.spec import Exercise
+from grader.i18n import _, n_
 from grader.notebook.extract import NotebookError, notebook_code, python_of_cell
 from grader.notebook.generate import notebook_name
 from grader.records import get_exercise
@@ -57,7 +58,7 @@ class Graded:
 
     def _text(self) -> str:
         if self.result is None:
-            return f"Exercise {self.record.id}: not graded.\n{self.problem}"
+            return _("Exercise {id}: not graded.", id=self.record.id) + f"\n{self.problem}"
         from grader.instructor.report import render
 
         self.result.submission = str(self.path)
@@ -120,8 +121,13 @@ def _check(exercise_id, notebook, seed):
     record = get_exercise(exercise_id)
     path = find_notebook(record, notebook)
     if not path.is_file():
-        where = f"pass the notebook to grade: check({record.id!r}, notebook='path/to/{path.name}')"
-        graded = Graded(record, path, problem=f"{path} not found: {where}")
+        where = _(
+            "pass the notebook to grade: check({id!r}, notebook='path/to/{name}')",
+            id=record.id,
+            name=path.name,
+        )
+        problem = _("{path} not found: {where}", path=path, where=where)
+        graded = Graded(record, path, problem=problem)
     else:
         stale = unsaved_changes(path, kernel_history())
         graded = Graded(record, path, problem=stale) if stale else grade_path(record, path, seed)
@@ -146,9 +152,13 @@ def grade_path(
 
     protections = sandbox.status()
     policy = {} if protections["complete"] else None
-    note = "" if policy is not None else sandbox.describe(protections) + "; your code ran as you."
+    note = (
+        ""
+        if policy is not None
+        else _("{protections}; your code ran as you.", protections=sandbox.describe(protections))
+    )
     if pictures and not available():
-        note += " Pictures need matplotlib: pip install 'attnkit[viz]'."
+        note += " " + _("Pictures need matplotlib: pip install 'attnkit[viz]'.")
     collector = PictureCollector() if pictures else None
     with tempfile.TemporaryDirectory(prefix="attnkit-check-") as scratch:
         target = Path(scratch) / record.file
@@ -230,11 +240,18 @@ def unsaved_changes(path: Path, history: list[str] | None) -> str:
     if not differ:
         return ""
     names = ", ".join(f"`{name}`" for name in differ)
-    return (
-        f"{names} as this kernel last ran {'it' if len(differ) == 1 else 'them'} differs from "
-        f"the saved {path.name}. check() grades the saved file, so it would grade other code "
-        "than the code you ran.\nSave the notebook (Ctrl+S, or File > Save), run the changed "
-        "cell again if you edited it after running it, then run the check again."
+    return n_(
+        "{names} as this kernel last ran it differs from the saved {file}. check() grades the "
+        "saved file, so it would grade other code than the code you ran.\nSave the notebook "
+        "(Ctrl+S, or File > Save), run the changed cell again if you edited it after running "
+        "it, then run the check again.",
+        "{names} as this kernel last ran them differs from the saved {file}. check() grades the "
+        "saved file, so it would grade other code than the code you ran.\nSave the notebook "
+        "(Ctrl+S, or File > Save), run the changed cell again if you edited it after running "
+        "it, then run the check again.",
+        len(differ),
+        names=names,
+        file=path.name,
     )
 
 

@@ -3,6 +3,7 @@ Chinese, with the same placeholders, compiled), and what a student reads in Chin
 
 from __future__ import annotations
 
+import inspect
 import os
 
 import numpy as np
@@ -115,6 +116,54 @@ def test_help_and_clicks_own_messages_are_chinese():
     result = zh("nosuchcommand")
     assert result.exit_code == 2 and "没有命令 'nosuchcommand'" in result.output
     assert "Usage:" in CliRunner().invoke(main, ["--lang", "en", "--help"]).output
+
+
+def _command_paths(group, prefix=()):
+    """Every command of the CLI as the words that name it: ("show",), ("release", "student")."""
+    for name, command in group.commands.items():
+        yield (*prefix, name)
+        if hasattr(command, "commands"):
+            yield from _command_paths(command, (*prefix, name))
+
+
+@pytest.mark.parametrize("where", ["before", "after", "after="])
+def test_every_commands_help_is_chinese_wherever_lang_is_placed(where):
+    """`--help` is eager: `grader show --help --lang zh` must not print before --lang is read."""
+    runner = CliRunner()
+    for path in _command_paths(main):
+        lang = {"before": ["--lang", "zh", *path], "after": [*path, "--lang", "zh"]}
+        lang["after="] = [*path, "--lang=zh"]
+        arguments = [*lang[where], "--help"] if where == "before" else [*path, "--help"]
+        if where != "before":
+            arguments += lang[where][len(path) :]
+        result = runner.invoke(main, arguments, env={"GRADER_LANG": "", "LANG": "C"})
+        assert result.exit_code == 0, (arguments, result.output)
+        assert "用法：" in result.output and "Usage:" not in result.output, arguments
+        command = main
+        for word in path:
+            command = command.commands[word]
+        with speaking("zh"):
+            first = i18n.tr(inspect.cleandoc(command._english_help)).split("。")[0]
+        first = " ".join(first.split())
+        assert first and first in " ".join(result.output.split()), (arguments, first)
+    assert i18n.language() == "en"
+
+
+def test_a_bad_lang_after_help_or_before_a_command_is_the_usual_usage_error():
+    result = CliRunner().invoke(main, ["show", "8-2", "--lang", "xx"])
+    assert result.exit_code == 2 and "'xx' is not one of 'en', 'zh'" in result.output
+    result = CliRunner().invoke(main, ["--lang=fr", "list"])
+    assert result.exit_code == 2 and "'fr' is not one of 'en', 'zh'" in result.output
+    # --lang zh wins over a GRADER_LANG the grader does not know, as choose() orders them.
+    result = CliRunner().invoke(main, ["--lang", "zh", "list"], env={"GRADER_LANG": "xx"})
+    assert result.exit_code == 0 and "缩放点积" in result.output
+
+
+def test_lang_is_read_from_the_command_line_before_click_parses_it():
+    assert i18n.lang_in_arguments(["show", "--help", "--lang", "zh"]) == "zh"
+    assert i18n.lang_in_arguments(["--lang=en", "check", "--lang=zh"]) == "zh"  # the last wins
+    assert i18n.lang_in_arguments(["check", "--", "--lang", "zh"]) is None  # an argument
+    assert i18n.lang_in_arguments(["check", "--lang"]) is None
 
 
 def _planted_scale_forgotten(language: str):
@@ -238,3 +287,11 @@ def test_the_explanation_is_shown_once_without_its_detail_in_either_language(lan
         difference = Difference("the scale is missing", "scale forgotten", "at index [1]")
         check = CheckResult("output", False, difference.text(), detail=difference.detail)
         assert check.words == "the scale is missing"
+
+
+def test_a_path_options_kind_is_named_in_the_language_chosen():
+    """Click names a path's kind ("Directory") when the option is made, before --lang is read."""
+    result = zh("batch", "/no/such/folder", "-e", "8-2")
+    assert result.exit_code == 2 and "文件夹 '/no/such/folder' 不存在" in result.output
+    english = CliRunner().invoke(main, ["--lang", "en", "batch", "/no/such/folder", "-e", "8-2"])
+    assert "Directory '/no/such/folder' does not exist" in english.output
