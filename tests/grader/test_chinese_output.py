@@ -58,6 +58,7 @@ SENTENCE = re.compile(r"[A-Za-z]+(?:[ ,:;'()-]+[A-Za-z]+){2,}")
 def english_sentences(text: str) -> list[str]:
     """The runs of 3+ ASCII words of letters left in `text` once code is taken out."""
     text = re.sub(r"<style>.*?</style>|<[^>]*>", " · ", text, flags=re.DOTALL)  # HTML
+    text = " ".join(text.split())  # a terminal may wrap anywhere, even inside RAW
     text = CODE.sub(" · ", text.replace(RAW, " · "))
     words = "|".join(sorted(CODE_WORDS, key=len, reverse=True))
     text = re.sub(rf"\b(?:{words})\b", " · ", text)
