@@ -62,6 +62,12 @@ def given(predicate):
     return lambda case: bool(call_with_case(predicate, case))
 
 
+def computed(function):
+    """An array of the case (which keys are masked, say): `function` of grader.reference called
+    with the case's arrays and params by name."""
+    return lambda case: call_with_case(function, case)
+
+
 def all_of(*whens):
     """`when=` of a mistake told apart only where every one of `whens` holds."""
     return lambda case: all(when(case) for when in whens)

@@ -2,21 +2,10 @@
 
 from __future__ import annotations
 
-import numpy as np
-
 from grader.engine import properties as relations
 from grader.engine import sampling as draw
 from grader.engine import selectors as on
-from grader.engine.spec import (
-    FUNCTION,
-    Case,
-    Exercise,
-    Mistake,
-    Part,
-    Property,
-    Recompute,
-    call_with_case,
-)
+from grader.engine.spec import FUNCTION, Case, Exercise, Mistake, Part, Property, Recompute
 from grader.reference import attention as ref
 
 # (shape of valid_lens, maxlen): (B,), (B, Tq), maxlen 1, a square one.
@@ -133,50 +122,16 @@ def from_mask_cases(rng, hidden=False):
     return cases
 
 
-def padded_everywhere(case) -> np.ndarray:
-    """(B, Tk): the keys past every query's valid length (masked for all queries)."""
-    lengths = np.asarray(case.inputs["valid_lens"]).reshape(len(case.inputs["scores"]), -1)
-    keys = np.arange(case.inputs["scores"].shape[-1])
-    return keys[None, :] >= lengths.max(axis=1)[:, None]
-
-
 def pooling_cases(rng, hidden=False):
     if not hidden:
         return [pooling_case(rng, **setting) for setting in POOLING]
     return [pooling_case(rng, *draw.random_shapes(rng, 1, 4)[0], per) for per in ("batch", "query")]
 
 
-def masked_positions_are_zero(case, output):
-    keep, output = call_with_case(ref.kept_keys, case), np.asarray(output, np.float64)
-    leaks = (~keep) & (output != 0.0) if output.shape == keep.shape else np.zeros(0, bool)
-    if leaks.any():
-        where = [int(i) for i in np.argwhere(leaks)[0]]
-        return (
-            f"a masked position has weight {output[tuple(where)]:.3g} at index {where}; masked "
-            "keys must get exactly zero weight"
-        )
-    return None
-
-
-def rows_sum_to_one_or_zero(case, output):
-    keep, output = call_with_case(ref.kept_keys, case), np.asarray(output, np.float64)
-    if output.shape != keep.shape:
-        return None  # the shape is reported by the output check
-    sums, want = output.sum(axis=-1), keep.any(axis=-1).astype(np.float64)
-    bad = ~(np.abs(sums - want) <= 1e-6)
-    if bad.any():
-        where = tuple(int(i) for i in np.argwhere(bad)[0])
-        kind = "a row with kept keys" if want[where] else "a fully masked row"
-        return (
-            f"{kind} sums to {sums[where]:.6g} at index {list(where)}, not {want[where]:g}: "
-            "the kept weights of a row sum to one, a fully masked row is all zeros"
-        )
-    return None
-
-
+PADDED = on.computed(ref.padded_everywhere)
 PROPERTIES = (
-    Property("masked positions get zero weight", masked_positions_are_zero),
-    Property("rows sum to one (zero when fully masked)", rows_sum_to_one_or_zero),
+    Property("masked positions get zero weight", on.check_of(ref.masked_weight_problem)),
+    Property("rows sum to one (zero when fully masked)", on.check_of(ref.kept_rows_sum_problem)),
 )
 UNIFORM = Mistake.of(
     "fully masked row uniform",
@@ -288,11 +243,11 @@ RECORD = Exercise(
             points=2,
             make_cases=pooling_cases,
             relations=(
-                relations.masked_keys_changed(("scores",), padded_everywhere, axis=2),
-                relations.masked_keys_changed(("values",), padded_everywhere),
+                relations.masked_keys_changed(("scores",), PADDED, axis=2),
+                relations.masked_keys_changed(("values",), PADDED),
                 relations.batch_alone(),
             ),
-            properties=(relations.gradients_sane(padded_everywhere, {"scores": 2, "values": 1}),),
+            properties=(relations.gradients_sane(PADDED, {"scores": 2, "values": 1}),),
             description="MaskedAttentionPooling.call: masked weights times values; finite "
             "gradients, also for fully masked rows.",
             mistakes=(UNIFORM, NOT_RENORMALISED, OFF_BY_ONE, WRONG_AXIS),
