@@ -11,18 +11,13 @@ from grader.engine.spec import FUNCTION, LAYER, Case, Exercise, Mistake, Part, P
 from grader.reference import kernel_regression as ref
 
 # Queries and training points in [0, 5); without h, no bandwidth is passed (the default 1.0).
-WEIGHT_SETTINGS = [
-    dict(m=4, n=6),
-    dict(m=1, n=1, h=0.5),
-    dict(m=5, n=3, h=2.0),
-    dict(m=7, n=10, h=0.3),
-]
-REGRESSION_SETTINGS = [
-    dict(kernel="gaussian", m=5, n=8, h=0.7),
-    dict(kernel="gaussian", m=1, n=1),
-    dict(kernel="boxcar", m=6, n=9, h=1.5),
-    dict(kernel="epanechnikov", m=6, n=9, h=1.2),
-]
+# fmt: off
+WEIGHT_SETTINGS = [dict(m=4, n=6), dict(m=1, n=1, h=0.5), dict(m=5, n=3, h=2.0),
+                   dict(m=7, n=10, h=0.3)]
+REGRESSION_SETTINGS = [dict(kernel="gaussian", m=5, n=8, h=0.7), dict(kernel="gaussian", m=1, n=1),
+                       dict(kernel="boxcar", m=6, n=9, h=1.5),
+                       dict(kernel="epanechnikov", m=6, n=9, h=1.2)]
+# fmt: on
 # (B, m, n): batch 1 and several, m != n, a single query and a single training point.
 PARAMETRIC = draw.Dims(
     "B m n", [(2, 3, 5), (1, 1, 1), (3, 4, 2), (1, 6, 9)], [("B m n", 1, 9)], float32=(2, 5, 7)
