@@ -34,8 +34,14 @@ def param_is_not(name: str, *values, default=None):
 
 def several(name: str, axis: int = -1):
     """`when=` of a mistake told apart only where the case's input or weight `name` has more
-    than one entry along `axis` (a softmax along the wrong axis is all ones otherwise)."""
-    return lambda case: _array(case, name).shape[axis] > 1
+    than one entry along `axis` (a softmax along the wrong axis is all ones otherwise); an
+    array without that axis has not."""
+
+    def holds(case):
+        shape = np.shape(_array(case, name))
+        return -len(shape) <= axis < len(shape) and shape[axis] > 1
+
+    return holds
 
 
 def several_rows(name: str):

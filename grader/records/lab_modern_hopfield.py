@@ -107,11 +107,6 @@ OVER_QUERIES = ("The softmax normalised over the queries (axis 1): each query's 
 # fmt: on
 
 
-def several_states(case):
-    xi = case.inputs["xi"]
-    return xi.ndim == 2 and xi.shape[1] > 1
-
-
 # The same in the update and in retrieval.
 BETA_MISTAKES = (
     Mistake.of("β missing", BETA_MISSING, ref.retrieve, beta=1.0),
@@ -122,7 +117,9 @@ BETA_MISTAKES = (
 UPDATE_MISTAKES = (
     *BETA_MISTAKES,
     Mistake.of("β outside the softmax", BETA_OUTSIDE, ref.retrieve, beta_outside=True),
-    Mistake.of("softmax over the states", OVER_STATES, ref.retrieve, when=several_states, axis=-1),
+    Mistake.of(
+        "softmax over the states", OVER_STATES, ref.retrieve, when=on.several("xi", 1), axis=-1
+    ),
 )
 RETRIEVAL_MISTAKES = (
     *BETA_MISTAKES,
