@@ -21,60 +21,56 @@ KINDS = ("lstm", "gru", "simple_rnn")
 
 
 def simple_rnn_param_count(input_dim, units):
-    """Parameters of `keras.layers.SimpleRNN(units)` on inputs with `input_dim` features.
+    """`keras.layers.SimpleRNN(units)` 在输入有 `input_dim` 个特征时的参数个数。
 
-    h_t = tanh(W x_t + U h_{t-1} + b): W maps the input to the state, U maps the previous
-    state to the state, b is a bias. Count every entry of W, U and b.
+    h_t = tanh(W x_t + U h_{t-1} + b)：W 把输入映射到状态，U 把上一个状态映射到状态，b 是偏
+    置。数出 W、U 和 b 的每一个元素。
     """
     raise NotImplementedError("练习 8-1：数一数 W、U 和 b 的元素：它们各是什么形状？")
 
 
 def lstm_param_count(input_dim, units):
-    """Parameters of `keras.layers.LSTM(units)` on inputs with `input_dim` features.
+    """`keras.layers.LSTM(units)` 在输入有 `input_dim` 个特征时的参数个数。
 
-    An LSTM computes four blocks from the same input x_t and previous state h_{t-1}: the input
-    gate i_t, the forget gate f_t, the output gate o_t and the candidate cell c̃_t, each as
-    σ or tanh of (W_* x_t + U_* h_{t-1} + b_*). Keras keeps one bias vector per block (PyTorch
-    keeps two; the grader follows Keras). The cell c_t and the state h_t have `units`
-    entries. Count every weight.
+    LSTM 由同一个输入 x_t 和上一个状态 h_{t-1} 计算四个块：输入门 i_t、遗忘门 f_t、输出门 o_t
+    和候选记忆单元 c̃_t，每个都是 (W_* x_t + U_* h_{t-1} + b_*) 的 σ 或 tanh。Keras 每个块只
+    有一个偏置向量（PyTorch 有两个；评分程序以 Keras 为准）。记忆单元 c_t 和状态 h_t 都有
+    `units` 个元素。数出每一个权重。
     """
     raise NotImplementedError("练习 8-1：四个块，每个块的参数与一个简单循环层相同")
 
 
 def gru_param_count(input_dim, units, reset_after=True):
-    """Parameters of `keras.layers.GRU(units, reset_after=reset_after)`.
+    """`keras.layers.GRU(units, reset_after=reset_after)` 的参数个数。
 
-    A GRU computes three blocks: the update gate z_t, the reset gate r_t and the candidate
-    state h̃_t, each from W_* x_t and U_* h_{t-1}. With `reset_after=True` (the Keras default,
-    the cuDNN form) the reset gate is applied after the recurrent product, r_t ⊙ (U h_{t-1} +
-    b_rec), so every block has two bias vectors, one for the input product and one for the
-    recurrent product. With `reset_after=False` every block has one bias vector.
+    GRU 计算三个块：更新门 z_t、重置门 r_t 和候选状态 h̃_t，每个都由 W_* x_t 和 U_* h_{t-1} 算
+    出。当 `reset_after=True`（Keras 的默认值，即 cuDNN 的形式）时，重置门作用在循环乘积之
+    后，r_t ⊙ (U h_{t-1} + b_rec)，所以每个块有两个偏置向量，一个给输入乘积，一个给循环乘
+    积。当 `reset_after=False` 时，每个块只有一个偏置向量。
     """
     raise NotImplementedError("练习 8-1：三个块；使用 reset_after 时每个块还有第二个（循环项的）偏置")
 
 
 def param_count_coefficients(kind, input_dim):
-    """The count as a polynomial in units: (a, b, c) with count(units) = a·units² + b·units + c.
+    """把参数个数写成 units 的多项式：(a, b, c)，使 count(units) = a·units² + b·units + c。
 
-    `kind` is "lstm", "gru" (Keras default, reset_after=True) or "simple_rnn"; `input_dim` is
-    fixed. Return the three numbers (a list, a tuple or an array of shape (3,)), highest power
-    first. Raise ValueError for another kind.
+    `kind` 为 "lstm"、"gru"（Keras 默认，reset_after=True）或 "simple_rnn"；`input_dim` 固
+    定。按最高次幂在前的顺序返回这三个数（列表、元组或形状为 (3,) 的数组）。其他 kind 抛出
+    ValueError。
 
-    The quadratic coefficient a comes from the recurrent matrices U (units × units): this is
-    why the parameters of a recurrent layer grow with the square of its size, while what it
-    can hold in its state grows only linearly. Read a, b and c off your count; the grader
-    checks many input_dim for each kind.
+    二次项系数 a 来自循环矩阵 U（units × units）：这就是为什么循环层的参数随其大小的平方增
+    长，而它的状态能容纳的信息只线性增长。从你的参数个数中读出 a、b 和 c；评分程序对每种 kind
+    检查许多 input_dim。
     """
     raise NotImplementedError("练习 8-1：把你的计数展开：哪些项含 units²，哪些含 units，哪些都不含？")
 
 
 def doubling_ratio(kind, input_dim, units):
-    """count(2·units) / count(units) for a layer of that kind ("lstm", "gru" or "simple_rnn").
+    """该种类的层（"lstm"、"gru" 或 "simple_rnn"）的 count(2·units) / count(units)。
 
-    Doubling the size of a layer whose count is a·u² + b·u multiplies it by a number between
-    2 and 4: close to 4 when units is much larger than input_dim (the u² term dominates, the
-    quadratic regime), close to 2 when units is much smaller (the linear regime). The grader
-    checks that your ratio is in [2, 4] and equals the reference for many sizes. GRU uses the
-    Keras default (reset_after=True). Raise ValueError for another kind.
+    参数个数为 a·u² + b·u 的层，大小加倍后参数个数乘以一个介于 2 和 4 之间的数：当 units 远
+    大于 input_dim 时接近 4（u² 项占主导，即二次区间），当 units 远小于 input_dim 时接近 2
+    （线性区间）。评分程序检查你的比值在 [2, 4] 内，并且在许多大小上都等于参考答案。GRU 使用
+    Keras 的默认值（reset_after=True）。其他 kind 抛出 ValueError。
     """
     raise NotImplementedError("练习 8-1：把这个层数两次：units 个单元时和 2·units 个单元时")

@@ -17,72 +17,72 @@ from keras import ops
 
 
 class ScaledDotScore(keras.layers.Layer):
-    """Scaled dot-product score, NNDL (8.4): s(q, k) = qᵀk / √d.
+    """缩放点积打分函数，NNDL (8.4)：s(q, k) = qᵀk / √d。
 
-    d is the size of the key (and query) vectors. Dividing by √d keeps the variance of the
-    scores at the variance of one product term, whatever d is (see the variance functions).
+    d 是键（和查询）向量的维数。除以 √d 使打分的方差保持为单个乘积项的方差，与 d 无关（见两
+    个方差函数）。
     """
 
     def call(self, query, key):
-        """query (B, Tq, d), key (B, Tk, d) -> scores (B, Tq, Tk) = q·k / sqrt(d).
+        """query (B, Tq, d), key (B, Tk, d) -> scores (B, Tq, Tk) = q·k / sqrt(d)。
 
-        scores[b, i, j] = sum_n query[b, i, n] * key[b, j, n] / sqrt(d). The result keeps
-        the dtype of the inputs (float32 in, float32 out).
+        scores[b, i, j] = sum_n query[b, i, n] * key[b, j, n] / sqrt(d)。结果保持输入的 dtype
+        （输入 float32，输出也是 float32）。
         """
         raise NotImplementedError("练习 8-2：查询乘以转置后的键，再除以 sqrt(d)")
 
 
 class BilinearScore(keras.layers.Layer):
-    """Bilinear score, NNDL (8.5): s(q, k) = qᵀ W k with a learned matrix W.
+    """双线性打分函数，NNDL (8.5)：s(q, k) = qᵀ W k，其中 W 是可学习的矩阵。
 
-    The book writes s(x, q) = xᵀ W q; that is the same family with W transposed. Unlike the
-    dot product, query and key may have different sizes, W is (d_q, d_k).
+    书中写作 s(x, q) = xᵀ W q；这是同一族函数，只是 W 转置了。与点积不同，查询和键的维数可以
+    不同，W 的形状为 (d_q, d_k)。
     """
 
     def build(self, query_shape, key_shape):
-        # Given: not part of the exercise. Keep the weight's name `kernel`.
+        # 已给出：不属于练习。保持权重的名称 `kernel` 不变。
         self.kernel = self.add_weight(name="kernel", shape=(query_shape[-1], key_shape[-1]))
 
     def call(self, query, key):
-        """query (B, Tq, d_q), key (B, Tk, d_k) -> scores (B, Tq, Tk).
+        """query (B, Tq, d_q), key (B, Tk, d_k) -> scores (B, Tq, Tk)。
 
-        scores[b, i, j] = query[b, i] @ kernel @ key[b, j], with kernel of shape (d_q, d_k).
-        Gradients must reach the query, the key and the kernel.
+        scores[b, i, j] = query[b, i] @ kernel @ key[b, j]，其中 kernel 的形状为 (d_q, d_k)。梯
+        度必须传到查询、键和 kernel。
         """
         raise NotImplementedError("练习 8-2：用 kernel 投影查询，再与键做点积")
 
 
 def dot_product_variance(d, var_q=1.0, var_k=1.0):
-    """Variance of q·k for q, k with d independent zero-mean components of those variances.
+    """当 q、k 各有 d 个独立、零均值、具有给定方差的分量时，q·k 的方差。
 
-    Each term q_n k_n has mean 0 and variance var_q * var_k; the d terms are independent.
-    Return a Python float (or a 0-d array).
+    每一项 q_n k_n 的均值为 0，方差为 var_q * var_k；这 d 项相互独立。返回一个 Python float
+    （或 0 维数组）。
     """
     raise NotImplementedError("练习 8-2：把 d 个独立乘积的方差加起来")
 
 
 def scaled_dot_product_variance(d, var_q=1.0, var_k=1.0):
-    """The same after dividing by sqrt(d): the variance of q·k / sqrt(d).
+    """同上，但除以 sqrt(d) 之后：q·k / sqrt(d) 的方差。
 
-    Var(c X) = c² Var(X). This is why (8.4) divides by sqrt(d): the result no longer grows
-    with d, so the softmax does not saturate for wide vectors.
+    Var(c X) = c² Var(X)。这就是 (8.4) 除以 sqrt(d) 的原因：结果不再随 d 增长，所以对维数很
+    高的向量 softmax 也不会饱和。
     """
     raise NotImplementedError("练习 8-2：除以常数 c 会让方差发生什么变化？")
 
 
 def bilinear_asymmetry(W):
-    """The square matrix A with s(x, q) - s(q, x) = xᵀ A q for s(x, q) = xᵀ W q.
+    """方阵 A，使 s(x, q) - s(q, x) = xᵀ A q，其中 s(x, q) = xᵀ W q。
 
-    W is a square (d, d) array. The bilinear score is symmetric exactly when A is zero, that
-    is when W is symmetric. Return an array of shape (d, d).
+    W 是形状为 (d, d) 的方阵。双线性打分函数对称当且仅当 A 为零，也就是 W 对称。返回形状为
+    (d, d) 的数组。
     """
     raise NotImplementedError("练习 8-2：把 s(q, x) 写成 xᵀ (某个矩阵) q，再相减")
 
 
 def softmax_jacobian(scores):
-    """scores (..., n) -> Jacobian of softmax (..., n, n) = diag(p) - p pᵀ.
+    """scores (..., n) -> softmax 的雅可比矩阵 (..., n, n) = diag(p) - p pᵀ。
 
-    p = softmax(scores) over the last axis; J[..., i, j] = d p_i / d s_j. Leading axes are
-    batch axes. Large scores (a thousand) must not overflow: use a stable softmax.
+    p = softmax(scores)，沿最后一个轴计算；J[..., i, j] = d p_i / d s_j。前面的轴都是批次
+    轴。很大的打分（上千）不能溢出：使用数值稳定的 softmax。
     """
     raise NotImplementedError("练习 8-2：数值稳定的 softmax，然后 diag(p) 减去 p 与自身的外积")

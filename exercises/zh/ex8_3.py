@@ -21,92 +21,87 @@ PATH_KINDS = ("self_attention", "recurrent", "convolution", "dilated_convolution
 
 
 class SelfAttention(keras.layers.Layer):
-    """Single-head self-attention, NNDL (8.16)–(8.22): H = softmax(Q Kᵀ / √d_k) V.
+    """单头自注意力，NNDL (8.16)–(8.22)：H = softmax(Q Kᵀ / √d_k) V。
 
-    The book writes vectors as columns (Q = W_q X with X of shape (D_x, N)); Keras keeps
-    sequences as rows, so here X is (B, N, d_x) and Q = X W_q with W_q of shape (d_x, d_k):
-    the same computation, transposed.
+    书中把向量写成列（Q = W_q X，X 的形状为 (D_x, N)）；Keras 把序列按行存放，所以这里 X 为
+    (B, N, d_x)，Q = X W_q，W_q 的形状为 (d_x, d_k)：计算相同，只是转置了。
 
-    Args:
-        key_dim: d_k, the size of the queries and keys.
-        value_dim: d_v, the size of the values and of the output; defaults to key_dim.
-        causal: if True, position i attends only to positions j <= i (a decoder's mask).
+    参数：
+        key_dim：d_k，查询和键的维数。
+        value_dim：d_v，值和输出的维数；默认等于 key_dim。
+        causal：为 True 时，位置 i 只注意位置 j <= i（解码器的掩码）。
     """
 
     def __init__(self, key_dim, value_dim=None, causal=False, **kwargs):
-        # Given: not part of the exercise.
+        # 已给出：不属于练习。
         super().__init__(**kwargs)
         self.key_dim = int(key_dim)
         self.value_dim = self.key_dim if value_dim is None else int(value_dim)
         self.causal = bool(causal)
 
     def build(self, input_shape):
-        # Given: not part of the exercise. Keep the weights' names.
+        # 已给出：不属于练习。保持权重的名称不变。
         d_x = input_shape[-1]
         self.query_kernel = self.add_weight(name="query_kernel", shape=(d_x, self.key_dim))
         self.key_kernel = self.add_weight(name="key_kernel", shape=(d_x, self.key_dim))
         self.value_kernel = self.add_weight(name="value_kernel", shape=(d_x, self.value_dim))
 
     def call(self, inputs):
-        """inputs X (B, N, d_x) -> H (B, N, d_v).
+        """输入 X (B, N, d_x) -> H (B, N, d_v)。
 
-        Q = X W_q, K = X W_k (B, N, d_k), V = X W_v (B, N, d_v); the scores
-        S = Q Kᵀ / √d_k (B, N, N), S[b, i, j] scores query i against key j; the attention
-        weights A = softmax(S) normalise each query's row over the keys j; H = A V.
-        With `self.causal`, the scores S[b, i, j] with j > i are excluded before the softmax,
-        so every row of A still sums to one (fill them with a large negative number such as
-        -1e9, or use ops.where). The output keeps the dtype of the inputs.
+        Q = X W_q，K = X W_k (B, N, d_k)，V = X W_v (B, N, d_v)；打分 S = Q Kᵀ / √d_k (B, N, N)，
+        S[b, i, j] 是查询 i 对键 j 的打分；注意力分布 A = softmax(S) 把每个查询的那一行在各个键 j
+        上归一化；H = A V。设置了 `self.causal` 时，j > i 的打分 S[b, i, j] 要在 softmax 之前排
+        除，这样 A 的每一行之和仍为一（用一个很大的负数如 -1e9 填充它们，或使用 ops.where）。输
+        出保持输入的 dtype。
         """
         raise NotImplementedError("练习 8-3：把 X 投影三次，用 Q 对 K 打分，掩码，在键上做 softmax，混合 V")
 
     def get_config(self):
-        # Given: not part of the exercise.
+        # 已给出：不属于练习。
         config = super().get_config()
         config.update(key_dim=self.key_dim, value_dim=self.value_dim, causal=self.causal)
         return config
 
 
-# Operations per layer, after Vaswani et al. 2017, Table 1, for a sequence of n vectors of size
-# d. Count the multiplications of the term the table keeps, and nothing else (no projections, no
-# additions, no constant factors): for self-attention the scores of every query with every key;
-# for a recurrent layer the state updates U h_{t-1}, one per position; for a convolution of kernel
-# width k the kernel taps, each a d × d matrix times a d-vector, at every position.
+# 每层的运算量，依据 Vaswani 等人 2017 年论文的表 1，序列有 n 个大小为 d 的向量。只数表中保留的那一
+# 项的乘法次数，其他都不数（不数投影、不数加法、不计常数因子）：自注意力数每个查询与每个键的打分；循
+# 环层数状态更新 U h_{t-1}，每个位置一次；宽度为 k 的卷积数卷积核的各个抽头，每个抽头是一个 d × d 矩
+# 阵乘以一个 d 维向量，每个位置都要算。
 
 
 def self_attention_complexity(n, d):
-    """Multiplications for the scores q_i · k_j of all n queries against all n keys (size d)."""
+    """n 个查询与 n 个键（维数为 d）两两打分 q_i · k_j 所需的乘法次数。"""
     raise NotImplementedError("练习 8-3：一共有多少对（查询，键）？一次点积要多少运算？")
 
 
 def recurrent_complexity(n, d):
-    """Multiplications for the n state updates U h_{t-1}, U of shape d × d."""
+    """n 次状态更新 U h_{t-1} 所需的乘法次数，U 的形状为 d × d。"""
     raise NotImplementedError("练习 8-3：n 步，每步一个 d × d 矩阵乘以一个 d 维向量")
 
 
 def convolution_complexity(n, d, k):
-    """Multiplications of a convolution of kernel width k over n positions, d channels in and out.
+    """宽度为 k 的卷积在 n 个位置上、输入输出各 d 个通道时的乘法次数。
 
-    Each of the n outputs sums k taps; each tap is a d × d matrix times a d-vector.
+    n 个输出中的每一个都是 k 个抽头之和；每个抽头是一个 d × d 矩阵乘以一个 d 维向量。
     """
     raise NotImplementedError("练习 8-3：每个输出位置 k 个抽头，共 n 个位置，每个抽头一次 d × d 乘积")
 
 
 def maximum_path_length(kind, n, k=None):
-    """Layers a signal passes through from the first position to the last (n >= 2 positions).
+    """信号从第一个位置到最后一个位置所经过的层数（n >= 2 个位置）。
 
-    The path length between input x_1 and output h_n is the number of edges on the shortest
-    path between them in the computation graph, where one edge is one application of a layer
-    or of the recurrent cell. `kind` is one of:
+    输入 x_1 与输出 h_n 之间的路径长度，是计算图中它们之间最短路径上的边数，一条边就是一次应
+    用一个层或一次应用循环单元。`kind` 是下列之一：
 
-    - "self_attention": one self-attention layer;
-    - "recurrent": one recurrent layer (x_1 enters the cell at step 1, h_n leaves it at step n);
-    - "convolution": a stack of causal convolutions of kernel width k >= 2 (output t sees
-      inputs t-k+1 … t), as many layers as needed to connect x_1 to h_n;
-    - "dilated_convolution": the same with dilations 1, k, k², … (layer l sees inputs
-      t, t - k^l, …, t - (k-1)·k^l).
+    - "self_attention"：一个自注意力层；
+    - "recurrent"：一个循环层（x_1 在第 1 步进入循环单元，h_n 在第 n 步离开它）；
+    - "convolution"：宽度为 k >= 2 的因果卷积的堆叠（输出 t 看到输入 t-k+1 … t），层数为连通
+      x_1 与 h_n 所需的层数；
+    - "dilated_convolution"：同上，但膨胀率为 1, k, k², …（第 l 层看到输入 t, t - k^l, …, t -
+      (k-1)·k^l）。
 
-    Return a whole number. Vaswani et al. give these as O(1), O(n), O(n/k) and O(log_k n);
-    here you give the exact count. Raise ValueError for another kind. Careful with floating
-    point: math.log(125, 5) is not exactly 3.
+    返回一个整数。Vaswani 等人给出的是 O(1)、O(n)、O(n/k) 和 O(log_k n)；这里你要给出精确的
+    层数。其他 kind 抛出 ValueError。小心浮点数：math.log(125, 5) 并不恰好等于 3。
     """
     raise NotImplementedError("练习 8-3：一层能往前够到多远？找出够到 n - 1 个位置所需的最少层数")

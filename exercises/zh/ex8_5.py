@@ -31,51 +31,51 @@ import keras
 from keras import ops
 
 # --------------------------------------------------------------------------------------------
-# End-to-end memory network (NNDL §8.5.1): read-only, content-based, several hops.
+# 端到端记忆网络（NNDL §8.5.1）：只读、基于内容、多跳。
 # --------------------------------------------------------------------------------------------
 
 
 def memn2n_hop(query, memory_in, memory_out):
-    """One hop of an end-to-end memory network: read the memory, add what was read to the query.
+    """端到端记忆网络的一跳：读取记忆，把读到的内容加到查询上。
 
-    p_i = softmax_i(a_iᵀ q)       (a_i = memory_in[b, i], the addressing vectors)
-    o   = Σ_i p_i c_i             (c_i = memory_out[b, i], the output vectors)
-    return q + o                  (the query of the next hop)
+    p_i = softmax_i(a_iᵀ q)       （a_i = memory_in[b, i]，寻址向量）
+    o   = Σ_i p_i c_i             （c_i = memory_out[b, i]，输出向量）
+    return q + o                  （下一跳的查询）
 
-    Args:
-        query: q, shape (B, d).
-        memory_in: the addressing memory A, shape (B, n, d): n slots.
-        memory_out: the output memory C, shape (B, n, d).
+    参数：
+        query：q，形状 (B, d)。
+        memory_in：寻址记忆 A，形状 (B, n, d)：n 个记忆片段。
+        memory_out：输出记忆 C，形状 (B, n, d)。
 
-    Returns:
-        The next query q + o, shape (B, d). The softmax runs over the n slots of each batch row.
+    返回：
+        下一个查询 q + o，形状 (B, d)。softmax 在每个批次行的 n 个记忆片段上进行。
     """
     raise NotImplementedError("练习 8-5：在各片段上对 memory_in·q 做 softmax，给 memory_out 加权，再加上 q")
 
 
 def memn2n_read(query, memory_in, memory_out, hops):
-    """`hops` hops of `memn2n_hop` with the same memories (layer-wise weight tying).
+    """用相同的记忆做 `hops` 跳 `memn2n_hop`（逐层权重共享）。
 
     q^(1) = query;  q^(k+1) = q^(k) + o^(k)  for k = 1 .. hops;  return q^(hops + 1).
 
-    The network's answer module then predicts from what this returns: Sukhbaatar et al.'s
-    â = softmax(W (o^(K) + q^(K))) takes exactly q^(K+1).
+    网络的回答模块随后根据这里的返回值做预测：Sukhbaatar 等人的 â = softmax(W (o^(K) +
+    q^(K))) 用的正是 q^(K+1)。
 
-    Args:
-        query: shape (B, d).
-        memory_in, memory_out: shape (B, n, d) each, the same at every hop.
-        hops: int K ≥ 1.
+    参数：
+        query：形状 (B, d)。
+        memory_in, memory_out：形状各为 (B, n, d)，每一跳都相同。
+        hops：int K ≥ 1。
 
-    Returns:
-        Shape (B, d).
+    返回：
+        形状 (B, d)。
     """
     raise NotImplementedError("练习 8-5：调用 memn2n_hop `hops` 次，把它的返回值传回去")
 
 
 class MemN2NRead(keras.layers.Layer):
-    """Given: not part of the exercise. `memn2n_read` as a layer, so that gradients are checked.
+    """已给出：不属于练习。把 `memn2n_read` 包成一个层，以便检查梯度。
 
-    Call arguments: query (B, d), memory_in (B, n, d), memory_out (B, n, d).
+    调用参数：query (B, d), memory_in (B, n, d), memory_out (B, n, d)。
     """
 
     def __init__(self, hops=1, **kwargs):
@@ -87,103 +87,103 @@ class MemN2NRead(keras.layers.Layer):
 
 
 # --------------------------------------------------------------------------------------------
-# Neural Turing machine addressing (NNDL §8.5.2; Graves et al. 2014, §3.3): content, then
-# location. Memory M has N rows (slots) of width W; one head, one weighting per batch row.
+# 神经图灵机的寻址（NNDL §8.5.2；Graves 等人 2014，§3.3）：先按内容，再按位置。记忆 M 有 N 行（记忆
+# 片段），每行宽为 W；一个读写头，每个批次行一组权重。
 # --------------------------------------------------------------------------------------------
 
 
 def content_weights(memory, key, beta):
-    """Content addressing: cosine similarity of the key with every row, times β, softmax.
+    """按内容寻址：键与每一行的余弦相似度，乘以 β，再做 softmax。
 
     w^c_i = exp(β K(k, M_i)) / Σ_j exp(β K(k, M_j)),    K(u, v) = uᵀv / (‖u‖ ‖v‖)
 
-    β ≥ 0 is the key strength: β = 0 gives uniform weights, a large β focuses on the best row.
-    The grader uses β up to about a thousand: use a numerically stable softmax. It never passes
-    an all-zero row or key (an epsilon of 1e-8 or less in the norms does no harm).
+    β ≥ 0 是键强度：β = 0 给出均匀的权重，β 很大时聚焦在最匹配的行上。评分程序用到的 β 可达
+    一千左右：使用数值稳定的 softmax。它从不传入全零的行或键（在范数中加一个不超过 1e-8 的
+    epsilon 也无妨）。
 
-    Args:
-        memory: M, shape (B, N, W).
-        key: k, shape (B, W).
-        beta: β, shape (B,): one per batch row.
+    参数：
+        memory：M，形状 (B, N, W)。
+        key：k，形状 (B, W)。
+        beta：β，形状 (B,)：每个批次行一个。
 
-    Returns:
-        w^c, shape (B, N); each row sums to 1.
+    返回：
+        w^c，形状 (B, N)；每行之和为 1。
     """
     raise NotImplementedError("练习 8-5：余弦（点积除以两个范数），乘以 beta，在 N 个片段上做 softmax")
 
 
 def interpolate(w_content, w_previous, gate):
-    """Interpolation gate: w^g = g w^c + (1 − g) w_prev.
+    """插值门：w^g = g w^c + (1 − g) w_prev。
 
-    g = 1 keeps the content weights; g = 0 ignores the content and keeps last step's weights
-    (so that location-based addressing can go on from where it was).
+    g = 1 保留内容权重；g = 0 忽略内容，保留上一步的权重（这样按位置的寻址可以从上次停下的地
+    方继续）。
 
-    Args:
-        w_content: w^c, shape (B, N).
-        w_previous: w_prev, shape (B, N).
-        gate: g in [0, 1], shape (B,).
+    参数：
+        w_content：w^c，形状 (B, N)。
+        w_previous：w_prev，形状 (B, N)。
+        gate：g，在 [0, 1] 内，形状 (B,)。
 
-    Returns:
-        w^g, shape (B, N).
+    返回：
+        w^g，形状 (B, N)。
     """
     raise NotImplementedError("练习 8-5：g 乘以内容权重，加上 (1 - g) 乘以上一步的权重")
 
 
 def circular_shift(weights, shift):
-    """Location addressing: a circular convolution of the weights with a shift distribution.
+    """按位置寻址：权重与移位分布的循环卷积。
 
     w̃_i = Σ_{o=−k}^{k} s_o w_{(i − o) mod N}
 
-    `shift` has 2k + 1 entries per row, for the offsets −k, …, +k in that order: shift[:, j] is
-    the probability of offset j − k. With 3 entries (the usual case) the order is (−1, 0, +1).
-    Offset +1 moves the focus one slot FORWARD: with s = (0, 0, 1), w̃_i = w_(i−1), so the weight
-    of slot i lands on slot i + 1, and the weight of the last slot on slot 0 (the memory is a
-    ring: indices wrap around modulo N, even when N is smaller than 2k + 1).
+    `shift` 每行有 2k + 1 个元素，依次对应偏移量 −k, …, +k：shift[:, j] 是偏移量 j − k 的概
+    率。有 3 个元素时（通常的情况），顺序为 (−1, 0, +1)。偏移量 +1 把焦点向前移动一个记忆片
+    段：当 s = (0, 0, 1) 时，w̃_i = w_(i−1)，所以记忆片段 i 的权重落到记忆片段 i + 1 上，最后
+    一个记忆片段的权重落到记忆片段 0 上（记忆是一个环：下标按模 N 回绕，即使 N 小于 2k + 1 也
+    是如此）。
 
-    Args:
-        weights: w^g, shape (B, N).
-        shift: s, shape (B, 2k + 1), rows summing to 1.
+    参数：
+        weights：w^g，形状 (B, N)。
+        shift：s，形状 (B, 2k + 1)，每行之和为 1。
 
-    Returns:
-        w̃, shape (B, N).
+    返回：
+        w̃，形状 (B, N)。
     """
     raise NotImplementedError("练习 8-5：按每个偏移量 o = j - k 滚动权重，乘以 shift[:, j]，再相加")
 
 
 def sharpen(weights, gamma):
-    """Sharpening: w_i = w̃_i^γ / Σ_j w̃_j^γ, with γ ≥ 1.
+    """锐化：w_i = w̃_i^γ / Σ_j w̃_j^γ，其中 γ ≥ 1。
 
-    The shift blurs the focus; raising to a power γ and renormalising sharpens it again.
+    移位使焦点变得模糊；取 γ 次幂再重新归一化，使它重新变得尖锐。
 
-    Args:
-        weights: w̃, shape (B, N), entries > 0.
-        gamma: γ ≥ 1, shape (B,).
+    参数：
+        weights：w̃，形状 (B, N)，元素 > 0。
+        gamma：γ ≥ 1，形状 (B,)。
 
-    Returns:
-        w, shape (B, N); each row sums to 1.
+    返回：
+        w，形状 (B, N)；每行之和为 1。
     """
     raise NotImplementedError("练习 8-5：取 gamma 次幂，再让每行除以它的和")
 
 
 def ntm_address(memory, key, beta, gate, w_previous, shift, gamma):
-    """The whole NTM addressing of one head: content → interpolation → shift → sharpening.
+    """一个读写头的完整神经图灵机寻址：内容 → 插值 → 移位 → 锐化。
 
     w = sharpen(circular_shift(interpolate(content_weights(M, k, β), w_prev, g), s), γ)
 
-    Args:
-        memory: (B, N, W); key: (B, W); beta, gate, gamma: (B,); w_previous: (B, N);
-        shift: (B, 2k + 1), offsets −k..k as in `circular_shift`.
+    参数：
+        memory：(B, N, W)；key：(B, W)；beta, gate, gamma：(B,)；w_previous：(B, N)；
+        shift：(B, 2k + 1)，偏移量 −k..k，与 `circular_shift` 中相同。
 
-    Returns:
-        The head's weights w, shape (B, N). Gradients w.r.t. every argument are checked.
+    返回：
+        读写头的权重 w，形状 (B, N)。会检查关于每个参数的梯度。
     """
     raise NotImplementedError("练习 8-5：按公式的顺序串联你的四个函数")
 
 
 class NTMAddressing(keras.layers.Layer):
-    """Given: not part of the exercise. `ntm_address` as a layer, so that gradients are checked.
+    """已给出：不属于练习。把 `ntm_address` 包成一个层，以便检查梯度。
 
-    Call arguments: memory, key, beta, gate, w_previous, shift, gamma as in `ntm_address`.
+    调用参数：memory, key, beta, gate, w_previous, shift, gamma，与 `ntm_address` 中相同。
     """
 
     def call(self, memory, key, beta, gate, w_previous, shift, gamma):

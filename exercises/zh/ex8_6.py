@@ -34,82 +34,81 @@ import numpy as np
 
 
 def hebbian_weights(patterns):
-    """Hebbian storage: W = (1/N) Σ_n x^(n) x^(n)ᵀ with the diagonal set to 0.
+    """按赫布规则存储：W = (1/N) Σ_n x^(n) x^(n)ᵀ，并把对角线置为 0。
 
-    Args:
-        patterns: N patterns of M units each, shape (N, M), entries ±1.
+    参数：
+        patterns：N 个模式，每个有 M 个神经元，形状 (N, M)，元素为 ±1。
 
-    Returns:
-        W, shape (M, M): symmetric, zero diagonal, divided by N (the number of patterns).
+    返回：
+        W，形状 (M, M)：对称，对角线为零，已除以 N（模式的个数）。
     """
     raise NotImplementedError("练习 8-6：以外积表示的赫布规则（NNDL 的归一化），没有自连接")
 
 
 def energy(W, state, bias=None):
-    """Energy of a state: E(s) = −½ sᵀ W s − bᵀ s (b = 0 when bias is None).
+    """状态的能量：E(s) = −½ sᵀ W s − bᵀ s（bias 为 None 时 b = 0）。
 
-    Args:
-        W: (M, M).
-        state: one state, shape (M,), or a batch of states, shape (B, M).
-        bias: b, shape (M,), or None.
+    参数：
+        W：(M, M)。
+        state：一个状态，形状 (M,)，或一批状态，形状 (B, M)。
+        bias：b，形状 (M,)，或 None。
 
-    Returns:
-        A number for one state, shape (B,) for a batch: one energy per state.
+    返回：
+        一个状态时返回一个数，一批状态时形状为 (B,)：每个状态一个能量。
     """
     raise NotImplementedError("练习 8-6：每个状态 −½ s·(W s)（在最后一个轴上求和），再减去 b·s")
 
 
 def async_update(W, state, order, bias=None):
-    """Asynchronous updates, one unit at a time, in the given order.
+    """异步更新，一次更新一个神经元，按给定的顺序。
 
-    For each unit i in `order`, in turn: h = Σ_j w_ij s_j + b_i, computed from the CURRENT
-    state (which already holds the units updated before it), then s_i ← +1 if h > 0, −1 if
-    h < 0, unchanged if h = 0 exactly.
+    依次对 `order` 中的每个神经元 i：由当前状态（其中已经包含在它之前更新过的神经元）计算 h =
+    Σ_j w_ij s_j + b_i，然后 h > 0 时 s_i ← +1，h < 0 时 s_i ← −1，h 恰好为 0 时保持不变。
 
-    `order` is usually a permutation of 0..M−1 (one sweep) but may be any sequence of unit
-    indices: several sweeps one after the other, or units repeated or left out.
+    `order` 通常是 0..M−1 的一个排列（一轮），但也可以是任意的神经元下标序列：接连的多轮，或
+    者有的神经元重复、有的被略过。
 
-    Args:
-        W: (M, M), symmetric with a zero diagonal.
-        state: shape (M,) or a batch (B, M), entries ±1; each batch row is updated on its own.
-        order: 1-D integer array of unit indices.
-        bias: b, shape (M,), or None.
+    参数：
+        W：(M, M)，对称且对角线为零。
+        state：形状 (M,) 或一批 (B, M)，元素为 ±1；每个批次行各自更新。
+        order：一维整数数组，元素为神经元下标。
+        bias：b，形状 (M,)，或 None。
 
-    Returns:
-        The new state(s), the shape of `state`, entries ±1.
+    返回：
+        新的状态，形状与 `state` 相同，元素为 ±1。
     """
     raise NotImplementedError("练习 8-6：在副本上，按 order 依次处理 i：取神经元 i 当前的局部场；s[..., i] = 它的符号（为 0 时保留）")
 
 
 def async_trajectory(W, state, order, bias=None):
-    """Every state the asynchronous dynamics pass through: after each single-unit update.
+    """异步动力学经过的每一个状态：每次更新一个神经元之后的状态。
 
-    trajectory[0] = state; trajectory[t] = the state after updating unit order[t − 1] (from
-    trajectory[t − 1], by the rule of `async_update`).
+    trajectory[0] = state；trajectory[t] = 更新神经元 order[t − 1] 之后的状态（从
+    trajectory[t − 1] 出发，按 `async_update` 的规则）。
 
-    The grader computes E(trajectory[t]) itself for every t and checks that it never rises.
+    评分程序会自己对每个 t 计算 E(trajectory[t])，并检查它从不上升。
 
-    Args:
-        W, state, order, bias: as in `async_update`; K = len(order).
+    参数：
+        W, state, order, bias：与 `async_update` 中相同；K = len(order)。
 
-    Returns:
-        Shape (K + 1, M) for one state, (K + 1, B, M) for a batch.
+    返回：
+        一个状态时形状为 (K + 1, M)，一批状态时为 (K + 1, B, M)。
     """
     raise NotImplementedError("练习 8-6：先列出初始状态，然后 order 中每个神经元更新后列出一个新状态（副本）；堆叠起来")
 
 
 def recall(W, state, sweeps):
-    """Recall: `sweeps` asynchronous sweeps, each over the units in the order 0, 1, …, M−1.
+    """回忆：`sweeps` 轮异步更新，每轮按 0, 1, …, M−1 的顺序遍历各神经元。
 
-    Starting from a probe (a stored pattern with some units flipped, say), the network settles
-    in a local minimum of the energy: with few stored patterns, the pattern itself.
+    从一个探针（比如一个翻转了部分神经元的存储模式）出发，网络会稳定在能量的一个局部极小值：
+    存储的模式不多时，就是该模式本身。
 
-    Args:
-        W: (M, M); no bias.
-        state: the probe, shape (M,) or a batch (B, M).
-        sweeps: int ≥ 1.
+    参数：
+        W：(M, M)；没有偏置。
+        state：探针，形状 (M,) 或一批 (B, M)。
+        sweeps：int ≥ 1。
 
-    Returns:
-        The state after the sweeps, the shape of `state`.
+    返回：
+        这几轮之后的状态，形状与 `state` 相同。
     """
     raise NotImplementedError("练习 8-6：按顺序 0..M-1 做 `sweeps` 轮 async_update")

@@ -20,15 +20,15 @@ from keras import ops
 
 
 class AdditiveScore(keras.layers.Layer):
-    """Additive score, NNDL (8.2): scores[b, i, j] = vᵀ tanh(W_q q_i + W_k k_j)."""
+    """加性打分函数，NNDL (8.2)：scores[b, i, j] = vᵀ tanh(W_q q_i + W_k k_j)。"""
 
     def __init__(self, units, **kwargs):
-        # Given: not part of the exercise.
+        # 已给出：不属于练习。
         super().__init__(**kwargs)
         self.units = units
 
     def build(self, query_shape, key_shape):
-        # Given: not part of the exercise. Keep the weights' names.
+        # 已给出：不属于练习。保持权重的名称不变。
         self.query_kernel = self.add_weight(
             name="query_kernel", shape=(query_shape[-1], self.units)
         )
@@ -36,47 +36,46 @@ class AdditiveScore(keras.layers.Layer):
         self.score_vector = self.add_weight(name="score_vector", shape=(self.units,))
 
     def call(self, query, key):
-        """query (B, Tq, d_q), key (B, Tk, d_k) -> scores (B, Tq, Tk).
+        """query (B, Tq, d_q), key (B, Tk, d_k) -> scores (B, Tq, Tk)。
 
-        scores[b, i, j] = Σ_u score_vector[u] tanh((query[b, i] @ query_kernel)[u]
-        + (key[b, j] @ key_kernel)[u]). Project first, then add a (B, Tq, 1, units) and a
-        (B, 1, Tk, units) tensor. Keep the dtype of the inputs.
+        scores[b, i, j] = Σ_u score_vector[u] tanh((query[b, i] @ query_kernel)[u] + (key[b, j] @
+        key_kernel)[u])。先投影，再把一个 (B, Tq, 1, units) 张量和一个 (B, 1, Tk, units) 张量相
+        加。保持输入的 dtype。
         """
         raise NotImplementedError("练习 additive：投影查询和键，通过广播两两相加，取 tanh，再与 v 做点积")
 
 
 class AdditiveAttention(AdditiveScore):
-    """Additive attention pooling: out_i = Σ_j softmax_j(s(q_i, k_j)) v_j.
+    """加性注意力汇聚：out_i = Σ_j softmax_j(s(q_i, k_j)) v_j。
 
-    The scores are `AdditiveScore`'s (this class inherits its weights and its `call`, which
-    you can reach as `super().call(query, key)`); the values may differ from the keys.
+    打分来自 `AdditiveScore`（这个类继承了它的权重和它的 `call`，你可以用
+    `super().call(query, key)` 调用）；值可以与键不同。
     """
 
     def build(self, query_shape, key_shape, value_shape):
-        # Given: not part of the exercise.
+        # 已给出：不属于练习。
         super().build(query_shape, key_shape)
 
     def call(self, query, key, value):
-        """query (B, Tq, d_q), key (B, Tk, d_k), value (B, Tk, d_v) -> (B, Tq, d_v).
+        """query (B, Tq, d_q), key (B, Tk, d_k), value (B, Tk, d_v) -> (B, Tq, d_v)。
 
-        The attention weights are the softmax of the additive scores over the keys (the
-        last axis of the (B, Tq, Tk) scores); each output is the weighted sum of the values.
+        注意力分布是加性打分在各个键上（即 (B, Tq, Tk) 打分的最后一个轴）的 softmax；每个输出是
+        值的加权和。
         """
         raise NotImplementedError("练习 additive：加性打分，在键上做 softmax，再给值加权")
 
 
 def additive_multiplications(tq, tk, d_q, d_k, units, project_first=True):
-    """Multiplications to compute the (Tq, Tk) additive scores of one example.
+    """计算一个样本的 (Tq, Tk) 个加性打分所需的乘法次数。
 
-    Count one multiplication per product of two numbers (a vector–matrix product of sizes d
-    and (d, units) costs d·units; a dot product of two vectors of size units costs units;
-    additions and tanh are free).
+    两个数的每次乘积算一次乘法（大小为 d 的向量与 (d, units) 矩阵的乘积花费 d·units 次；两个
+    大小为 units 的向量的点积花费 units 次；加法和 tanh 不计）。
 
-    - project_first=True (the way `AdditiveScore` does it): W_q q for each of the Tq
-      queries, W_k k for each of the Tk keys, then vᵀ tanh(·) for each of the Tq·Tk pairs.
-    - project_first=False (the network run on each pair from scratch): for each of the Tq·Tk
-      pairs, W_q q, W_k k and vᵀ tanh(·).
+    - project_first=True（`AdditiveScore` 的做法）：对 Tq 个查询各算一次 W_q q，对 Tk 个键各
+      算一次 W_k k，然后对 Tq·Tk 对中的每一对算 vᵀ tanh(·)。
+    - project_first=False（对每一对都从头运行一遍网络）：对 Tq·Tk 对中的每一对，算 W_q q、
+      W_k k 和 vᵀ tanh(·)。
 
-    Return an int (or a number equal to one).
+    返回一个 int（或等于整数的数）。
     """
     raise NotImplementedError("练习 additive：每个查询和每个键各投影一次，再加上每一对的 units 次（用于 vᵀ）")

@@ -26,33 +26,32 @@ from keras import ops
 
 
 def additive_scores(queries, keys, W_s, W_h, v):
-    """Additive scores for every (query, key) pair: (B, Tq, d_s), (B, T, d_h) -> (B, Tq, T).
+    """每个（查询，键）对的加性打分：(B, Tq, d_s), (B, T, d_h) -> (B, Tq, T)。
 
-    e[b, i, j] = v · tanh(queries[b, i] @ W_s + keys[b, j] @ W_h), with W_s of shape
-    (d_s, units), W_h of shape (d_h, units) and v of shape (units,). Project the queries and
-    the keys first (one matrix product each), then add every projected query to every
-    projected key by broadcasting: (B, Tq, 1, units) + (B, 1, T, units).
+    e[b, i, j] = v · tanh(queries[b, i] @ W_s + keys[b, j] @ W_h)，其中 W_s 的形状为 (d_s,
+    units)，W_h 的形状为 (d_h, units)，v 的形状为 (units,)。先投影查询和键（各一次矩阵乘
+    法），再通过广播把每个投影后的查询与每个投影后的键相加：(B, Tq, 1, units) + (B, 1, T,
+    units)。
     """
     raise NotImplementedError("练习 bahdanau：投影查询和键，通过广播相加，取 tanh，再与 v 做点积")
 
 
 def masked_softmax(scores, lengths):
-    """Softmax over the last axis that ignores padded positions: (B, Tq, T), (B,) -> (B, Tq, T).
+    """沿最后一个轴、忽略填充位置的 softmax：(B, Tq, T), (B,) -> (B, Tq, T)。
 
-    Position j of example b is valid when j < lengths[b] (1 <= lengths[b] <= T); invalid
-    positions get weight exactly 0 and the valid ones sum to 1. Replace the scores of the
-    invalid positions by a very negative number (e.g. -1e9) BEFORE the softmax. `lengths` may
-    arrive as whole numbers in a float array.
+    样本 b 的位置 j 当 j < lengths[b] 时有效（1 <= lengths[b] <= T）；无效位置的权重恰好为
+    0，有效位置的权重之和为 1。在 softmax 之前，把无效位置的打分替换为一个很大的负数（例如
+    -1e9）。`lengths` 可能以浮点数组中的整数值形式传入。
     """
     raise NotImplementedError("练习 bahdanau：把位置 0..T-1 与长度比较，无效处填 -1e9，再做 softmax")
 
 
 class BahdanauAttentionStep(keras.layers.Layer):
-    """One decoder step of Bahdanau attention: (s_{t-1}, h_1..h_T, lengths) -> context c_t.
+    """Bahdanau 注意力的一步解码：(s_{t-1}, h_1..h_T, lengths) -> 上下文向量 c_t。
 
-    e_j = vᵀ tanh(W_sᵀ s_{t-1} + W_hᵀ h_j), α = softmax over the valid positions j < length,
-    c_t = Σ_j α_j h_j. The weights `W_s` (d_s, units), `W_h` (d_h, units) and `v` (units,)
-    are created in `build` (given); the grader sets them by name.
+    e_j = vᵀ tanh(W_sᵀ s_{t-1} + W_hᵀ h_j)，α = 在有效位置 j < length 上的 softmax，c_t = Σ_j
+    α_j h_j。权重 `W_s` (d_s, units)、`W_h` (d_h, units) 和 `v` (units,) 在 `build` 中创建
+    （已给出）；评分程序按名称设置它们。
     """
 
     def __init__(self, units=8, **kwargs):
@@ -60,31 +59,29 @@ class BahdanauAttentionStep(keras.layers.Layer):
         self.units = units
 
     def build(self, previous_state_shape, encoder_states_shape):
-        # Given: not part of the exercise. Keep the weights' names.
+        # 已给出：不属于练习。保持权重的名称不变。
         self.W_s = self.add_weight(name="W_s", shape=(previous_state_shape[-1], self.units))
         self.W_h = self.add_weight(name="W_h", shape=(encoder_states_shape[-1], self.units))
         self.v = self.add_weight(name="v", shape=(self.units,))
 
     def call(self, previous_state, encoder_states, source_lengths):
-        """previous_state (B, d_s), encoder_states (B, T, d_h), source_lengths (B,) -> (B, d_h).
+        """previous_state (B, d_s), encoder_states (B, T, d_h), source_lengths (B,) -> (B, d_h)。
 
-        previous_state is s_{t-1}, the query; encoder_states are the keys AND the values;
-        source_lengths[b] is the number of real (unpadded) source positions of example b,
-        1 <= length <= T (the grader passes it as a float array of whole numbers). Returns the
-        context c_t. Use `additive_scores` (with one query: Tq = 1) and `masked_softmax`.
-        The result keeps the dtype of the inputs.
+        previous_state 是 s_{t-1}，即查询；encoder_states 既是键，也是值；source_lengths[b] 是样
+        本 b 的真实（未填充的）源端位置数，1 <= length <= T（评分程序以整数值的浮点数组传入）。
+        返回上下文向量 c_t。使用 `additive_scores`（只有一个查询：Tq = 1）和 `masked_softmax`。
+        结果保持输入的 dtype。
         """
         raise NotImplementedError("练习 bahdanau：Tq = 1 时的打分，带掩码的 softmax，编码器状态的加权和")
 
 
 def alignment(decoder_states, encoder_states, source_lengths, W_s, W_h, v):
-    """The attention weights of a whole output sentence: the alignment matrix of the paper.
+    """整个输出句子的注意力分布：论文中的对齐矩阵。
 
-    decoder_states (B, T_out + 1, d_s) holds s_0, s_1, ..., s_{T_out} (s_0 is the initial
-    state), encoder_states (B, T_in, d_h), source_lengths (B,) integers, W_s, W_h, v as in the
-    layer. Returns α of shape (B, T_out, T_in): row t - 1 (t = 1, ..., T_out) holds the
-    weights α_tj that produced output t, computed with the query s_{t-1}. Every row sums to 1
-    over the valid source positions and is 0 on the padding (the grader checks this too).
-    This matrix is the heatmap of Bahdanau et al.'s figure 3.
+    decoder_states (B, T_out + 1, d_s) 保存 s_0, s_1, ..., s_{T_out}（s_0 是初始状态），
+    encoder_states (B, T_in, d_h)，source_lengths (B,) 为整数，W_s、W_h、v 与层中相同。返回
+    形状为 (B, T_out, T_in) 的 α：第 t - 1 行（t = 1, ..., T_out）保存产生输出 t 的权重
+    α_tj，它们用查询 s_{t-1} 计算。每一行在有效的源端位置上之和为 1，在填充位置上为 0（评分
+    程序也会检查这一点）。这个矩阵就是 Bahdanau 等人论文图 3 中的热力图。
     """
     raise NotImplementedError("练习 bahdanau：哪些解码器状态是查询？然后 additive_scores、masked_softmax")

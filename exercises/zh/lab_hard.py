@@ -24,45 +24,42 @@ from keras import ops
 
 
 def hard_indices(scores):
-    """The most attended key of each query, (8.8): scores (B, Tq, Tk) -> int (B, Tq).
+    """每个查询注意力最大的键，(8.8)：scores (B, Tq, Tk) -> int (B, Tq)。
 
-    indices[b, i] = argmax_j scores[b, i, j]; on a tie, the first (smallest) j. The softmax
-    is monotonic, so the argmax of the scores is the argmax of the weights α.
+    indices[b, i] = argmax_j scores[b, i, j]；相等时取第一个（最小的）j。softmax 是单调的，
+    所以打分的 argmax 就是权重 α 的 argmax。
     """
     raise NotImplementedError("练习 hard：在键（最后一个轴）上取 argmax")
 
 
 def hard_select(scores, value):
-    """Hard attention's output: scores (B, Tq, Tk), value (B, Tk, d_v) -> (B, Tq, d_v).
+    """硬性注意力的输出：scores (B, Tq, Tk), value (B, Tk, d_v) -> (B, Tq, d_v)。
 
-    out[b, i] = value[b, hard_indices(scores)[b, i]]: one value vector per query, copied
-    exactly (not averaged). Hint: a one-hot matrix of the indices times the values, or
-    `ops.take_along_axis`.
+    out[b, i] = value[b, hard_indices(scores)[b, i]]：每个查询一个值向量，原样复制（不是平
+    均）。提示：用下标的 one-hot 矩阵乘以值，或者用 `ops.take_along_axis`。
     """
     raise NotImplementedError("练习 hard：被选下标的 one-hot (B, Tq, Tk)，乘以值")
 
 
 def sample_indices(weights, noise):
-    """Inverse-CDF sampling of one key per query: weights (B, Tq, Tk), noise (B, Tq) -> int.
+    """用逆 CDF 为每个查询采样一个键：weights (B, Tq, Tk), noise (B, Tq) -> int。
 
-    weights[b, i] is a probability vector α (non-negative, sums to one, may hold zeros).
-    noise[b, i] = u in [0, 1). Return ĵ with c_{ĵ-1} <= u < c_ĵ, c = cumsum(α) over the keys:
-    the number of j with c_j <= u. Clip to Tk - 1 in case rounding leaves c_{Tk-1} just
-    below one. The grader's u include exact boundaries c_j (u = c_j picks the next key with
-    positive weight) and u = 0. Never return a key of zero weight.
+    weights[b, i] 是一个概率向量 α（非负，和为一，可能含有零）。noise[b, i] = u，在 [0, 1)
+    内。返回满足 c_{ĵ-1} <= u < c_ĵ 的 ĵ，其中 c = cumsum(α)，沿键计算：即满足 c_j <= u 的 j
+    的个数。为防舍入使 c_{Tk-1} 略小于一，把结果截断到 Tk - 1。评分程序的 u 包括恰好落在边界
+    上的 c_j（u = c_j 选中下一个权重为正的键）以及 u = 0。绝不返回权重为零的键。
     """
     raise NotImplementedError("练习 hard：在键上求累积和，数 c_j <= u 的个数，截断到 Tk - 1")
 
 
 class StraightThroughHardAttention(keras.layers.Layer):
-    """Hard attention (argmax) with straight-through gradients for the scores."""
+    """硬性注意力（argmax），打分的梯度用直通估计器。"""
 
     def call(self, scores, value):
-        """scores (B, Tq, Tk), value (B, Tk, d_v) -> (B, Tq, d_v).
+        """scores (B, Tq, Tk), value (B, Tk, d_v) -> (B, Tq, d_v)。
 
-        Forward: exactly hard_select(scores, value). Backward: the gradient with respect to
-        the scores is that of soft attention softmax(scores) @ value; the gradient with
-        respect to the values is that of the hard selection. Use w = e_ĵ + α - stop_gradient(α)
-        (or α + stop_gradient(e_ĵ - α)), with α = softmax(scores) over the keys.
+        前向：恰好是 hard_select(scores, value)。反向：关于打分的梯度是软性注意力 softmax(scores)
+        @ value 的梯度；关于值的梯度是硬选择的梯度。使用 w = e_ĵ + α - stop_gradient(α)（或 α +
+        stop_gradient(e_ĵ - α)），其中 α = softmax(scores)，沿键计算。
         """
         raise NotImplementedError("练习 hard：保留硬性 one-hot 的值；哪一项能把软性 α 的梯度借给它？")

@@ -40,20 +40,19 @@ SCORES = ("dot", "general", "concat")
 
 
 def attentional_state(context, query, W_c):
-    """h̃ = tanh([c; h] @ W_c): context (B, Tq, d_s), query (B, Tq, d_h) -> (B, Tq, units).
+    """h̃ = tanh([c; h] @ W_c)：context (B, Tq, d_s), query (B, Tq, d_h) -> (B, Tq, units)。
 
-    The context comes FIRST in the concatenation, [c_t; h_t], matching the rows of W_c
-    (d_s + d_h, units).
+    拼接时上下文向量在前，即 [c_t; h_t]，与 W_c (d_s + d_h, units) 的行相对应。
     """
     raise NotImplementedError("练习 luong：在最后一个轴上先拼接上下文、再拼接查询，乘以 W_c，取 tanh")
 
 
 class LuongAttention(keras.layers.Layer):
-    """Luong global attention: every source position, scored by "dot", "general" or "concat".
+    """Luong 全局注意力：对每个源端位置打分，打分函数为 "dot"、"general" 或 "concat"。
 
-    Returns the attentional states h̃_t = tanh(W_cᵀ [c_t; h_t]) of every decoder step. The
-    weights are created in `build` (given) and set by the grader by name: `W_c` always, `W_a`
-    for "general" and "concat", `v_a` for "concat".
+    返回每个解码步的注意力状态 h̃_t = tanh(W_cᵀ [c_t; h_t])。权重在 `build` 中创建（已给
+    出），由评分程序按名称设置：`W_c` 总是有，`W_a` 用于 "general" 和 "concat"，`v_a` 用于
+    "concat"。
     """
 
     def __init__(self, units=4, score="dot", **kwargs):
@@ -64,7 +63,7 @@ class LuongAttention(keras.layers.Layer):
         self.score = score
 
     def build(self, query_shape, encoder_states_shape):
-        # Given: not part of the exercise. Keep the weights' names.
+        # 已给出：不属于练习。保持权重的名称不变。
         d_h, d_s = query_shape[-1], encoder_states_shape[-1]
         if self.score == "general":
             self.W_a = self.add_weight(name="W_a", shape=(d_h, d_s))
@@ -74,7 +73,7 @@ class LuongAttention(keras.layers.Layer):
         self.W_c = self.add_weight(name="W_c", shape=(d_s + d_h, self.units))
 
     def scores(self, query, encoder_states):
-        """query (B, Tq, d_h), encoder_states (B, S, d_s) -> scores (B, Tq, S)."""
+        """query (B, Tq, d_h), encoder_states (B, S, d_s) -> scores (B, Tq, S)。"""
         if self.score == "dot":
             raise NotImplementedError("练习 luong：对每一对计算 h_t · h̄_s：一次批量矩阵乘积（不缩放）")
         if self.score == "general":
@@ -82,33 +81,32 @@ class LuongAttention(keras.layers.Layer):
         raise NotImplementedError("练习 luong：[h_t; h̄_s] @ W_a = h_t @ W_a[:d_h] + h̄_s @ W_a[d_h:]；取 tanh；与 v_a 做点积")
 
     def call(self, query, encoder_states):
-        """query (B, Tq, d_h) = h_1..h_Tq, encoder_states (B, S, d_s) -> h̃ (B, Tq, units).
+        """query (B, Tq, d_h) = h_1..h_Tq, encoder_states (B, S, d_s) -> h̃ (B, Tq, units)。
 
-        scores -> softmax over the S source positions -> context c_t -> attentional state.
-        The result keeps the dtype of the inputs.
+        打分 -> 在 S 个源端位置上做 softmax -> 上下文向量 c_t -> 注意力状态。结果保持输入的
+        dtype。
         """
         raise NotImplementedError("练习 luong：在最后一个轴上对 self.scores 做 softmax，求上下文，再求 attentional_state")
 
 
 def local_p_weights(scores, positions, window):
-    """Local-p alignment weights: (B, Tq, S) scores, (B, Tq) positions p_t -> (B, Tq, S).
+    """local-p 对齐权重：(B, Tq, S) 打分，(B, Tq) 位置 p_t -> (B, Tq, S)。
 
-    For source position s = 0, ..., S-1 and distance δ = s - p_t:
+    对源端位置 s = 0, ..., S-1 和距离 δ = s - p_t：
         a[b, t, s] = softmax over {s : |δ| <= D} of scores[b, t, :]  ×  exp(-δ² / (2σ²))
-    with D = `window` (an int >= 1) and σ = D / 2; a = 0 where |δ| > D. The softmax runs over
-    the window only (mask the scores outside it before the softmax); the grader's p_t always
-    leave at least one position in the window. The grader checks the zeros outside the window
-    as well as the values.
+    其中 D = `window`（一个 int >= 1），σ = D / 2；|δ| > D 处 a = 0。softmax 只在窗口内进行
+    （在 softmax 之前屏蔽窗口外的打分）；评分程序给出的 p_t 总会在窗口内留下至少一个位置。评
+    分程序既检查窗口外的零，也检查取值。
     """
     raise NotImplementedError("练习 luong：距离 s - p_t，窗口掩码，带掩码的 softmax，乘以高斯（σ = D/2）")
 
 
 class LocalPAttention(keras.layers.Layer):
-    """Luong local-p attention with the dot score, returning h̃_t = tanh(W_cᵀ [c_t; h_t]).
+    """使用点积打分的 Luong local-p 注意力，返回 h̃_t = tanh(W_cᵀ [c_t; h_t])。
 
-    p_t = S · sigmoid(v_pᵀ tanh(W_pᵀ h_t)) predicts where to look; `local_p_weights` gives the
-    weights. Weights (given in `build`, set by name): `W_p` (d, units), `v_p` (units,),
-    `W_c` (2d, units). Query and encoder states have the same size d (the dot score).
+    p_t = S · sigmoid(v_pᵀ tanh(W_pᵀ h_t)) 预测看向哪里；`local_p_weights` 给出权重。权重
+    （在 `build` 中给出，按名称设置）：`W_p` (d, units)、`v_p` (units,)、`W_c` (2d, units)。
+    查询和编码器状态的维数都是 d（点积打分）。
     """
 
     def __init__(self, units=4, window=2, **kwargs):
@@ -117,20 +115,20 @@ class LocalPAttention(keras.layers.Layer):
         self.window = window
 
     def build(self, query_shape, encoder_states_shape):
-        # Given: not part of the exercise. Keep the weights' names.
+        # 已给出：不属于练习。保持权重的名称不变。
         d = query_shape[-1]
         self.W_p = self.add_weight(name="W_p", shape=(d, self.units))
         self.v_p = self.add_weight(name="v_p", shape=(self.units,))
         self.W_c = self.add_weight(name="W_c", shape=(encoder_states_shape[-1] + d, self.units))
 
     def positions(self, query, source_length):
-        """p_t = S · sigmoid(v_pᵀ tanh(W_pᵀ h_t)): query (B, Tq, d) -> (B, Tq)."""
+        """p_t = S · sigmoid(v_pᵀ tanh(W_pᵀ h_t))：query (B, Tq, d) -> (B, Tq)。"""
         raise NotImplementedError("练习 luong：对投影取 tanh，与 v_p 做点积，取 sigmoid，乘以 S")
 
     def call(self, query, encoder_states):
-        """query (B, Tq, d), encoder_states (B, S, d) -> h̃ (B, Tq, units).
+        """query (B, Tq, d), encoder_states (B, S, d) -> h̃ (B, Tq, units)。
 
-        Dot scores, p_t from `positions` (S = encoder_states.shape[1]), `local_p_weights`
-        with D = self.window, context, `attentional_state`.
+        点积打分，由 `positions` 得到 p_t（S = encoder_states.shape[1]），D = self.window 的
+        `local_p_weights`，上下文向量，`attentional_state`。
         """
         raise NotImplementedError("练习 luong：dot 打分、位置、local_p_weights、上下文、attentional_state")

@@ -24,52 +24,50 @@ from keras import ops
 
 
 def sequence_mask(valid_lens, maxlen):
-    """Boolean mask of the valid positions: valid_lens (...,) -> mask (..., maxlen).
+    """有效位置的布尔掩码：valid_lens (...,) -> mask (..., maxlen)。
 
-    mask[..., j] is True for j < valid_lens[...] (the first valid_lens positions are real
-    tokens) and False for the padding after them. valid_lens holds integers between 0 and
-    maxlen (the grader passes int64 arrays of shape (B,) or (B, Tq)); maxlen is an int.
-    Compare with `ops.less`: TensorFlow's `<` refuses to compare int32 with int64 tensors.
+    当 j < valid_lens[...] 时 mask[..., j] 为 True（前 valid_lens 个位置是真实的词元），其后
+    的填充为 False。valid_lens 保存 0 到 maxlen 之间的整数（评分程序传入形状为 (B,) 或 (B,
+    Tq) 的 int64 数组）；maxlen 是一个 int。用 `ops.less` 比较：TensorFlow 的 `<` 拒绝比较
+    int32 与 int64 张量。
     """
     raise NotImplementedError("练习 masked-softmax：把位置 0 .. maxlen-1 与每个长度比较（广播）")
 
 
 def masked_softmax(scores, valid_lens=None):
-    """Softmax over the last axis that keeps only the first valid_lens keys (d2l style).
+    """沿最后一个轴、只保留前 valid_lens 个键的 softmax（d2l 的风格）。
 
-    scores (B, Tq, Tk) float. valid_lens: None (a plain softmax), an int array (B,) (one
-    length per example, the same for all its queries) or (B, Tq) (one length per query).
-    Returns weights (B, Tq, Tk): weights[b, i, j] = 0 for j >= the length; the kept weights
-    of a row sum to one; a row of length 0 is all zeros (not NaN, not uniform). Stable for
-    large scores (about a thousand). Hint: `sequence_mask`, then `masked_softmax_from_mask`.
+    scores (B, Tq, Tk) 为浮点数。valid_lens：None（普通的 softmax）、int 数组 (B,)（每个样本
+    一个长度，它的所有查询都相同）或 (B, Tq)（每个查询一个长度）。返回权重 (B, Tq, Tk)：j >=
+    长度时 weights[b, i, j] = 0；一行中保留的权重之和为一；长度为 0 的行全为零（不是 NaN，也
+    不是均匀分布）。对很大的打分（上千）也要数值稳定。提示：先 `sequence_mask`，再
+    `masked_softmax_from_mask`。
     """
     raise NotImplementedError("练习 masked-softmax：长度 (B,) 作用在打分的哪些轴上？然后掩码，再做 softmax")
 
 
 def masked_softmax_from_mask(scores, mask):
-    """Softmax over the last axis of scores where mask is True; zero where it is False.
+    """沿 scores 的最后一个轴、在 mask 为 True 处做 softmax；mask 为 False 处为零。
 
-    scores (B, Tq, Tk) float; mask bool, broadcastable to scores: (B, Tq, Tk), a padding
-    mask (B, 1, Tk) or a causal mask (Tq, Tk). True means "keep". Returns (B, Tq, Tk) with
-    exact zeros at masked positions and all-zero rows where every key is masked.
+    scores (B, Tq, Tk) 为浮点数；mask 为布尔值，可广播到 scores：(B, Tq, Tk)、填充掩码 (B, 1,
+    Tk) 或因果掩码 (Tq, Tk)。True 表示“保留”。返回 (B, Tq, Tk)，被掩码的位置恰好为零，所有键
+    都被掩码的行全为零。
     """
     raise NotImplementedError("练习 masked-softmax：把被掩码的打分填成一个很大的负数，做 softmax，再把它们置零")
 
 
 class MaskedAttentionPooling(keras.layers.Layer):
-    """Attention pooling over the valid keys only: out = masked_softmax(scores, lens) @ values.
+    """只在有效的键上做注意力汇聚：out = masked_softmax(scores, lens) @ values。
 
-    The layer has no weights. The grader passes every input of a layer in the layer's dtype,
-    so valid_lens arrives as a float tensor holding whole numbers; a length is not something
-    to differentiate, and the gradient with respect to it must be zero.
+    这个层没有权重。评分程序以层的 dtype 传入层的每个输入，所以 valid_lens 以保存整数值的浮
+    点张量传入；长度不是要求导的对象，关于它的梯度必须为零。
     """
 
     def call(self, scores, values, valid_lens):
-        """scores (B, Tq, Tk), values (B, Tk, d_v), valid_lens (B,) or (B, Tq) -> (B, Tq, d_v).
+        """scores (B, Tq, Tk), values (B, Tk, d_v), valid_lens (B,) 或 (B, Tq) -> (B, Tq, d_v)。
 
-        out[b, i] = Σ_j α[b, i, j] values[b, j] with α = masked_softmax(scores, valid_lens):
-        a query whose keys are all masked gives a zero vector. Gradients with respect to the
-        scores and the values are checked too: they must be finite (no NaN) everywhere,
-        including the fully masked rows, and zero for the masked scores.
+        out[b, i] = Σ_j α[b, i, j] values[b, j]，其中 α = masked_softmax(scores, valid_lens)：所
+        有键都被掩码的查询给出零向量。关于打分和值的梯度也会检查：它们必须处处有限（没有 NaN），
+        包括完全被掩码的行，并且对被掩码的打分为零。
         """
         raise NotImplementedError("练习 masked-softmax：带掩码的权重，再与值做批量矩阵乘积")

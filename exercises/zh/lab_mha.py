@@ -23,32 +23,31 @@ from keras import ops
 
 
 def split_heads(x, num_heads):
-    """(B, T, num_heads·d) -> (B, num_heads, T, d): head i gets features i·d .. (i+1)·d - 1.
+    """(B, T, num_heads·d) -> (B, num_heads, T, d)：头 i 得到特征 i·d .. (i+1)·d - 1。
 
-    out[b, i, t, j] = x[b, t, i·d + j]. Reshape the last axis into (num_heads, d), then put
-    the head axis before the time axis (a reshape alone cannot move an axis).
+    out[b, i, t, j] = x[b, t, i·d + j]。把最后一个轴变形为 (num_heads, d)，再把头的轴放到时
+    间轴之前（仅靠 reshape 无法移动一个轴）。
     """
     raise NotImplementedError("练习 mha：reshape 成 (B, T, h, d)，再转置成 (B, h, T, d)")
 
 
 def merge_heads(x):
-    """(B, num_heads, T, d) -> (B, T, num_heads·d): the heads concatenated in order.
+    """(B, num_heads, T, d) -> (B, T, num_heads·d)：各个头按顺序拼接。
 
-    out[b, t, i·d + j] = x[b, i, t, j]; merge_heads(split_heads(x, h)) == x.
+    out[b, t, i·d + j] = x[b, i, t, j]；merge_heads(split_heads(x, h)) == x。
     """
     raise NotImplementedError("练习 mha：转置成 (B, T, h, d)，再把最后两个轴 reshape 成一个")
 
 
 class MultiHeadAttention(keras.layers.Layer):
-    """Multi-head attention with kernels of shape (d, h·d_k) and no biases.
+    """多头注意力，投影核的形状为 (d, h·d_k)，没有偏置。
 
-    Args: num_heads h; key_dim d_k, the size of each head's queries and keys; value_dim d_v,
-    the size of each head's values (defaults to key_dim); output_dim, the size of the output
-    (defaults to the query's size d_q).
+    参数：num_heads h；key_dim d_k，每个头的查询和键的维数；value_dim d_v，每个头的值的维数
+    （默认等于 key_dim）；output_dim，输出的维数（默认等于查询的维数 d_q）。
     """
 
     def __init__(self, num_heads, key_dim, value_dim=None, output_dim=None, **kwargs):
-        # Given: not part of the exercise.
+        # 已给出：不属于练习。
         super().__init__(**kwargs)
         self.num_heads = num_heads
         self.key_dim = key_dim
@@ -56,7 +55,7 @@ class MultiHeadAttention(keras.layers.Layer):
         self.output_dim = output_dim
 
     def build(self, query_shape, key_shape, value_shape):
-        # Given: not part of the exercise. Keep the weights' names.
+        # 已给出：不属于练习。保持权重的名称不变。
         h = self.num_heads
         output_dim = self.output_dim or query_shape[-1]
         self.query_kernel = self.add_weight(
@@ -73,10 +72,10 @@ class MultiHeadAttention(keras.layers.Layer):
         )
 
     def call(self, query, key, value):
-        """query (B, Tq, d_q), key (B, Tk, d_k), value (B, Tk, d_v) -> (B, Tq, output_dim).
+        """query (B, Tq, d_q), key (B, Tk, d_k), value (B, Tk, d_v) -> (B, Tq, output_dim)。
 
-        Project (query @ query_kernel, ...), split into heads, scores Q Kᵀ / √key_dim per
-        head (key_dim is the size of ONE head), softmax over the keys, weight the values,
-        merge the heads, project with output_kernel. Keep the dtype of the inputs.
+        投影（query @ query_kernel, ...），拆分成多个头，每个头计算打分 Q Kᵀ / √key_dim（key_dim
+        是一个头的维数），在各个键上做 softmax，对值加权，合并各个头，再用 output_kernel 投影。
+        保持输入的 dtype。
         """
         raise NotImplementedError("练习 mha：投影，split_heads，每个头做缩放点积注意力，合并，乘以 W_O")

@@ -26,33 +26,30 @@ from keras import ops
 
 
 def hopfield_update(X, xi, beta=1.0):
-    """One update ξ_new = X softmax(β Xᵀ ξ): X (d, N), ξ (d,) or (d, M) -> the shape of ξ.
+    """一次更新 ξ_new = X softmax(β Xᵀ ξ)：X (d, N)，ξ (d,) 或 (d, M) -> 与 ξ 形状相同。
 
-    The columns of X are the stored patterns. ξ is one state (d,) or M states as the columns
-    of a (d, M) array, each updated on its own: the softmax runs over the N patterns (axis 0
-    of Xᵀξ), never over the states. β can be large (the grader uses up to 1000): use a
-    numerically stable softmax (subtract the maximum).
+    X 的各列是存储的模式。ξ 是一个状态 (d,)，或作为 (d, M) 数组各列的 M 个状态，每个各自更
+    新：softmax 在 N 个模式上进行（Xᵀξ 的轴 0），绝不在各个状态上进行。β 可能很大（评分程序
+    用到 1000）：使用数值稳定的 softmax（减去最大值）。
     """
     raise NotImplementedError("练习 modern-hopfield：打分 β Xᵀ ξ (N, ...)，在模式上（轴 0）做数值稳定的 softmax，再用 X 乘以它")
 
 
 def retrieve(X, xi, beta=1.0, steps=1):
-    """Retrieval: apply the update `steps` times, each to the result of the previous one.
+    """取回：把更新应用 `steps` 次，每次都作用在上一次的结果上。
 
-    X (d, N) stored patterns, ξ (d,) or (d, M) the starting states (e.g. corrupted copies of
-    stored patterns), `steps` >= 1. Returns the final state, of the shape of ξ. With a large
-    β one step is enough: the result is (to 1%) the stored pattern closest to ξ. The grader
-    checks the values and this retrieval property; its cases start from stored patterns with
-    some signs flipped.
+    X (d, N) 是存储的模式，ξ (d,) 或 (d, M) 是起始状态（例如存储模式被破坏的副本），`steps`
+    >= 1。返回最终状态，形状与 ξ 相同。β 很大时一步就够了：结果（在 1% 以内）就是与 ξ 最接近
+    的存储模式。评分程序检查取值和这条取回性质；它的用例从翻转了部分符号的存储模式出发。
     """
     raise NotImplementedError("练习 modern-hopfield：调用 hopfield_update `steps` 次，把每次的结果传回去")
 
 
 class HopfieldAttention(keras.layers.Layer):
-    """The Hopfield update in the row convention of attention layers: softmax(β Q Pᵀ) P.
+    """按注意力层的行约定写出的 Hopfield 更新：softmax(β Q Pᵀ) P。
 
-    queries Q are the states ξ as rows; the stored patterns P are both the keys and the
-    values. `beta` is a constructor argument (no weights).
+    查询 Q 是按行排列的状态 ξ；存储的模式 P 既是键也是值。`beta` 是构造函数的参数（没有权
+    重）。
     """
 
     def __init__(self, beta=1.0, **kwargs):
@@ -60,11 +57,10 @@ class HopfieldAttention(keras.layers.Layer):
         self.beta = beta
 
     def call(self, queries, patterns):
-        """queries (B, M, d), patterns (B, N, d) -> (B, M, d).
+        """queries (B, M, d), patterns (B, N, d) -> (B, M, d)。
 
-        output[b, m] = Σ_n softmax_n(β queries[b, m] · patterns[b, n]) patterns[b, n], that is
-        hopfield_update(patterns[b].T, queries[b].T, β).T for every example b. The result
-        keeps the dtype of the inputs; gradients reach the queries and the patterns (which
-        are keys and values at once).
+        output[b, m] = Σ_n softmax_n(β queries[b, m] · patterns[b, n]) patterns[b, n]，即对每个
+        样本 b 计算 hopfield_update(patterns[b].T, queries[b].T, β).T。结果保持输入的 dtype；梯
+        度要传到查询和模式（模式同时是键和值）。
         """
         raise NotImplementedError("练习 modern-hopfield：打分 β Q Pᵀ (B, M, N)，在模式上做 softmax，乘以 P")

@@ -22,56 +22,53 @@ from keras import ops
 
 
 def gaussian_weights(queries, keys, bandwidth=1.0):
-    """Attention weights of Gaussian kernel regression, (m,) and (n,) -> (m, n).
+    """高斯核回归的注意力分布，(m,) 和 (n,) -> (m, n)。
 
-    alpha[i, j] = exp(-(x_i - x_j)² / (2 h²)) / Σ_k exp(-(x_i - x_k)² / (2 h²)), that is
-    a softmax over the keys (the last axis) of -(x_i - x_j)² / (2 h²).
+    alpha[i, j] = exp(-(x_i - x_j)² / (2 h²)) / Σ_k exp(-(x_i - x_k)² / (2 h²))，也就是 -(x_i
+    - x_j)² / (2 h²) 在各个键（最后一个轴）上的 softmax。
 
-    queries: the query points x_i, shape (m,). keys: the training inputs x_j, shape (n,).
-    bandwidth: h > 0, the kernel width. Every row sums to one. The grader also asks for
-    queries far from every key with a small h (scores of minus tens of thousands), where
-    exp() underflows to 0 for every key: use a numerically stable softmax.
+    queries：查询点 x_i，形状 (m,)。keys：训练输入 x_j，形状 (n,)。bandwidth：h > 0，核的宽
+    度。每行之和为一。评分程序也会在 h 很小时给出远离所有键的查询（打分为负几万），这时 exp()
+    对每个键都下溢为 0：使用数值稳定的 softmax。
     """
     raise NotImplementedError("练习 nw：差值 (m, n)，高斯核的对数，在键上做 softmax")
 
 
 def nadaraya_watson(queries, keys, values, kernel="gaussian", bandwidth=1.0):
-    """Nadaraya–Watson predictions f(x_i) = Σ_j K(u_ij) y_j / Σ_k K(u_ik), (m,) -> (m,).
+    """Nadaraya–Watson 预测 f(x_i) = Σ_j K(u_ij) y_j / Σ_k K(u_ik)，(m,) -> (m,)。
 
-    u_ij = (x_i - x_j) / h. The kernels (constant factors cancel in the ratio):
+    u_ij = (x_i - x_j) / h。核函数如下（常数因子在比值中约掉）：
 
-    - "gaussian": K(u) = exp(-u²/2) (the weights of `gaussian_weights`);
-    - "boxcar": K(u) = 1 where |u| <= 1, else 0 (the mean of the y_j within distance h,
-      a training point at distance exactly h included);
-    - "epanechnikov": K(u) = 1 - u² where |u| < 1, else 0 (never negative).
+    - "gaussian"：K(u) = exp(-u²/2)（即 `gaussian_weights` 的权重）；
+    - "boxcar"：|u| <= 1 处 K(u) = 1，否则为 0（距离 h 以内的 y_j 的平均，恰好在距离 h 处的
+      训练点也算在内）；
+    - "epanechnikov"：|u| < 1 处 K(u) = 1 - u²，否则为 0（从不为负）。
 
-    queries (m,), keys (n,), values (n,): the query points, the training inputs x_j and the
-    training outputs y_j. A query with no training point inside a compact kernel's support
-    (every K = 0) is predicted as 0, not NaN. Returns shape (m,). Raise ValueError for a
-    kernel other than these three (names are case-sensitive).
+    queries (m,), keys (n,), values (n,)：查询点、训练输入 x_j 和训练输出 y_j。对于紧支撑的
+    核，若某个查询的支撑集内没有训练点（所有 K = 0），则预测为 0，而不是 NaN。返回形状 (m,)。
+    核函数不是这三种时抛出 ValueError（名称区分大小写）。
     """
     raise NotImplementedError("练习 nw：核矩阵 (m, n)，按行归一化（空行保持为 0），再乘以值")
 
 
 class ParametricNadarayaWatson(keras.layers.Layer):
-    """Nadaraya–Watson regression with one learned weight w (slides "带参数注意力池化").
+    """带一个可学习权重 w 的 Nadaraya–Watson 回归（课件中的“带参数注意力池化”）。
 
     f(x_i) = Σ_j softmax_j(-½ ((x_i - x_j) w)²) y_j
 
-    w plays the part of 1/h: a large w makes a narrow kernel. Training it by gradient descent
-    needs gradients with respect to w, which Keras computes from your `call`.
+    w 起到 1/h 的作用：w 越大，核越窄。用梯度下降训练它需要关于 w 的梯度，Keras 会根据你的
+    `call` 计算。
     """
 
     def build(self, queries_shape, keys_shape, values_shape):
-        # Given: not part of the exercise. Keep the weight's name `w` (a scalar).
+        # 已给出：不属于练习。保持权重的名称 `w`（一个标量）不变。
         self.w = self.add_weight(name="w", shape=(), initializer="ones")
 
     def call(self, queries, keys, values):
-        """queries (B, m), keys (B, n), values (B, n) -> predictions (B, m).
+        """queries (B, m), keys (B, n), values (B, n) -> predictions (B, m)。
 
-        Example b has its own training set keys[b], values[b]. out[b, i] =
-        Σ_j softmax_j(-½ ((queries[b, i] - keys[b, j]) * w)²) values[b, j], the softmax over
-        the keys j. Gradients must reach the queries, keys, values and w; keep the dtype of
-        the inputs (float32 in, float32 out).
+        样本 b 有它自己的训练集 keys[b]、values[b]。out[b, i] = Σ_j softmax_j(-½ ((queries[b, i]
+        - keys[b, j]) * w)²) values[b, j]，softmax 在各个键 j 上进行。梯度必须传到 queries、
+        keys、values 和 w；保持输入的 dtype（输入 float32，输出也是 float32）。
         """
         raise NotImplementedError("练习 nw：差值 (B, m, n) 乘以 w，取 -½ 平方，在键上做 softmax，再乘以值")

@@ -27,10 +27,10 @@ from keras import ops
 
 
 class PointerScores(keras.layers.Layer):
-    """Pointer scores u_{m,j} = vᵀ tanh(W_1ᵀ e_j + W_2ᵀ d_m), NNDL (8.15).
+    """指针打分 u_{m,j} = vᵀ tanh(W_1ᵀ e_j + W_2ᵀ d_m)，NNDL (8.15)。
 
-    Weights (created in `build`, given; set by the grader by name): `W_1` (d_e, units)
-    projects the encoder states, `W_2` (d_d, units) the decoder states, `v` (units,).
+    权重（在 `build` 中创建，已给出；由评分程序按名称设置）：`W_1` (d_e, units) 投影编码器状
+    态，`W_2` (d_d, units) 投影解码器状态，`v` (units,)。
     """
 
     def __init__(self, units=4, **kwargs):
@@ -38,40 +38,38 @@ class PointerScores(keras.layers.Layer):
         self.units = units
 
     def build(self, encoder_states_shape, decoder_states_shape):
-        # Given: not part of the exercise. Keep the weights' names.
+        # 已给出：不属于练习。保持权重的名称不变。
         self.W_1 = self.add_weight(name="W_1", shape=(encoder_states_shape[-1], self.units))
         self.W_2 = self.add_weight(name="W_2", shape=(decoder_states_shape[-1], self.units))
         self.v = self.add_weight(name="v", shape=(self.units,))
 
     def call(self, encoder_states, decoder_states):
-        """encoder_states (B, N, d_e), decoder_states (B, M, d_d) -> scores u (B, M, N).
+        """encoder_states (B, N, d_e), decoder_states (B, M, d_d) -> scores u (B, M, N)。
 
-        u[b, m, j] = v · tanh(encoder_states[b, j] @ W_1 + decoder_states[b, m] @ W_2): one
-        row per output step m, one column per input position j. These are the raw scores
-        (logits), no softmax. The result keeps the dtype of the inputs.
+        u[b, m, j] = v · tanh(encoder_states[b, j] @ W_1 + decoder_states[b, m] @ W_2)：每个输出
+        步 m 一行，每个输入位置 j 一列。这些是原始打分（logits），不做 softmax。结果保持输入的
+        dtype。
         """
         raise NotImplementedError("练习 pointer：分别投影，广播成 (B, M, N, units)，取 tanh，与 v 做点积")
 
 
 def greedy_decode(scores):
-    """Greedy decoding with the chosen positions masked: (B, M, N) scores -> (B, M) indices.
+    """贪心解码，已选的位置被屏蔽：(B, M, N) 打分 -> (B, M) 下标。
 
-    scores[b, m] are the pointer scores of output step m (M <= N). At step m = 0, 1, ...,
-    choose the input position with the highest score AMONG THE POSITIONS NOT CHOSEN at
-    earlier steps (set the scores of the chosen ones to -∞ first). Return integer indices in
-    [0, N); no position appears twice in a row of the result, so with M = N each row is a
-    permutation of 0, ..., N-1 (the grader checks this as well as the values).
+    scores[b, m] 是输出步 m 的指针打分（M <= N）。在第 m = 0, 1, ... 步，在之前各步没有选过
+    的位置中选出打分最高的输入位置（先把已选位置的打分设为 -∞）。返回 [0, N) 内的整数下标；
+    结果的一行中没有位置出现两次，所以当 M = N 时每一行都是 0, ..., N-1 的一个排列（评分程序
+    既检查这一点，也检查取值）。
     """
     raise NotImplementedError("练习 pointer：逐步循环：把已选位置用 -inf 掩盖，取 argmax，记下它")
 
 
 def sequence_log_likelihood(scores, targets):
-    """log p(c_1, ..., c_M | x) of given target positions: (B, M, N), (B, M) -> (B,).
+    """给定目标位置的 log p(c_1, ..., c_M | x)：(B, M, N), (B, M) -> (B,)。
 
-    targets[b] holds M distinct positions c_1, ..., c_M in [0, N) (teacher forcing: the true
-    outputs). log p = Σ_m log softmax(scores[b, m] with c_1, ..., c_{m-1} masked)[c_m]: the
-    chain rule (8.12)-(8.13), with the positions chosen before step m excluded from its
-    softmax. The grader includes scores near 1000: compute the log-softmax stably (subtract
-    the maximum, or use a log-sum-exp).
+    targets[b] 保存 [0, N) 内 M 个互不相同的位置 c_1, ..., c_M（教师强制：真实的输出）。log p
+    = Σ_m log softmax(scores[b, m] with c_1, ..., c_{m-1} masked)[c_m]：即链式法则
+    (8.12)-(8.13)，第 m 步之前选过的位置从该步的 softmax 中排除。评分程序会给出接近 1000 的
+    打分：要稳定地计算 log-softmax（减去最大值，或使用 log-sum-exp）。
     """
     raise NotImplementedError("练习 pointer：掩盖之前的目标，每步做数值稳定的 log-softmax，取出 c_m，求和")

@@ -7,8 +7,12 @@ from pathlib import Path
 import numpy as np
 
 from grader.engine.bundle import cases_to_bundle, save_bundle
+from grader.engine.labels import label_text
 from grader.engine.properties import add_variants
 from grader.engine.spec import Case, Exercise
+from grader.i18n import N_
+
+HIDDEN = label_text(N_("hidden"))
 
 
 def make_cases(record: Exercise, seed: int, hidden_seed: int | None = None):
@@ -24,7 +28,7 @@ def make_cases(record: Exercise, seed: int, hidden_seed: int | None = None):
             extra = part.make_cases(np.random.default_rng([hidden_seed, index, 1]), hidden=True)
             for case in extra:
                 case.hidden = True
-                case.label = f"hidden, {case.label}"
+                case.label = f"{HIDDEN}, {case.label}"
             cases[part.name] += extra
         # Variants from a generator of their own, so that no other case changes with them.
         extra_seed = [] if hidden_seed is None else [hidden_seed]

@@ -17,7 +17,8 @@ not give the expected output itself is not trusted, and a slip is named only whe
 every value of the output.
 
 Nothing here names an exercise: a record's own `Mistake`s are tried first (grader.engine.compare)
-and say more where they apply. Messages are templates with named fields (translated at display).
+and say more where they apply. A slip's name is a key (English, as results keep it); its
+explanation is made in the language in use (judging runs in the grader's process).
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ import re
 import numpy as np
 
 from grader.engine.spec import Case, Recompute, call_with_case
+from grader.i18n import N_, _
 
 # "Tq=3" in a label; not "0.5=x" nor a part of a word.
 _SIZE = re.compile(r"(?<![\w.])([A-Za-z][\w]*)=(\d+)(?![\w.])")
@@ -44,16 +46,16 @@ def sizes(case: Case) -> dict[str, int]:
     return {name: value for name, value in found.items() if name not in NEVER_A_SCALE}
 
 
-TRANSPOSED_WEIGHT = (
+TRANSPOSED_WEIGHT = N_(
     "this is the output with {weight} used transposed ({weight}ᵀ in its place): use the "
     "weight as it is given, of shape (inputs, outputs)"
 )
-SCALED_BY_ANOTHER = "you scaled by {used}; scale by {right}"
-LENGTHS_PLUS_ONE = (
+SCALED_BY_ANOTHER = N_("you scaled by {used}; scale by {right}")
+LENGTHS_PLUS_ONE = N_(
     "each row keeps one position too many: a mask off by one (position j is valid for "
     "j < {lengths}; positions start at 0)"
 )
-LENGTHS_MINUS_ONE = (
+LENGTHS_MINUS_ONE = N_(
     "each row keeps one position too few: a mask off by one (position j is valid for "
     "j < {lengths}, the last valid one included)"
 )
@@ -78,7 +80,7 @@ def diagnose(
         if found:
             return SLIP + found[0], found[1]
     if _same_values_elsewhere(expected, received, agree):
-        return SLIP + "values moved", (
+        return SLIP + "values moved", _(
             "the values are right but in the wrong places: a reshape where a transpose was "
             "needed, or axes (heads, time steps) split or merged in the wrong order"
         )
@@ -120,7 +122,7 @@ def _weight_transposed(case, recompute, explains):
         if weight.shape[-1] != weight.shape[-2] or np.allclose(weight, np.swapaxes(weight, -1, -2)):
             continue
         if explains(**{name: np.swapaxes(weight, -1, -2)}):
-            return "weight transposed", TRANSPOSED_WEIGHT.format(weight=name)
+            return "weight transposed", _(TRANSPOSED_WEIGHT, weight=name)
     return None
 
 
@@ -140,12 +142,12 @@ def _scaled_inside(case, recompute, explains):
         if value == right or size in names:
             continue
         if explains(**{argument: value}):
-            return "scaled by another size", SCALED_BY_ANOTHER.format(
-                used=f"√{' or '.join(names)} = √{value}", right=f"√{size} = √{right}"
+            return "scaled by another size", _(
+                SCALED_BY_ANOTHER, used=f"√{_either(names)} = √{value}", right=f"√{size} = √{right}"
             )
     if right > 1 and explains(**{argument: right * right}):
-        return "scaled by the size, not its root", SCALED_BY_ANOTHER.format(
-            used=f"{size} = {right}", right=f"√{size} = √{right}"
+        return "scaled by the size, not its root", _(
+            SCALED_BY_ANOTHER, used=f"{size} = {right}", right=f"√{size} = √{right}"
         )
     return None
 
@@ -157,9 +159,9 @@ def _lengths_off_by_one(case, recompute, explains):
             continue
         lengths = np.asarray(lengths)
         if explains(**{name: lengths + 1}):
-            return "mask off by one", LENGTHS_PLUS_ONE.format(lengths=name)
+            return "mask off by one", _(LENGTHS_PLUS_ONE, lengths=name)
         if np.all(lengths >= 1) and explains(**{name: lengths - 1}):
-            return "mask off by one", LENGTHS_MINUS_ONE.format(lengths=name)
+            return "mask off by one", _(LENGTHS_MINUS_ONE, lengths=name)
     return None
 
 
@@ -184,7 +186,7 @@ def _scaled_by_a_size(expected, received, case, agree):
         by_value.setdefault(value, []).append(name)
 
     def call(value, root):
-        names = " or ".join(by_value[value])
+        names = _either(by_value[value])
         return f"√{names} = √{value}" if root else f"{names} = {value}"
 
     close = lambda a, b: math.isclose(a, b, rel_tol=1e-6)  # noqa: E731
@@ -193,21 +195,28 @@ def _scaled_by_a_size(expected, received, case, agree):
         for right, used in itertools.permutations(by_value, 2):
             ratio = math.sqrt(right / used) if root else right / used
             if close(factor, ratio):
-                return "scaled by another size", (
-                    f"every value is {factor:.4g} times the expected one: you divided by "
-                    f"{call(used, root)}; divide by {call(right, root)}"
+                return "scaled by another size", _(
+                    "every value is {factor} times the expected one: you divided by {used}; "
+                    "divide by {right}",
+                    factor=f"{factor:.4g}",
+                    used=call(used, root),
+                    right=call(right, root),
                 )
         for value in by_value:
             scale = math.sqrt(value) if root else value
             if close(factor, scale):
-                return "scale missing", (
-                    f"every value is {call(value, root)} times the expected one: a division by "
-                    f"{'√' if root else ''}{' or '.join(by_value[value])} is missing"
+                return "scale missing", _(
+                    "every value is {factor} times the expected one: a division by {scale} is "
+                    "missing",
+                    factor=call(value, root),
+                    scale=("√" if root else "") + _either(by_value[value]),
                 )
             if close(factor, 1 / scale):
-                return "scaled twice", (
-                    f"every value is 1/{call(value, root).split(' = ')[0]} of the expected one: "
-                    f"you divided by {call(value, root)} once too often"
+                return "scaled twice", _(
+                    "every value is 1/{scale} of the expected one: you divided by {factor} once "
+                    "too often",
+                    scale=call(value, root).split(" = ")[0],
+                    factor=call(value, root),
                 )
     return None
 
@@ -221,9 +230,11 @@ def _normalised_elsewhere(expected, received, case, agree):
     used = [axis for axis in range(received.ndim) if ones(received, axis) and axis not in right]
     if len(right) != 1 or not used or expected.shape[used[0]] == 1:
         return None
-    return "normalised over another axis", (
-        f"the output sums to one over axis {_axis(used[0], received)} but must over axis "
-        f"{_axis(right[0], expected)}: a softmax (or a sum) over the wrong axis"
+    return "normalised over another axis", _(
+        "the output sums to one over axis {used} but must over axis {right}: a softmax (or a "
+        "sum) over the wrong axis",
+        used=_axis(used[0], received),
+        right=_axis(right[0], expected),
     )
 
 
@@ -234,9 +245,11 @@ def _axes_swapped(expected, received, case, agree):
         if expected.shape[first] != expected.shape[second] or expected.shape[first] == 1:
             continue
         if agree(np.swapaxes(expected, first, second), received):
-            return "axes swapped", (
-                f"axes {_axis(first, expected)} and {_axis(second, expected)} of the output "
-                "are swapped (the batch and time axes, say): check the order of your axes"
+            return "axes swapped", _(
+                "axes {first} and {second} of the output are swapped (the batch and time axes, "
+                "say): check the order of your axes",
+                first=_axis(first, expected),
+                second=_axis(second, expected),
             )
     return None
 
@@ -252,9 +265,11 @@ def swapped_shape(expected_shape: tuple, received_shape: tuple) -> str:
         swapped = list(expected_shape)
         swapped[first], swapped[second] = swapped[second], swapped[first]
         if tuple(swapped) == tuple(received_shape):
-            return (
-                f"axes {first} and {second} are swapped (the batch and time axes, say): "
-                "check the order of your axes"
+            return _(
+                "axes {first} and {second} are swapped (the batch and time axes, say): "
+                "check the order of your axes",
+                first=first,
+                second=second,
             )
     return ""
 
@@ -271,11 +286,22 @@ def _bias_or_residual(expected, received, case, agree):
             continue
         if array.shape != expected.shape and array.ndim != 1:
             continue
-        what = "residual" if array.shape == expected.shape else "bias"
+        residual = array.shape == expected.shape
+        what = "residual" if residual else "bias"
         if agree(expected - broadcast, received):
-            return f"{what} missing", f"the output lacks + {name}: the {what} {name} is missing"
+            message = (
+                _("the output lacks + {name}: the residual {name} is missing", name=name)
+                if residual
+                else _("the output lacks + {name}: the bias {name} is missing", name=name)
+            )
+            return f"{what} missing", message
         if agree(expected + broadcast, received):
-            return f"{what} twice", f"{name} was added twice: the {what} {name} is in it already"
+            message = (
+                _("{name} was added twice: the residual {name} is in it already", name=name)
+                if residual
+                else _("{name} was added twice: the bias {name} is in it already", name=name)
+            )
+            return f"{what} twice", message
     return None
 
 
@@ -289,4 +315,9 @@ def _same_values_elsewhere(expected, received, agree) -> bool:
 
 
 def _axis(axis: int, array: np.ndarray) -> str:
-    return f"{axis - array.ndim} (of size {array.shape[axis]})"
+    return _("{axis} (of size {size})", axis=axis - array.ndim, size=array.shape[axis])
+
+
+def _either(names: list[str]) -> str:
+    """ "d or Tk": sizes of the same value, any of which may be meant."""
+    return _(" or ").join(names)

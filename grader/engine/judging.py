@@ -9,15 +9,19 @@ says why: `part_failure`.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 
 from grader.engine import compare, contracts, framework_errors, properties
+from grader.engine.labels import shown_label, shown_report
 from grader.engine.protocol import CaseOutput, import_failure, read_case_outputs
 from grader.engine.results import CheckResult, PartResult
 from grader.engine.spec import LAYER, Case
 from grader.engine.status import CaseStatus, Limit, RunState, Status
 from grader.engine.text import printable
 from grader.i18n import N_, _, tr
+from grader.sandbox import child  # noqa: F401 - registers the words its reports are in
 from grader.sandbox.limits import limit_in_log
 from grader.sandbox.processes import Outcome
 
@@ -39,10 +43,10 @@ def judge_part(part, cases, expected, outcome: Outcome, timeout: float, source=N
         return part_failure(part, Status.TIMEOUT, message)
     try:
         if outcome.state == RunState.CRASHED:
-            raise ValueError(outcome.problem)
+            raise ValueError(shown_report(outcome.problem))
         failure = import_failure(outcome)
         if failure is not None:
-            message = _("could not import the file: ") + failure.error_words()
+            message = _("could not import the file: ") + _reported_words(failure)
             return part_failure(part, Status.ERROR, message, "import", limit=failure.limit)
         received = read_case_outputs(outcome, len(cases))
     except Exception as error:  # noqa: BLE001 - whatever a child reported is its own doing
@@ -133,19 +137,21 @@ def judge_case(part, case: Case, want: CaseOutput, got: CaseOutput, source=None)
 
 def _judge_case(part, case: Case, want: CaseOutput, got: CaseOutput, source=None) -> list:
     prefix = f"{case.target}: " if len(part.targets) > 1 else ""
+    # The label in the language in use; the case keeps its English one.
+    label = shown_label(case.label)
     if case.raises:
-        return [contracts.judge_raises(case, got, f"{prefix}raises {case.raises}, {case.label}")]
+        return [contracts.judge_raises(case, got, f"{prefix}raises {case.raises}, {label}")]
     if got.status == CaseStatus.NOT_IMPLEMENTED:
         message = _("not implemented yet") + (f" ({got.message})" if got.message else "")
-        return [CheckResult(f"{prefix}{case.label}", False, message, cause=got.status)]
+        return [CheckResult(f"{prefix}{label}", False, message, cause=got.status)]
     if got.status != CaseStatus.OK:
-        raw = got.error_words()
+        raw = _reported_words(got)
         explained = framework_errors.explain(
             got.exception, got.message, got.where, case, source, got.frames
         )
         return [
             CheckResult(
-                f"{prefix}{case.label}",
+                f"{prefix}{label}",
                 False,
                 explained or raw,
                 cause=got.status,
@@ -156,22 +162,22 @@ def _judge_case(part, case: Case, want: CaseOutput, got: CaseOutput, source=None
     if got.output is None:
         return [
             CheckResult(
-                prefix + _("output, {label}", label=case.label), False, _("no output was reported")
+                prefix + _("output, {label}", label=label), False, _("no output was reported")
             )
         ]
     hidden = case.hidden
     checks = [
         _check(
-            prefix + _("output, {label}", label=case.label),
+            prefix + _("output, {label}", label=label),
             compare.difference(want.output, got.output, case, part.mistakes, part.recompute),
             hidden,
         )
     ]
-    checks += contracts.changed_inputs(case, got, f"{prefix}arguments unchanged, {case.label}")
-    checks += contracts.precision_lost(case, got, f"{prefix}dtype, {case.label}")
+    checks += contracts.changed_inputs(case, got, f"{prefix}arguments unchanged, {label}")
+    checks += contracts.precision_lost(case, got, f"{prefix}dtype, {label}")
     if case.kind == LAYER:
         dtype_problem = compare.dtype_difference(case, got.dtype)
-        checks.append(_check(prefix + _("dtype, {label}", label=case.label), dtype_problem, hidden))
+        checks.append(_check(prefix + _("dtype, {label}", label=label), dtype_problem, hidden))
         # With an output of the wrong shape no gradient could be taken: say nothing of them.
         shaped = np.shape(got.output) == np.shape(want.output)
         for name, grad in want.grads.items() if shaped else ():
@@ -183,7 +189,7 @@ def _judge_case(part, case: Case, want: CaseOutput, got: CaseOutput, source=None
                 )
             else:
                 problem = compare.gradient_difference(grad, found, case, wrt)
-            name = prefix + _("gradient wrt {wrt}, {label}", wrt=wrt, label=case.label)
+            name = prefix + _("gradient wrt {wrt}, {label}", wrt=wrt, label=label)
             checks.append(_check(name, problem, hidden))
     for prop in part.properties:
         if prop.gradients and (case.kind != LAYER or not got.grads):
@@ -193,13 +199,22 @@ def _judge_case(part, case: Case, want: CaseOutput, got: CaseOutput, source=None
             broken = prop.check(case, given)
             checks.append(
                 CheckResult(
-                    f"{prefix}{tr(prop.name)}, {case.label}",
+                    f"{prefix}{tr(prop.name)}, {label}",
                     broken is None,
                     broken or "",
                     "property: " + prop.name if broken else None,
                 )
             )
     return checks
+
+
+def _reported_words(got: CaseOutput) -> str:
+    """A failure's words as the student reads them, its message (made in the child, which does
+    not know the student's language) translated where it is one of the sandbox's."""
+    translated = shown_report(got.message)
+    if translated == got.message:
+        return got.error_words()
+    return replace(got, message=translated).error_words()
 
 
 def _check(name: str, problem: compare.Difference | None, hidden: bool = False) -> CheckResult:

@@ -25,10 +25,12 @@ from dataclasses import replace
 import numpy as np
 
 from grader.engine.compare import matches
+from grader.engine.labels import label_text, shown_label
 from grader.engine.protocol import CaseOutput
 from grader.engine.results import CheckResult
 from grader.engine.spec import Case, Property, Relation
 from grader.engine.status import CaseStatus
+from grader.i18n import N_, _, tr
 
 
 def add_variants(part, cases: list[Case], rng) -> None:
@@ -61,8 +63,11 @@ def judge_relations(part, cases: list[Case], received: list[CaseOutput]) -> list
             continue
         broken = relation.check(base, np.asarray(base_got.output), variant, np.asarray(got.output))
         prefix = f"{base.target}: " if len(part.targets) > 1 else ""
+        shown = _(
+            "property: {name}, {label}", name=tr(relation.name), label=shown_label(base.label)
+        )
         check = CheckResult(
-            f"{prefix}property: {relation.name}, {base.label}",
+            prefix + shown,
             broken is None,
             broken or "",
             f"property: {relation.name}" if broken else None,
@@ -107,13 +112,14 @@ def batch_alone(names: tuple[str, ...] = ()):
         if matches(output[:1].astype(float), alone.astype(float), case):
             return None
         batch = np.shape(case.inputs[names[0] if names else next(iter(case.inputs))])[0]
-        return (
-            f"example 0 alone gives another output than it did in a batch of {batch}: the "
+        return _(
+            "example 0 alone gives another output than it did in a batch of {batch}: the "
             "examples of a batch must not see each other; something sums, averages or takes "
-            "a softmax across the batch axis (axis 0)"
+            "a softmax across the batch axis (axis 0)",
+            batch=batch,
         )
 
-    return Relation("examples independent of the batch", vary, check)
+    return Relation(label_text(N_("examples independent of the batch")), vary, check)
 
 
 def _permutation(size: int, rng) -> np.ndarray:
@@ -135,14 +141,14 @@ def keys_permuted(names: tuple[str, ...], axis: int = 1):
     def check(case, output, variant, shuffled):
         if not _same_shape(output, shuffled) or matches(output, shuffled, case):
             return None
-        return (
+        return _(
             "shuffling the keys together with their values changed the output: attention "
             "pooling is a weighted sum over the keys, whose order must not matter; a key "
             "is being matched with another key's value, or the weights are taken over the "
             "wrong axis"
         )
 
-    return Relation("keys in any order", vary, check)
+    return Relation(label_text(N_("keys in any order")), vary, check)
 
 
 def queries_permuted(names: tuple[str, ...], axis: int = 1, out_axis: int = 1, when=None):
@@ -169,14 +175,14 @@ def queries_permuted(names: tuple[str, ...], axis: int = 1, out_axis: int = 1, w
         expected = np.take(output, order, axis=out_axis)
         if matches(expected, permuted, case):
             return None
-        return (
+        return _(
             "permuting the positions of the inputs did not permute the outputs alike: "
             "self-attention without positional encodings is permutation-equivariant, so "
             "something in your code depends on where a position is (a mask, a cumulative sum, "
             "a position term)"
         )
 
-    return Relation("permutation-equivariant", vary, check)
+    return Relation(label_text(N_("permutation-equivariant")), vary, check)
 
 
 def _order_of(original, permuted, axis) -> list[int] | None:
@@ -214,14 +220,17 @@ def masked_keys_changed(names: tuple[str, ...], masked, axis: int = 1):
         where = np.unravel_index(int(np.argmax(diff)), diff.shape)
         example = int(where[0])
         key = int(np.flatnonzero(hidden[example])[0]) if hidden[example].any() else None
-        query = f"query {int(where[1])}" if len(where) > 2 else "the output"
-        return (
-            f"output at {query} of example {example} changed when masked key {key} changed: "
+        query = _("query {index}", index=int(where[1])) if len(where) > 2 else _("the output")
+        return _(
+            "output at {query} of example {example} changed when masked key {key} changed: "
             "your mask leaks (a masked key must get exactly zero weight, so its score and value "
-            "can change nothing)"
+            "can change nothing)",
+            query=query,
+            example=example,
+            key=key,
         )
 
-    return Relation("masked keys change nothing", vary, check)
+    return Relation(label_text(N_("masked keys change nothing")), vary, check)
 
 
 def future_changed(name: str, axis: int = 1, out_axis: int = 1):
@@ -246,12 +255,14 @@ def future_changed(name: str, axis: int = 1, out_axis: int = 1):
             return None
         diff = np.abs(np.moveaxis(before - after, out_axis, 0).reshape(last, -1)).max(axis=1)
         query = int(np.argmax(diff))
-        return (
-            f"output at query {query} changed when the future key {last} changed: your mask "
-            "leaks (under a causal mask, position i sees positions j <= i only)"
+        return _(
+            "output at query {query} changed when the future key {last} changed: your mask "
+            "leaks (under a causal mask, position i sees positions j <= i only)",
+            query=query,
+            last=last,
         )
 
-    return Relation("the future changes nothing", vary, check)
+    return Relation(label_text(N_("the future changes nothing")), vary, check)
 
 
 def gradients_sane(masked=None, key_axes: dict[str, int] | None = None) -> Property:
@@ -268,11 +279,14 @@ def gradients_sane(masked=None, key_axes: dict[str, int] | None = None) -> Prope
         for key, grad in grads.items():
             bad = int((~np.isfinite(grad)).sum())
             if bad:
-                return (
-                    f"the gradient with respect to {key.split(':', 1)[-1]} has {bad} entries "
+                wrt = key.split(":", 1)[-1]
+                return _(
+                    "the gradient with respect to {wrt} has {bad} entries "
                     "that are nan or inf: a softmax of a row filled with -inf, or a division by "
                     "a sum of zero weights, gives nan in the backward pass even where the "
-                    "forward pass was repaired; fill masked scores with a large negative number"
+                    "forward pass was repaired; fill masked scores with a large negative number",
+                    wrt=wrt,
+                    bad=bad,
                 )
         hidden = None if masked is None else np.asarray(masked(case), bool)
         if hidden is None or not hidden.any():
@@ -287,12 +301,16 @@ def gradients_sane(masked=None, key_axes: dict[str, int] | None = None) -> Prope
                 row = int(np.flatnonzero(np.any(leaked != 0, axis=1))[0])
                 example, key = (int(i) for i in np.argwhere(hidden)[row])
                 size = float(np.abs(leaked[row]).max())
-                return (
-                    f"the gradient with respect to {name} at masked key {key} of example "
-                    f"{example} is {size:.3g}, not 0: a masked key must get exactly zero "
+                return _(
+                    "the gradient with respect to {name} at masked key {key} of example "
+                    "{example} is {size}, not 0: a masked key must get exactly zero "
                     "weight, so no gradient may reach it (mask the scores before the softmax, "
-                    "with a fill that makes its weight exactly 0)"
+                    "with a fill that makes its weight exactly 0)",
+                    name=name,
+                    key=key,
+                    example=example,
+                    size=f"{size:.3g}",
                 )
         return None
 
-    return Property("gradients finite, zero at masked keys", check, gradients=True)
+    return Property(N_("gradients finite, zero at masked keys"), check, gradients=True)

@@ -9,8 +9,18 @@ from __future__ import annotations
 
 import numpy as np
 
+from grader.engine.labels import label_text
 from grader.engine.spec import FUNCTION, LAYER, Case
+from grader.i18n import N_
 from grader.reference.attention import softmax
+
+# The words of this module's case labels, translated where shown (grader.engine.labels).
+LABEL_TEXTS = tuple(
+    map(
+        label_text,
+        (N_("{name} of shape {shape}"),),
+    )
+)
 
 
 def around_powers(rng, count: int, bases=(2, 13), exponents=(1, 5), largest: int = 10**6):
@@ -254,7 +264,7 @@ def optional_size(rng, low: int, high: int, chance: float = 0.5):
     return int(rng.integers(low, high)) if rng.random() < chance else None
 
 
-LARGE_SCORES = "large scores (about 1000: numerical stability)"
+LARGE_SCORES = label_text(N_("large scores (about 1000: numerical stability)"))
 
 
 def large_scores(rng, shape) -> np.ndarray:

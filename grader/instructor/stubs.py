@@ -8,10 +8,16 @@ answer. The stub keeps everything else (imports, signatures, docstrings, given c
 from __future__ import annotations
 
 import ast
+import io
 import re
+import tokenize
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
 from grader import KIT
+from grader.i18n import display_width
 from grader.records import EXERCISES
 
 BEGIN = re.compile(r"^(?P<indent>\s*)# BEGIN SOLUTION(?::\s*(?P<hint>.*\S))?\s*$")
@@ -91,12 +97,157 @@ def sync_stubs(
 
 # Chinese stubs (issue 18): the same code, their texts from the catalog.
 TRANSLATED = {"zh": "练习 {id}：{hint}"}
+# Comments are re-wrapped to the kit's line length (the stubs are not checked for it).
+LINE_LENGTH = 100
+# A full-line comment made of these only (a rule, an empty `#`) is layout, not words.
+RULE_CHARACTERS = set("-=#*~ ")
+HEADING = re.compile(r"^(?P<lead>-{2,}) (?P<title>.*\S) (?P<trail>-{2,})$")
+# Comments that are instructions to tools, not to students.
+PRAGMAS = ("noqa", "type:", "fmt:", "pragma", "ruff:", "isort:")
+# Characters wide on a terminal, and the punctuation that must not end or begin a line.
+WIDE = r"\u2e80-\u9fff\uf900-\ufaff\u3000-\u303f\uff00-\uffef"
+OPENING, CLOSING = "（「『《", "，。；：、！？）」』》"
+WRAP_UNIT = re.compile(rf"\s+|[{OPENING}]*(?:[{WIDE}]|[^\s{WIDE}]+)[{CLOSING}]*")
+
+
+@dataclass(frozen=True)
+class StubText:
+    """A text of a stub a student reads, other than the task and the hints: a class, function
+    or method docstring, or a block of full-line comments (one sentence may run over several
+    lines). `first`/`end` are the 0-based line range it takes; `render` gives the lines that
+    replace them for a translation."""
+
+    first: int
+    end: int
+    text: str
+    render: Callable[[str], list[str]]
+
+
+def stub_texts(stub: str) -> list[StubText]:
+    """The docstrings and comment blocks of a stub, in the order of the file. The catalog
+    extracts them from the stubs (`make_stub` has already dropped the comments of the answers),
+    and `make_translated_stub` looks them up by the same `text`."""
+    lines = stub.splitlines(keepends=True)
+    found = [*_docstrings(ast.parse(stub), lines), *_comment_blocks(stub, lines)]
+    return sorted(found, key=lambda text: text.first)
+
+
+def _docstrings(tree: ast.Module, lines: list[str]) -> list[StubText]:
+    found = []
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef):
+            continue
+        docstring = ast.get_docstring(node, clean=True)
+        expression = node.body[0]
+        if not docstring or lines[expression.lineno - 1][: expression.col_offset].strip():
+            continue  # no docstring, or one on the line of the `def` (left as it is)
+        indent = " " * expression.col_offset
+        # ast's columns count UTF-8 bytes.
+        last = lines[expression.end_lineno - 1].encode("utf-8")
+        ending = last[expression.end_col_offset :].decode("utf-8")
+        found.append(
+            StubText(
+                expression.lineno - 1,
+                expression.end_lineno,
+                docstring,
+                partial(_render_docstring, indent=indent, ending=ending),
+            )
+        )
+    return found
+
+
+def _render_docstring(text: str, indent: str, ending: str) -> list[str]:
+    """A docstring as PEP 257 lays it out: the first line after the quotes, the next ones at the
+    indentation of the quotes, the closing quotes on a line of their own when there are several."""
+    text = text.replace("\\", "\\\\").replace('"""', '\\"\\"\\"')
+    if text.endswith('"'):
+        text = text[:-1] + '\\"'
+    first, *rest = text.split("\n")
+    body = [first] + [indent + line if line.strip() else "" for line in rest]
+    if rest:
+        body.append(indent)
+    rendered = "\n".join(body)
+    return f'{indent}"""{rendered}"""{ending}'.splitlines(keepends=True)
+
+
+def _comment_blocks(stub: str, lines: list[str]) -> list[StubText]:
+    """Full-line comments: consecutive ones at the same indentation are one text (their lines
+    joined by spaces), a rule (`# ----`) or an empty `#` ends a block and stays as it is, and a
+    heading (`# --- title ---`) is its title alone."""
+    comments = []  # (line index, column, words)
+    for token in tokenize.generate_tokens(io.StringIO(stub).readline):
+        if token.type != tokenize.COMMENT or token.line[: token.start[1]].strip():
+            continue  # not a comment, or one after code
+        comments.append((token.start[0] - 1, token.start[1], token.string[1:].strip()))
+    found, block = [], []
+    for index, column, words in comments:
+        heading = HEADING.match(words)
+        if heading:
+            found.append(
+                StubText(
+                    index,
+                    index + 1,
+                    heading["title"],
+                    partial(_render_heading, line=lines[index], column=column, match=heading),
+                )
+            )
+            continue
+        if not words or set(words) <= RULE_CHARACTERS or words.startswith(PRAGMAS):
+            continue
+        if block and block[-1][0] == index - 1 and block[-1][1] == column:
+            block.append((index, column, words))
+            continue
+        if block:
+            found.append(_comment_block(block))
+        block = [(index, column, words)]
+    # A rule, an empty `#` or a heading between two comments ends a block: they are not on
+    # consecutive lines then.
+    return [*found, _comment_block(block)] if block else found
+
+
+def _comment_block(block) -> StubText:
+    column = block[0][1]
+    return StubText(
+        block[0][0],
+        block[-1][0] + 1,
+        " ".join(words for _index, _column, words in block),
+        partial(_render_comment, indent=" " * column),
+    )
+
+
+def _render_comment(text: str, indent: str) -> list[str]:
+    width = LINE_LENGTH - len(indent) - 2
+    return [f"{indent}# {line}\n" for line in wrap(text, width)]
+
+
+def _render_heading(title: str, line: str, column: int, match: re.Match) -> list[str]:
+    head = f"{' ' * column}# {match['lead']} {' '.join(title.split())} "
+    trail = max(len(match["trail"]), display_width(line.rstrip("\n")) - display_width(head))
+    return [head + "-" * trail + "\n"]
+
+
+def wrap(text: str, width: int) -> list[str]:
+    """`text` in lines of at most `width` terminal columns, broken at spaces and between wide
+    (Chinese) characters, never before a closing punctuation mark."""
+    lines, current = [], ""
+    for unit in WRAP_UNIT.findall(text):
+        if unit.isspace():
+            current += " " if current else ""
+        elif current.strip() and display_width(current + unit) > width:
+            lines.append(current.rstrip())
+            current = unit
+        else:
+            current += unit
+    if current.strip():
+        lines.append(current.rstrip())
+    return lines
 
 
 def make_translated_stub(source: str, exercise_id: str, language: str = "zh") -> str:
     """The stub of `source` for students of `language`: the code of `make_stub`, with the
-    module docstring (the task) and the hints of the NotImplementedError messages from the
-    catalog (a text it lacks stays English; the catalog test fails then)."""
+    module docstring (the task), the hints of the NotImplementedError messages, and every
+    docstring and comment of the stub (`stub_texts`) from the catalog (a text it lacks stays
+    English; the catalog test fails then)."""
     from grader.i18n import translator
 
     translate = translator(language)
@@ -114,10 +265,21 @@ def make_translated_stub(source: str, exercise_id: str, language: str = "zh") ->
         if begin and begin["hint"]:
             line = f"{begin['indent']}# BEGIN SOLUTION: {translate(begin['hint'])}\n"
         translated.append(line)
-    stub = make_stub("".join(translated), exercise_id)
+    stub = translate_stub_texts(make_stub("".join(translated), exercise_id), translate)
     prefix = f'raise NotImplementedError("Exercise {exercise_id}: '
     wording = TRANSLATED[language].format(id=exercise_id, hint="")
     return stub.replace(prefix, f'raise NotImplementedError("{wording}')
+
+
+def translate_stub_texts(stub: str, translate: Callable[[str], str]) -> str:
+    """`stub` with each of its `stub_texts` translated; the lines of a text without a
+    translation stay as they are."""
+    lines = stub.splitlines(keepends=True)
+    for found in reversed(stub_texts(stub)):
+        translation = translate(found.text)
+        if translation != found.text:
+            lines[found.first : found.end] = found.render(translation)
+    return "".join(lines)
 
 
 def sync_translated_stubs(

@@ -11,8 +11,9 @@ pyproject.toml under [tool.grader.catalog]:
 - the command line's help texts, walked from the Click commands (docstrings stay plain);
 - the records, walked as loaded: titles, statements, part descriptions, mistakes' names and
   explanations, properties' names, written parts' prompts (records stay data, unmarked);
-- the solutions: each `# BEGIN SOLUTION: <hint>` (the stubs' NotImplementedError text) and each
-  module's docstring (the task text at the top of a stub).
+- the solutions: each `# BEGIN SOLUTION: <hint>` (the stubs' NotImplementedError text), each
+  module's docstring (the task text at the top of a stub), and the docstrings and comments of
+  each stub (`grader.instructor.stubs.stub_texts`).
 Click's own messages (domain "messages") are translated by hand in messages.po; they are not
 extracted, so a new Click release cannot break the build (tests check what a student sees).
 
@@ -97,7 +98,10 @@ def record_messages() -> Iterator[tuple[str, str]]:
 
 
 def solution_texts(source: str) -> Iterator[str]:
-    """The module docstring of a solution file and the hints of its BEGIN SOLUTION markers."""
+    """The module docstring of a solution file, the hints of its BEGIN SOLUTION markers, then
+    every docstring and comment block of its stub, as `make_translated_stub` looks them up."""
+    from grader.instructor.stubs import make_stub, stub_texts
+
     docstring = ast.get_docstring(ast.parse(source), clean=False)
     if docstring:
         yield docstring
@@ -105,6 +109,9 @@ def solution_texts(source: str) -> Iterator[str]:
         match = HINT.match(line)
         if match:
             yield match["hint"]
+    # From the stub, not the solution: the comments of the answers are not in it.
+    for found in stub_texts(make_stub(source, "ID")):
+        yield found.text
 
 
 def solution_messages() -> Iterator[tuple[str, str]]:

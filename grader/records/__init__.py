@@ -12,6 +12,7 @@ import pkgutil
 from pathlib import Path
 
 from grader.engine.spec import Exercise
+from grader.i18n import _
 
 
 def _order(record: Exercise):
@@ -43,8 +44,15 @@ class UnknownExercise(KeyError):
     def __init__(self, exercise_id: str):
         known = ", ".join(EXERCISES)
         nearest = difflib.get_close_matches(exercise_id, list(EXERCISES), n=1, cutoff=0.0)
-        hint = f" Did you mean {nearest[0]}?" if nearest else ""
-        super().__init__(f"Unknown exercise {exercise_id!r}. Known exercises: {known}.{hint}")
+        hint = _(" Did you mean {nearest}?", nearest=nearest[0]) if nearest else ""
+        super().__init__(
+            _(
+                "Unknown exercise {exercise}. Known exercises: {known}.{hint}",
+                exercise=repr(exercise_id),
+                known=known,
+                hint=hint,
+            )
+        )
 
     def __str__(self) -> str:
         return self.args[0]

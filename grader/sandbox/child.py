@@ -22,9 +22,30 @@ import numpy as np
 from grader import sandbox
 from grader.engine import protocol
 from grader.engine.bundle import cases_from_bundle, load_bundle, save_bundle
+from grader.engine.labels import reported_text
 from grader.engine.spec import LAYER
 from grader.engine.status import CaseStatus
+from grader.i18n import N_
 from grader.sandbox import limits, supervisor
+
+# What the child reports in these words is translated where the grader shows it
+# (grader.engine.labels.shown_report): the child does not know the student's language.
+BLOCKED_IMPORT = reported_text(
+    N_("importing {module} is not allowed in a graded submission: write the code yourself")
+)
+NOT_A_MODULE = reported_text(N_("cannot load {path} as a Python module"))
+NOT_DEFINED = reported_text(N_("{file} defines no `{name}`: keep the names of the stub"))
+RETURNED_NONE = reported_text(N_("{what} returned None: did you forget a `return`?"))
+NOT_NUMBERS = reported_text(N_("{what} returned {kind} (dtype {dtype}); expected numbers"))
+NO_SUCH_WEIGHT = reported_text(
+    N_(
+        "{layer} has no weight named {name} (its weights: {found}); keep the build() of the "
+        "stub, which names it"
+    )
+)
+WEIGHT_SHAPE = reported_text(N_("{layer}'s weight {name} has shape {shape}, expected {expected}"))
+NO_BACKEND = reported_text(N_("the grader does not support the {backend} Keras backend"))
+CALLED_EXIT = reported_text(N_("the code called sys.exit({code})"))
 
 # Captured before any submitted code runs, so that patching NumPy in a submission cannot change
 # how results are written.
@@ -131,10 +152,7 @@ class _BlockedImport(importlib.abc.MetaPathFinder):
     def find_spec(self, fullname, path=None, target=None):
         if fullname.split(".")[0] in self.names:
             _send_event(self.end, "import", fullname)
-            raise ImportError(
-                f"importing {fullname!r} is not allowed in a graded submission: write the code "
-                "yourself"
-            )
+            raise ImportError(BLOCKED_IMPORT.format(module=repr(fullname)))
         return None
 
 
@@ -152,7 +170,7 @@ def block_imports(names, end=None) -> None:
 def load_submission(path: str, module_name: str = "submission"):
     spec = importlib.util.spec_from_file_location(module_name, path)
     if spec is None or spec.loader is None:
-        raise SubmissionError(f"cannot load {path} as a Python module")
+        raise SubmissionError(NOT_A_MODULE.format(path=path))
     module = importlib.util.module_from_spec(spec)
     sys.modules[module_name] = module
     spec.loader.exec_module(module)
@@ -164,9 +182,7 @@ def _run_case(module, case, index: int, arrays: dict, module_path: str) -> dict:
     try:
         target = getattr(module, case.target, None)
         if target is None:
-            raise SubmissionError(
-                f"{Path(module_path).name} defines no `{case.target}`: keep the names of the stub"
-            )
+            raise SubmissionError(NOT_DEFINED.format(file=Path(module_path).name, name=case.target))
         if case.kind == LAYER:
             output, grads, after = _run_layer(target, case)
         else:
@@ -183,14 +199,14 @@ def _to_numpy(value, what: str) -> np.ndarray:
     import keras
 
     if value is None:
-        raise SubmissionError(f"{what} returned None: did you forget a `return`?")
+        raise SubmissionError(RETURNED_NONE.format(what=what))
     try:
         array = _asarray(keras.ops.convert_to_numpy(value))
     except Exception:
         array = _asarray(value)
     if array.dtype.kind not in "biuf":
         raise SubmissionError(
-            f"{what} returned {type(value).__name__} (dtype {array.dtype}); expected numbers"
+            NOT_NUMBERS.format(what=what, kind=type(value).__name__, dtype=array.dtype)
         )
     return array
 
@@ -237,14 +253,17 @@ def _assign_weights(layer, case) -> list:
         if name not in by_name:
             found = ", ".join(repr(n) for n in by_name) or "none"
             raise SubmissionError(
-                f"{case.target} has no weight named {name!r} (its weights: {found}); keep the "
-                "build() of the stub, which names it"
+                NO_SUCH_WEIGHT.format(layer=case.target, name=repr(name), found=found)
             )
         variable = by_name[name]
         if tuple(variable.shape) != value.shape:
             raise SubmissionError(
-                f"{case.target}'s weight {name!r} has shape {tuple(variable.shape)}, expected "
-                f"{value.shape}"
+                WEIGHT_SHAPE.format(
+                    layer=case.target,
+                    name=repr(name),
+                    shape=tuple(variable.shape),
+                    expected=value.shape,
+                )
             )
         variable.assign(value.astype(variable.dtype))
         variables.append(variable)
@@ -297,7 +316,7 @@ def vector_jacobian(layer, inputs, variables, upstream):
             output, sources, grad_outputs=torch.as_tensor(upstream), allow_unused=True
         )
     else:
-        raise SubmissionError(f"the grader does not support the {backend!r} Keras backend")
+        raise SubmissionError(NO_BACKEND.format(backend=repr(backend)))
     sources = list(inputs) + list(variables)
     return output, [
         keras.ops.zeros(tuple(s.shape), dtype=upstream.dtype) if g is None else g
@@ -344,7 +363,7 @@ def describe(error: BaseException, module_path: str) -> dict:
     if isinstance(error, SyntaxError) and error.lineno:
         where = f"{Path(error.filename or module_path).name}, line {error.lineno}"
     if isinstance(error, SystemExit):
-        message = f"the code called sys.exit({error.code!r})"
+        message = CALLED_EXIT.format(code=repr(error.code))
     else:
         message = unwrap_keras_message(str(error))
     described = {"exception": type(error).__name__, "message": message[:2000], "where": where}

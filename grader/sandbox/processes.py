@@ -35,7 +35,9 @@ import numpy as np
 
 from grader import sandbox
 from grader.engine.bundle import BundleError, load_bundle, open_plain_file
+from grader.engine.labels import reported_text
 from grader.engine.status import RunState
+from grader.i18n import N_
 from grader.sandbox import platforms
 from grader.sandbox.scheduler import InterpreterChild, discard, schedule
 
@@ -275,14 +277,21 @@ def _collect(job: Job, report: dict, log: Path | None = None) -> Outcome:
     return Outcome(RunState.FINISHED, seconds, exitcode, meta, arrays, tail, **seen)
 
 
+# How a child ended without a report, in words translated where they are shown
+# (grader.engine.labels.shown_report: the scheduler's reasons are made outside the grader too).
+NO_EXIT_STATUS = reported_text(N_("the process did not report an exit status"))
+KILLED = reported_text(N_("the process was killed by signal {number} ({name})"))
+EXITED = reported_text(N_("the process exited with status {status} before reporting any result"))
+
+
 def _exit_words(exitcode: int | None) -> str:
     if exitcode is None:
-        return "the process did not report an exit status"
+        return NO_EXIT_STATUS
     if exitcode < 0:
         number = -exitcode
         name = signal.Signals(number).name if number in signal.valid_signals() else "?"
-        return f"the process was killed by signal {number} ({name})"
-    return f"the process exited with status {exitcode} before reporting any result"
+        return KILLED.format(number=number, name=name)
+    return EXITED.format(status=exitcode)
 
 
 def _tail(path: Path) -> str:

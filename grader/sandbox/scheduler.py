@@ -31,13 +31,20 @@ from collections import deque
 from typing import NoReturn
 
 from grader import sandbox
+from grader.engine.labels import reported_text
 from grader.engine.status import RunState
+from grader.i18n import N_
 from grader.sandbox import platforms, supervisor
 
 SETUP_ATTEMPTS = 3
 STARVED_LIMIT = 10
 WATCH_SECONDS = 0.2
 MAX_FILES = 10000
+# Why a child was stopped, translated where the grader shows it (grader.engine.labels).
+TOO_MANY_THREADS = reported_text(N_("it started {threads} threads (at most {most} allowed)"))
+WROTE_TOO_MUCH = reported_text(
+    N_("it wrote more than {megabytes} MB or {files} files in its folder")
+)
 # How long a child may take to start (a fresh interpreter imports TensorFlow, slowly on a cold
 # laptop) before submitted code runs; past it, the grader's own machinery failed.
 STARTUP_SECONDS = 120.0
@@ -312,15 +319,13 @@ class _Running:
         pid = getattr(self.child, "pid", None)
         threads = _thread_count(pid)
         if limits.get("threads") and threads > limits["threads"]:
-            self.reason = f"it started {threads} threads (at most {limits['threads']} allowed)"
+            self.reason = TOO_MANY_THREADS.format(threads=threads, most=limits["threads"])
             return True
         if limits.get("disk_mb"):
             size, files = _folder_usage(self.job["workdir"], 2 * MAX_FILES)
             size, files = size - self.disk_at_start[0], files - self.disk_at_start[1]
             if size > limits["disk_mb"] * 2**20 or files > MAX_FILES:
-                self.reason = (
-                    f"it wrote more than {limits['disk_mb']} MB or {MAX_FILES} files in its folder"
-                )
+                self.reason = WROTE_TOO_MUCH.format(megabytes=limits["disk_mb"], files=MAX_FILES)
                 return True
         return False
 
