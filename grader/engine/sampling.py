@@ -9,18 +9,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from grader.engine.labels import label_text
+from grader.engine.labels import label_text, label_texts
 from grader.engine.spec import FUNCTION, LAYER, Case
 from grader.i18n import N_
 from grader.reference.attention import softmax
 
 # The words of this module's case labels, translated where shown (grader.engine.labels).
-LABEL_TEXTS = tuple(
-    map(
-        label_text,
-        (N_("{name} of shape {shape}"),),
-    )
-)
+LABEL_TEXTS = label_texts(N_("{name} of shape {shape}"))
 
 
 def around_powers(rng, count: int, bases=(2, 13), exponents=(1, 5), largest: int = 10**6):

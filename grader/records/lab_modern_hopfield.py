@@ -7,23 +7,18 @@ import numpy as np
 from grader.engine import properties as relations
 from grader.engine import sampling as draw
 from grader.engine import selectors as on
-from grader.engine.labels import label_text
+from grader.engine.labels import label_texts
 from grader.engine.spec import FUNCTION, Case, Exercise, Mistake, Part, Property
 from grader.i18n import N_
 from grader.reference import hopfield as ref
 
 # The words of this module's case labels, translated where shown (grader.engine.labels).
-LABEL_TEXTS = tuple(
-    map(
-        label_text,
-        (
-            N_("one state"),
-            N_("{size} states"),
-            N_("(numerical stability)"),
-            N_("(scaled dot-product attention)"),
-            N_("corrupted copies of stored patterns ({flips} of {units} signs flipped)"),
-        ),
-    )
+LABEL_TEXTS = label_texts(
+    N_("one state"),
+    N_("{size} states"),
+    N_("(numerical stability)"),
+    N_("(scaled dot-product attention)"),
+    N_("corrupted copies of stored patterns ({flips} of {units} signs flipped)"),
 )
 
 # fmt: off
