@@ -268,6 +268,25 @@ def large_scores(rng, shape) -> np.ndarray:
     return 1000.0 + 5.0 * rng.standard_normal(shape)
 
 
+def scores(rng, shape, large: bool = False) -> np.ndarray:
+    """Scores N(0, 1), or `large` ones (see `large_scores`)."""
+    return large_scores(rng, shape) if large else rng.standard_normal(shape)
+
+
+def boolean_mask(rng, kind: str, B: int, Tq: int, Tk: int) -> np.ndarray:
+    """A mask that is True where a query may see a key: "causal" (Tq, Tk); "padding" (B, 1, Tk)
+    from lengths, the first full; else random (B, Tq, Tk) with a fully masked row and a row with
+    nothing masked."""
+    if kind == "causal":
+        return np.tril(np.ones((Tq, Tk), bool))
+    if kind == "padding":
+        lengths = valid_lengths(rng, (B,), Tk, (Tk, 1))
+        return (np.arange(Tk) < lengths[:, None])[:, None, :]
+    mask = rng.random((B, Tq, Tk)) < 0.6
+    mask[0, 0, :], mask[0, 1:2, :] = False, True
+    return mask
+
+
 def dyadic_weights(rng, shape, units: int = 16) -> np.ndarray:
     """Probability vectors along the last axis whose entries are multiples of 1/`units` (zeros
     included), so that their cumulative sums are exact."""

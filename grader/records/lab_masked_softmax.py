@@ -21,82 +21,58 @@ LABEL_TEXTS = label_texts(
 SEQUENCE_MASKS = [((4,), 6), ((2, 3), 5), ((3,), 1), ((5,), 5)]
 # Lengths `per` example ("batch": (B,)), per query ("query": (B, Tq)) or None, the lengths
 # placed `first` (0: a fully masked row), `large` scores.
-SOFTMAX = [
-    dict(B=2, Tq=3, Tk=5, first=(2, 5)),
-    dict(B=3, Tq=4, Tk=6, per="query", first=(0, 6, 1)),
-    dict(B=2, Tq=2, Tk=4, first=(0, 3)),
-    dict(B=1, Tq=1, Tk=1, first=(1,)),
-    dict(B=2, Tq=3, Tk=4, per=None),
-    dict(B=2, Tq=3, Tk=6, per="query", first=(3, 6, 0), large=True),
-]
-FROM_MASK = [
-    dict(B=2, Tq=4, Tk=4, kind="causal"),
-    dict(B=3, Tq=2, Tk=5, kind="padding"),
-    dict(B=2, Tq=3, Tk=6, kind="random"),
-    dict(B=2, Tq=3, Tk=5, kind="random", large=True),
-]
-POOLING = [
-    dict(B=2, Tq=3, Tk=5, d_v=4, first=(2, 5)),
-    dict(B=3, Tq=2, Tk=4, d_v=3, first=(0, 4, 1)),
-    dict(B=1, Tq=1, Tk=1, d_v=1, first=(1,)),
-    dict(B=2, Tq=4, Tk=6, d_v=2, per="query", first=(0, 6, 3)),
-    dict(B=2, Tq=4, Tk=6, d_v=3, first=(0, 4), dtype="float32"),
-    dict(B=2, Tq=3, Tk=5, d_v=2, first=(0, 3), large=True),
-]
+# fmt: off
+SOFTMAX = [dict(B=2, Tq=3, Tk=5, first=(2, 5)), dict(B=3, Tq=4, Tk=6, per="query", first=(0, 6, 1)),
+           dict(B=2, Tq=2, Tk=4, first=(0, 3)), dict(B=1, Tq=1, Tk=1, first=(1,)),
+           dict(B=2, Tq=3, Tk=4, per=None),
+           dict(B=2, Tq=3, Tk=6, per="query", first=(3, 6, 0), large=True)]
+FROM_MASK = [dict(B=2, Tq=4, Tk=4, kind="causal"), dict(B=3, Tq=2, Tk=5, kind="padding"),
+             dict(B=2, Tq=3, Tk=6, kind="random"), dict(B=2, Tq=3, Tk=5, kind="random", large=True)]
+POOLING = [dict(B=2, Tq=3, Tk=5, d_v=4, first=(2, 5)),
+           dict(B=3, Tq=2, Tk=4, d_v=3, first=(0, 4, 1)), dict(B=1, Tq=1, Tk=1, d_v=1, first=(1,)),
+           dict(B=2, Tq=4, Tk=6, d_v=2, per="query", first=(0, 6, 3)),
+           dict(B=2, Tq=4, Tk=6, d_v=3, first=(0, 4), dtype="float32"),
+           dict(B=2, Tq=3, Tk=5, d_v=2, first=(0, 3), large=True)]
+# fmt: on
 
 
 def sequence_mask_cases(rng, hidden=False):
     specs = SEQUENCE_MASKS
     if hidden:  # valid_lens (B,) or (B, Tq) with sizes in [1, 5), maxlen in [1, 8)
-        specs = []
-        for ndim in (int(rng.integers(1, 3)) for _ in range(3)):
-            specs.append((draw.random_shapes(rng, 1, ndim, 1, 5)[0], int(rng.integers(1, 8))))
-    return [
-        Case(
-            "sequence_mask",
-            FUNCTION,
-            f"valid_lens of shape {shape}, maxlen={maxlen}",
-            {"valid_lens": draw.valid_lengths(rng, shape, maxlen, (0, maxlen))},
-            {"maxlen": maxlen},
-        )
-        for shape, maxlen in specs
-    ]
+        ndims = (int(rng.integers(1, 3)) for _ in range(3))
+        specs = [(draw.random_shapes(rng, 1, n, 1, 5)[0], int(rng.integers(1, 8))) for n in ndims]
+    cases = []
+    for shape, maxlen in specs:
+        inputs = {"valid_lens": draw.valid_lengths(rng, shape, maxlen, (0, maxlen))}
+        label = f"valid_lens of shape {shape}, maxlen={maxlen}"
+        cases.append(Case("sequence_mask", FUNCTION, label, inputs, {"maxlen": maxlen}))
+    return cases
 
 
 def lengths(rng, B, Tq, Tk, per, first):
-    """Valid lengths per example or per query, and how the label tells them."""
+    """Valid lengths per example or per query (or none), and their label."""
+    if per is None:
+        return None, "valid_lens=None"
     valid_lens = draw.valid_lengths(rng, (B,) if per == "batch" else (B, Tq), Tk, first)
     empty = " (a fully masked row)" if 0 in valid_lens else ""
     return valid_lens, f"valid_lens of shape {valid_lens.shape}{empty}"
 
 
 def softmax_case(rng, B, Tq, Tk, per="batch", first=(0,), large=False):
-    shape = (B, Tq, Tk)
-    inputs = {"scores": draw.large_scores(rng, shape) if large else rng.standard_normal(shape)}
-    label, params = [draw.dims_label(B=B, Tq=Tq, Tk=Tk)], {}
-    if per is None:
-        params["valid_lens"] = None
-        label.append("valid_lens=None")
-    else:
-        inputs["valid_lens"], text = lengths(rng, B, Tq, Tk, per, first)
-        label.append(text)
-    label += [draw.LARGE_SCORES] if large else []
-    return Case("masked_softmax", FUNCTION, ", ".join(label), inputs, params)
+    scores = draw.scores(rng, (B, Tq, Tk), large)
+    valid_lens, text = lengths(rng, B, Tq, Tk, per, first)
+    label = ", ".join([draw.dims_label(B=B, Tq=Tq, Tk=Tk), text] + [draw.LARGE_SCORES] * large)
+    inputs = {"scores": scores} | ({} if per is None else {"valid_lens": valid_lens})
+    params = {"valid_lens": None} if per is None else {}
+    return Case("masked_softmax", FUNCTION, label, inputs, params)
 
 
 def mask_case(rng, B, Tq, Tk, kind, large=False):
-    if kind == "causal":
-        mask = ref.causal_mask(Tq, Tk)
-    elif kind == "padding":
-        mask = ref.sequence_mask(draw.valid_lengths(rng, (B,), Tk, (Tk, 1)), Tk)[:, None, :]
-    else:  # a fully masked row, and a row with nothing masked
-        mask = rng.random((B, Tq, Tk)) < 0.6
-        mask[0, 0, :], mask[0, 1:2, :] = False, True
-    named = "" if kind == "random" else f"{kind} "
-    empty = " (a fully masked row)" if kind == "random" else ""
-    label = f"{draw.dims_label(B=B, Tq=Tq, Tk=Tk)}, {named}mask of shape {mask.shape}{empty}"
-    label += f", {draw.LARGE_SCORES}" if large else ""
-    scores = draw.large_scores(rng, (B, Tq, Tk)) if large else rng.standard_normal((B, Tq, Tk))
+    mask = draw.boolean_mask(rng, kind, B, Tq, Tk)
+    named = {"causal": "causal mask", "padding": "padding mask"}.get(kind, "mask")
+    text = f"{named} of shape {mask.shape}" + " (a fully masked row)" * (kind == "random")
+    label = ", ".join([draw.dims_label(B=B, Tq=Tq, Tk=Tk), text] + [draw.LARGE_SCORES] * large)
+    scores = draw.scores(rng, (B, Tq, Tk), large)
     return Case("masked_softmax_from_mask", FUNCTION, label, {"scores": scores, "mask": mask})
 
 
