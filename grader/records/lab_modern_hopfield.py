@@ -171,20 +171,16 @@ RECORD = Exercise(
             points=4,
             make_cases=update_cases,
             relations=(relations.keys_permuted(("X",)),),
-            description=(
-                "hopfield_update: X softmax(β Xᵀ ξ) over many β and pattern sets, one state or "
-                "several, stable for β = 1000."
-            ),
+            description="hopfield_update: X softmax(β Xᵀ ξ) over many β and pattern sets, one "
+            "state or several, stable for β = 1000.",
             mistakes=UPDATE_MISTAKES,
         ),
         Part(
             name="retrieve",
             points=2,
             make_cases=retrieval_cases,
-            description=(
-                "retrieve: repeated updates from corrupted patterns; with a large β one step "
-                "lands on the stored pattern (a property)."
-            ),
+            description="retrieve: repeated updates from corrupted patterns; with a large β one "
+            "step lands on the stored pattern (a property).",
             mistakes=RETRIEVAL_MISTAKES,
             properties=(RETRIEVES,),
         ),
@@ -194,10 +190,8 @@ RECORD = Exercise(
             make_cases=attention_cases,
             relations=(relations.keys_permuted(("patterns",)), relations.batch_alone()),
             properties=(relations.gradients_sane(),),
-            description=(
-                "HopfieldAttention: softmax(β Q Pᵀ) P, keys = values = the stored patterns; "
-                "outputs and gradients."
-            ),
+            description="HopfieldAttention: softmax(β Q Pᵀ) P, keys = values = the stored "
+            "patterns; outputs and gradients.",
             mistakes=ATTENTION_MISTAKES,
         ),
     ),
