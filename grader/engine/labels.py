@@ -118,4 +118,11 @@ def _fill(template: str, values: dict[str, str]) -> str:
 LABELS = Phrases()
 REPORTED = Phrases(whole=True)
 label_text, shown_label = LABELS.add, LABELS.translate
+
+
+def label_texts(*texts: str) -> tuple[str, ...]:
+    """Register the words of a module's case labels (each marked `N_`); return them."""
+    return tuple(map(label_text, texts))
+
+
 reported_text, shown_report = REPORTED.add, REPORTED.translate

@@ -9,18 +9,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from grader.engine.labels import label_text
+from grader.engine.labels import label_text, label_texts
 from grader.engine.spec import FUNCTION, LAYER, Case
 from grader.i18n import N_
 from grader.reference.attention import softmax
 
 # The words of this module's case labels, translated where shown (grader.engine.labels).
-LABEL_TEXTS = tuple(
-    map(
-        label_text,
-        (N_("{name} of shape {shape}"),),
-    )
-)
+LABEL_TEXTS = label_texts(N_("{name} of shape {shape}"))
 
 
 def around_powers(rng, count: int, bases=(2, 13), exponents=(1, 5), largest: int = 10**6):
@@ -271,6 +266,25 @@ def large_scores(rng, shape) -> np.ndarray:
     """Scores about 1000 (1000 + 5 N(0, 1), labelled LARGE_SCORES): an exp() not shifted by
     the maximum overflows on them."""
     return 1000.0 + 5.0 * rng.standard_normal(shape)
+
+
+def scores(rng, shape, large: bool = False) -> np.ndarray:
+    """Scores N(0, 1), or `large` ones (see `large_scores`)."""
+    return large_scores(rng, shape) if large else rng.standard_normal(shape)
+
+
+def boolean_mask(rng, kind: str, B: int, Tq: int, Tk: int) -> np.ndarray:
+    """A mask that is True where a query may see a key: "causal" (Tq, Tk); "padding" (B, 1, Tk)
+    from lengths, the first full; else random (B, Tq, Tk) with a fully masked row and a row with
+    nothing masked."""
+    if kind == "causal":
+        return np.tril(np.ones((Tq, Tk), bool))
+    if kind == "padding":
+        lengths = valid_lengths(rng, (B,), Tk, (Tk, 1))
+        return (np.arange(Tk) < lengths[:, None])[:, None, :]
+    mask = rng.random((B, Tq, Tk)) < 0.6
+    mask[0, 0, :], mask[0, 1:2, :] = False, True
+    return mask
 
 
 def dyadic_weights(rng, shape, units: int = 16) -> np.ndarray:

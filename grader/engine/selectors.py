@@ -34,8 +34,14 @@ def param_is_not(name: str, *values, default=None):
 
 def several(name: str, axis: int = -1):
     """`when=` of a mistake told apart only where the case's input or weight `name` has more
-    than one entry along `axis` (a softmax along the wrong axis is all ones otherwise)."""
-    return lambda case: _array(case, name).shape[axis] > 1
+    than one entry along `axis` (a softmax along the wrong axis is all ones otherwise); an
+    array without that axis has not."""
+
+    def holds(case):
+        shape = np.shape(_array(case, name))
+        return -len(shape) <= axis < len(shape) and shape[axis] > 1
+
+    return holds
 
 
 def several_rows(name: str):
@@ -60,6 +66,12 @@ def given(predicate):
     """`when=` from a predicate of grader.reference whose parameters are named like the case's
     arrays and params (see grader.engine.spec.call_with_case)."""
     return lambda case: bool(call_with_case(predicate, case))
+
+
+def computed(function):
+    """An array of the case (which keys are masked, say): `function` of grader.reference called
+    with the case's arrays and params by name."""
+    return lambda case: call_with_case(function, case)
 
 
 def all_of(*whens):

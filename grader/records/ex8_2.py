@@ -6,18 +6,13 @@ import numpy as np
 
 from grader.engine import sampling as draw
 from grader.engine import selectors as on
-from grader.engine.labels import label_text
+from grader.engine.labels import label_texts
 from grader.engine.spec import FUNCTION, Case, Exercise, Mistake, Part, Recompute
 from grader.i18n import N_
 from grader.reference import attention as ref
 
 # The words of this module's case labels, translated where shown (grader.engine.labels).
-LABEL_TEXTS = tuple(
-    map(
-        label_text,
-        (N_("(default variances)"),),
-    )
-)
+LABEL_TEXTS = label_texts(N_("(default variances)"))
 
 # Batch 1 and several, Tq != Tk, d = 1, a square case; hidden checks draw sizes in [1, 9).
 SCALED_DOT = draw.Dims(

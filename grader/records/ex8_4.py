@@ -7,22 +7,17 @@ import numpy as np
 from grader.engine import compare
 from grader.engine import sampling as draw
 from grader.engine import selectors as on
-from grader.engine.labels import label_text
+from grader.engine.labels import label_texts
 from grader.engine.spec import FUNCTION, LAYER, Case, Exercise, Mistake, Part, Property
 from grader.i18n import N_
 from grader.reference import memory as ref
 
 # The words of this module's case labels, translated where shown (grader.engine.labels).
-LABEL_TEXTS = tuple(
-    map(
-        label_text,
-        (
-            N_("one slot overwritten (weight 1, erase 1)"),
-            N_("pushes and pops of 0 and 1 (an ordinary stack)"),
-            N_("pop 0 (nothing changes)"),
-            N_("pop more than the whole stack (everything goes)"),
-        ),
-    )
+LABEL_TEXTS = label_texts(
+    N_("one slot overwritten (weight 1, erase 1)"),
+    N_("pushes and pops of 0 and 1 (an ordinary stack)"),
+    N_("pop 0 (nothing changes)"),
+    N_("pop more than the whole stack (everything goes)"),
 )
 
 # Batch 1 and several, one slot, width 1, more slots than width and the reverse.

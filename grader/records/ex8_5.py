@@ -6,22 +6,17 @@ import numpy as np
 
 from grader.engine import sampling as draw
 from grader.engine import selectors as on
-from grader.engine.labels import label_text
+from grader.engine.labels import label_texts
 from grader.engine.spec import FUNCTION, LAYER, Exercise, Mistake, Part, WrittenPart
 from grader.i18n import N_
 from grader.reference import memory as ref
 
 # The words of this module's case labels, translated where shown (grader.engine.labels).
-LABEL_TEXTS = tuple(
-    map(
-        label_text,
-        (
-            N_("beta about 1000 (numerical stability)"),
-            N_("beta = 0 in row 0 (uniform weights)"),
-            N_("{count} offsets"),
-            N_("one-hot shifts: rows are offsets -1"),
-        ),
-    )
+LABEL_TEXTS = label_texts(
+    N_("beta about 1000 (numerical stability)"),
+    N_("beta = 0 in row 0 (uniform weights)"),
+    N_("{count} offsets"),
+    N_("one-hot shifts: rows are offsets -1"),
 )
 
 # Batch 1 and several, one slot, width 1.

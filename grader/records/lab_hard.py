@@ -8,20 +8,14 @@ import numpy as np
 
 from grader.engine import sampling as draw
 from grader.engine import selectors as on
-from grader.engine.labels import label_text
+from grader.engine.labels import label_texts
 from grader.engine.spec import FUNCTION, Case, Exercise, Mistake, Part, Property
 from grader.i18n import N_
 from grader.reference import heads as ref
 
 # The words of this module's case labels, translated where shown (grader.engine.labels).
-LABEL_TEXTS = tuple(
-    map(
-        label_text,
-        (
-            N_("(ties: the first largest wins)"),
-            N_("one α for every query (frequencies of {draws} draws)"),
-        ),
-    )
+LABEL_TEXTS = label_texts(
+    N_("(ties: the first largest wins)"), N_("one α for every query (frequencies of {draws} draws)")
 )
 
 # Tq != Tk, everything 1, a square one (where the wrong axis runs); then one with ties. Hidden

@@ -2,117 +2,77 @@
 
 from __future__ import annotations
 
-import numpy as np
-
 from grader.engine import properties as relations
 from grader.engine import sampling as draw
 from grader.engine import selectors as on
-from grader.engine.labels import label_text
-from grader.engine.spec import (
-    FUNCTION,
-    Case,
-    Exercise,
-    Mistake,
-    Part,
-    Property,
-    Recompute,
-    call_with_case,
-)
+from grader.engine.labels import label_texts
+from grader.engine.spec import FUNCTION, Case, Exercise, Mistake, Part, Property, Recompute
 from grader.i18n import N_
 from grader.reference import attention as ref
 
 # The words of this module's case labels, translated where shown (grader.engine.labels).
-LABEL_TEXTS = tuple(
-    map(
-        label_text,
-        (
-            N_("(a fully masked row)"),
-            N_("causal mask of shape {shape}"),
-            N_("padding mask of shape {shape}"),
-        ),
-    )
+LABEL_TEXTS = label_texts(
+    N_("(a fully masked row)"),
+    N_("causal mask of shape {shape}"),
+    N_("padding mask of shape {shape}"),
 )
 
 # (shape of valid_lens, maxlen): (B,), (B, Tq), maxlen 1, a square one.
 SEQUENCE_MASKS = [((4,), 6), ((2, 3), 5), ((3,), 1), ((5,), 5)]
 # Lengths `per` example ("batch": (B,)), per query ("query": (B, Tq)) or None, the lengths
 # placed `first` (0: a fully masked row), `large` scores.
-SOFTMAX = [
-    dict(B=2, Tq=3, Tk=5, first=(2, 5)),
-    dict(B=3, Tq=4, Tk=6, per="query", first=(0, 6, 1)),
-    dict(B=2, Tq=2, Tk=4, first=(0, 3)),
-    dict(B=1, Tq=1, Tk=1, first=(1,)),
-    dict(B=2, Tq=3, Tk=4, per=None),
-    dict(B=2, Tq=3, Tk=6, per="query", first=(3, 6, 0), large=True),
-]
-FROM_MASK = [
-    dict(B=2, Tq=4, Tk=4, kind="causal"),
-    dict(B=3, Tq=2, Tk=5, kind="padding"),
-    dict(B=2, Tq=3, Tk=6, kind="random"),
-    dict(B=2, Tq=3, Tk=5, kind="random", large=True),
-]
-POOLING = [
-    dict(B=2, Tq=3, Tk=5, d_v=4, first=(2, 5)),
-    dict(B=3, Tq=2, Tk=4, d_v=3, first=(0, 4, 1)),
-    dict(B=1, Tq=1, Tk=1, d_v=1, first=(1,)),
-    dict(B=2, Tq=4, Tk=6, d_v=2, per="query", first=(0, 6, 3)),
-    dict(B=2, Tq=4, Tk=6, d_v=3, first=(0, 4), dtype="float32"),
-    dict(B=2, Tq=3, Tk=5, d_v=2, first=(0, 3), large=True),
-]
+# fmt: off
+SOFTMAX = [dict(B=2, Tq=3, Tk=5, first=(2, 5)), dict(B=3, Tq=4, Tk=6, per="query", first=(0, 6, 1)),
+           dict(B=2, Tq=2, Tk=4, first=(0, 3)), dict(B=1, Tq=1, Tk=1, first=(1,)),
+           dict(B=2, Tq=3, Tk=4, per=None),
+           dict(B=2, Tq=3, Tk=6, per="query", first=(3, 6, 0), large=True)]
+FROM_MASK = [dict(B=2, Tq=4, Tk=4, kind="causal"), dict(B=3, Tq=2, Tk=5, kind="padding"),
+             dict(B=2, Tq=3, Tk=6, kind="random"), dict(B=2, Tq=3, Tk=5, kind="random", large=True)]
+POOLING = [dict(B=2, Tq=3, Tk=5, d_v=4, first=(2, 5)),
+           dict(B=3, Tq=2, Tk=4, d_v=3, first=(0, 4, 1)), dict(B=1, Tq=1, Tk=1, d_v=1, first=(1,)),
+           dict(B=2, Tq=4, Tk=6, d_v=2, per="query", first=(0, 6, 3)),
+           dict(B=2, Tq=4, Tk=6, d_v=3, first=(0, 4), dtype="float32"),
+           dict(B=2, Tq=3, Tk=5, d_v=2, first=(0, 3), large=True)]
+# fmt: on
 
 
 def sequence_mask_cases(rng, hidden=False):
     specs = SEQUENCE_MASKS
     if hidden:  # valid_lens (B,) or (B, Tq) with sizes in [1, 5), maxlen in [1, 8)
-        specs = []
-        for ndim in (int(rng.integers(1, 3)) for _ in range(3)):
-            specs.append((draw.random_shapes(rng, 1, ndim, 1, 5)[0], int(rng.integers(1, 8))))
-    return [
-        Case(
-            "sequence_mask",
-            FUNCTION,
-            f"valid_lens of shape {shape}, maxlen={maxlen}",
-            {"valid_lens": draw.valid_lengths(rng, shape, maxlen, (0, maxlen))},
-            {"maxlen": maxlen},
-        )
-        for shape, maxlen in specs
-    ]
+        ndims = (int(rng.integers(1, 3)) for _ in range(3))
+        specs = [(draw.random_shapes(rng, 1, n, 1, 5)[0], int(rng.integers(1, 8))) for n in ndims]
+    cases = []
+    for shape, maxlen in specs:
+        inputs = {"valid_lens": draw.valid_lengths(rng, shape, maxlen, (0, maxlen))}
+        label = f"valid_lens of shape {shape}, maxlen={maxlen}"
+        cases.append(Case("sequence_mask", FUNCTION, label, inputs, {"maxlen": maxlen}))
+    return cases
 
 
 def lengths(rng, B, Tq, Tk, per, first):
-    """Valid lengths per example or per query, and how the label tells them."""
+    """Valid lengths per example or per query (or none), and their label."""
+    if per is None:
+        return None, "valid_lens=None"
     valid_lens = draw.valid_lengths(rng, (B,) if per == "batch" else (B, Tq), Tk, first)
     empty = " (a fully masked row)" if 0 in valid_lens else ""
     return valid_lens, f"valid_lens of shape {valid_lens.shape}{empty}"
 
 
 def softmax_case(rng, B, Tq, Tk, per="batch", first=(0,), large=False):
-    shape = (B, Tq, Tk)
-    inputs = {"scores": draw.large_scores(rng, shape) if large else rng.standard_normal(shape)}
-    label, params = [draw.dims_label(B=B, Tq=Tq, Tk=Tk)], {}
-    if per is None:
-        params["valid_lens"] = None
-        label.append("valid_lens=None")
-    else:
-        inputs["valid_lens"], text = lengths(rng, B, Tq, Tk, per, first)
-        label.append(text)
-    label += [draw.LARGE_SCORES] if large else []
-    return Case("masked_softmax", FUNCTION, ", ".join(label), inputs, params)
+    scores = draw.scores(rng, (B, Tq, Tk), large)
+    valid_lens, text = lengths(rng, B, Tq, Tk, per, first)
+    label = ", ".join([draw.dims_label(B=B, Tq=Tq, Tk=Tk), text] + [draw.LARGE_SCORES] * large)
+    inputs = {"scores": scores} | ({} if per is None else {"valid_lens": valid_lens})
+    params = {"valid_lens": None} if per is None else {}
+    return Case("masked_softmax", FUNCTION, label, inputs, params)
 
 
 def mask_case(rng, B, Tq, Tk, kind, large=False):
-    if kind == "causal":
-        mask = ref.causal_mask(Tq, Tk)
-    elif kind == "padding":
-        mask = ref.sequence_mask(draw.valid_lengths(rng, (B,), Tk, (Tk, 1)), Tk)[:, None, :]
-    else:  # a fully masked row, and a row with nothing masked
-        mask = rng.random((B, Tq, Tk)) < 0.6
-        mask[0, 0, :], mask[0, 1:2, :] = False, True
-    named = "" if kind == "random" else f"{kind} "
-    empty = " (a fully masked row)" if kind == "random" else ""
-    label = f"{draw.dims_label(B=B, Tq=Tq, Tk=Tk)}, {named}mask of shape {mask.shape}{empty}"
-    label += f", {draw.LARGE_SCORES}" if large else ""
-    scores = draw.large_scores(rng, (B, Tq, Tk)) if large else rng.standard_normal((B, Tq, Tk))
+    mask = draw.boolean_mask(rng, kind, B, Tq, Tk)
+    named = {"causal": "causal mask", "padding": "padding mask"}.get(kind, "mask")
+    text = f"{named} of shape {mask.shape}" + " (a fully masked row)" * (kind == "random")
+    label = ", ".join([draw.dims_label(B=B, Tq=Tq, Tk=Tk), text] + [draw.LARGE_SCORES] * large)
+    scores = draw.scores(rng, (B, Tq, Tk), large)
     return Case("masked_softmax_from_mask", FUNCTION, label, {"scores": scores, "mask": mask})
 
 
@@ -147,50 +107,16 @@ def from_mask_cases(rng, hidden=False):
     return cases
 
 
-def padded_everywhere(case) -> np.ndarray:
-    """(B, Tk): the keys past every query's valid length (masked for all queries)."""
-    lengths = np.asarray(case.inputs["valid_lens"]).reshape(len(case.inputs["scores"]), -1)
-    keys = np.arange(case.inputs["scores"].shape[-1])
-    return keys[None, :] >= lengths.max(axis=1)[:, None]
-
-
 def pooling_cases(rng, hidden=False):
     if not hidden:
         return [pooling_case(rng, **setting) for setting in POOLING]
     return [pooling_case(rng, *draw.random_shapes(rng, 1, 4)[0], per) for per in ("batch", "query")]
 
 
-def masked_positions_are_zero(case, output):
-    keep, output = call_with_case(ref.kept_keys, case), np.asarray(output, np.float64)
-    leaks = (~keep) & (output != 0.0) if output.shape == keep.shape else np.zeros(0, bool)
-    if leaks.any():
-        where = [int(i) for i in np.argwhere(leaks)[0]]
-        return (
-            f"a masked position has weight {output[tuple(where)]:.3g} at index {where}; masked "
-            "keys must get exactly zero weight"
-        )
-    return None
-
-
-def rows_sum_to_one_or_zero(case, output):
-    keep, output = call_with_case(ref.kept_keys, case), np.asarray(output, np.float64)
-    if output.shape != keep.shape:
-        return None  # the shape is reported by the output check
-    sums, want = output.sum(axis=-1), keep.any(axis=-1).astype(np.float64)
-    bad = ~(np.abs(sums - want) <= 1e-6)
-    if bad.any():
-        where = tuple(int(i) for i in np.argwhere(bad)[0])
-        kind = "a row with kept keys" if want[where] else "a fully masked row"
-        return (
-            f"{kind} sums to {sums[where]:.6g} at index {list(where)}, not {want[where]:g}: "
-            "the kept weights of a row sum to one, a fully masked row is all zeros"
-        )
-    return None
-
-
+PADDED = on.computed(ref.padded_everywhere)
 PROPERTIES = (
-    Property("masked positions get zero weight", masked_positions_are_zero),
-    Property("rows sum to one (zero when fully masked)", rows_sum_to_one_or_zero),
+    Property("masked positions get zero weight", on.check_of(ref.masked_weight_problem)),
+    Property("rows sum to one (zero when fully masked)", on.check_of(ref.kept_rows_sum_problem)),
 )
 UNIFORM = Mistake.of(
     "fully masked row uniform",
@@ -302,11 +228,11 @@ RECORD = Exercise(
             points=2,
             make_cases=pooling_cases,
             relations=(
-                relations.masked_keys_changed(("scores",), padded_everywhere, axis=2),
-                relations.masked_keys_changed(("values",), padded_everywhere),
+                relations.masked_keys_changed(("scores",), PADDED, axis=2),
+                relations.masked_keys_changed(("values",), PADDED),
                 relations.batch_alone(),
             ),
-            properties=(relations.gradients_sane(padded_everywhere, {"scores": 2, "values": 1}),),
+            properties=(relations.gradients_sane(PADDED, {"scores": 2, "values": 1}),),
             description="MaskedAttentionPooling.call: masked weights times values; finite "
             "gradients, also for fully masked rows.",
             mistakes=(UNIFORM, NOT_RENORMALISED, OFF_BY_ONE, WRONG_AXIS),

@@ -7,23 +7,18 @@ import numpy as np
 from grader.engine import properties as relations
 from grader.engine import sampling as draw
 from grader.engine import selectors as on
-from grader.engine.labels import label_text
+from grader.engine.labels import label_texts
 from grader.engine.spec import FUNCTION, Case, Exercise, Mistake, Part, Property
 from grader.i18n import N_
 from grader.reference import hopfield as ref
 
 # The words of this module's case labels, translated where shown (grader.engine.labels).
-LABEL_TEXTS = tuple(
-    map(
-        label_text,
-        (
-            N_("one state"),
-            N_("{size} states"),
-            N_("(numerical stability)"),
-            N_("(scaled dot-product attention)"),
-            N_("corrupted copies of stored patterns ({flips} of {units} signs flipped)"),
-        ),
-    )
+LABEL_TEXTS = label_texts(
+    N_("one state"),
+    N_("{size} states"),
+    N_("(numerical stability)"),
+    N_("(scaled dot-product attention)"),
+    N_("corrupted copies of stored patterns ({flips} of {units} signs flipped)"),
 )
 
 # fmt: off
@@ -123,11 +118,6 @@ OVER_QUERIES = ("The softmax normalised over the queries (axis 1): each query's 
 # fmt: on
 
 
-def several_states(case):
-    xi = case.inputs["xi"]
-    return xi.ndim == 2 and xi.shape[1] > 1
-
-
 # The same in the update and in retrieval.
 BETA_MISTAKES = (
     Mistake.of("β missing", BETA_MISSING, ref.retrieve, beta=1.0),
@@ -138,7 +128,9 @@ BETA_MISTAKES = (
 UPDATE_MISTAKES = (
     *BETA_MISTAKES,
     Mistake.of("β outside the softmax", BETA_OUTSIDE, ref.retrieve, beta_outside=True),
-    Mistake.of("softmax over the states", OVER_STATES, ref.retrieve, when=several_states, axis=-1),
+    Mistake.of(
+        "softmax over the states", OVER_STATES, ref.retrieve, when=on.several("xi", 1), axis=-1
+    ),
 )
 RETRIEVAL_MISTAKES = (
     *BETA_MISTAKES,
@@ -179,20 +171,16 @@ RECORD = Exercise(
             points=4,
             make_cases=update_cases,
             relations=(relations.keys_permuted(("X",)),),
-            description=(
-                "hopfield_update: X softmax(β Xᵀ ξ) over many β and pattern sets, one state or "
-                "several, stable for β = 1000."
-            ),
+            description="hopfield_update: X softmax(β Xᵀ ξ) over many β and pattern sets, one "
+            "state or several, stable for β = 1000.",
             mistakes=UPDATE_MISTAKES,
         ),
         Part(
             name="retrieve",
             points=2,
             make_cases=retrieval_cases,
-            description=(
-                "retrieve: repeated updates from corrupted patterns; with a large β one step "
-                "lands on the stored pattern (a property)."
-            ),
+            description="retrieve: repeated updates from corrupted patterns; with a large β one "
+            "step lands on the stored pattern (a property).",
             mistakes=RETRIEVAL_MISTAKES,
             properties=(RETRIEVES,),
         ),
@@ -202,10 +190,8 @@ RECORD = Exercise(
             make_cases=attention_cases,
             relations=(relations.keys_permuted(("patterns",)), relations.batch_alone()),
             properties=(relations.gradients_sane(),),
-            description=(
-                "HopfieldAttention: softmax(β Q Pᵀ) P, keys = values = the stored patterns; "
-                "outputs and gradients."
-            ),
+            description="HopfieldAttention: softmax(β Q Pᵀ) P, keys = values = the stored "
+            "patterns; outputs and gradients.",
             mistakes=ATTENTION_MISTAKES,
         ),
     ),

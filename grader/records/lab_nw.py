@@ -7,35 +7,25 @@ import numpy as np
 from grader.engine import properties as relations
 from grader.engine import sampling as draw
 from grader.engine import selectors as on
-from grader.engine.labels import label_text
+from grader.engine.labels import label_texts
 from grader.engine.spec import FUNCTION, LAYER, Case, Exercise, Mistake, Part, Property
 from grader.i18n import N_
 from grader.reference import kernel_regression as ref
 
 # The words of this module's case labels, translated where shown (grader.engine.labels).
-LABEL_TEXTS = tuple(
-    map(
-        label_text,
-        (
-            N_("far queries (numerical stability: scores near -1e5)"),
-            N_("(grid: points at distance exactly h, an empty window)"),
-        ),
-    )
+LABEL_TEXTS = label_texts(
+    N_("far queries (numerical stability: scores near -1e5)"),
+    N_("(grid: points at distance exactly h, an empty window)"),
 )
 
 # Queries and training points in [0, 5); without h, no bandwidth is passed (the default 1.0).
-WEIGHT_SETTINGS = [
-    dict(m=4, n=6),
-    dict(m=1, n=1, h=0.5),
-    dict(m=5, n=3, h=2.0),
-    dict(m=7, n=10, h=0.3),
-]
-REGRESSION_SETTINGS = [
-    dict(kernel="gaussian", m=5, n=8, h=0.7),
-    dict(kernel="gaussian", m=1, n=1),
-    dict(kernel="boxcar", m=6, n=9, h=1.5),
-    dict(kernel="epanechnikov", m=6, n=9, h=1.2),
-]
+# fmt: off
+WEIGHT_SETTINGS = [dict(m=4, n=6), dict(m=1, n=1, h=0.5), dict(m=5, n=3, h=2.0),
+                   dict(m=7, n=10, h=0.3)]
+REGRESSION_SETTINGS = [dict(kernel="gaussian", m=5, n=8, h=0.7), dict(kernel="gaussian", m=1, n=1),
+                       dict(kernel="boxcar", m=6, n=9, h=1.5),
+                       dict(kernel="epanechnikov", m=6, n=9, h=1.2)]
+# fmt: on
 # (B, m, n): batch 1 and several, m != n, a single query and a single training point.
 PARAMETRIC = draw.Dims(
     "B m n", [(2, 3, 5), (1, 1, 1), (3, 4, 2), (1, 6, 9)], [("B m n", 1, 9)], float32=(2, 5, 7)

@@ -7,6 +7,8 @@ case's arrays by name and one argument changed (`Mistake.of`).
 
 import numpy as np
 
+from grader.i18n import N_, _
+
 
 def as64(x):
     return np.asarray(x, dtype=np.float64)
@@ -90,6 +92,52 @@ def fully_masked_row(scores, valid_lens=None, mask=None):
 def some_key_masked(scores, valid_lens=None, mask=None):
     """Whether some key of some query is masked."""
     return not kept_keys(scores, valid_lens, mask).all()
+
+
+def masked_weight_problem(output, scores, valid_lens=None, mask=None):
+    """What is wrong with weights that give a masked key a nonzero weight (None if none does)."""
+    keep, output = kept_keys(scores, valid_lens, mask), as64(output)
+    leaks = (~keep) & (output != 0.0) if output.shape == keep.shape else np.zeros(0, bool)
+    if not leaks.any():
+        return None
+    where = [int(i) for i in np.argwhere(leaks)[0]]
+    return _(
+        "a masked position has weight {weight:.3g} at index {index}; masked keys must get "
+        "exactly zero weight",
+        weight=output[tuple(where)],
+        index=where,
+    )
+
+
+def kept_rows_sum_problem(output, scores, valid_lens=None, mask=None):
+    """What is wrong with weights whose rows do not sum to one, or a fully masked row that is
+    not all zeros (None if every row is right; another shape is the output check's)."""
+    keep, output = kept_keys(scores, valid_lens, mask), as64(output)
+    if output.shape != keep.shape:
+        return None
+    sums, want = output.sum(axis=-1), keep.any(axis=-1).astype(np.float64)
+    bad = ~(np.abs(sums - want) <= 1e-6)
+    if not bad.any():
+        return None
+    where = tuple(int(i) for i in np.argwhere(bad)[0])
+    values = dict(total=sums[where], index=list(where), want=want[where])
+    if want[where]:
+        template = N_(
+            "a row with kept keys sums to {total:.6g} at index {index}, not {want:g}: the kept "
+            "weights of a row sum to one, a fully masked row is all zeros"
+        )
+    else:
+        template = N_(
+            "a fully masked row sums to {total:.6g} at index {index}, not {want:g}: the kept "
+            "weights of a row sum to one, a fully masked row is all zeros"
+        )
+    return _(template, **values)
+
+
+def padded_everywhere(scores, valid_lens):
+    """(B, Tk): the keys past every query's valid length (masked for all queries)."""
+    lengths = np.asarray(valid_lens).reshape(len(scores), -1)
+    return np.arange(np.shape(scores)[-1])[None, :] >= lengths.max(axis=1)[:, None]
 
 
 def masked_attention(

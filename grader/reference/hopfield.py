@@ -5,36 +5,31 @@ from typing import NamedTuple
 
 import numpy as np
 
-from grader.engine.labels import label_text
+from grader.engine.labels import label_texts
 from grader.i18n import N_
 from grader.reference.attention import as64, attend, masked_softmax, softmax
 
 # The words of this module's case labels, translated where shown (grader.engine.labels).
-LABEL_TEXTS = tuple(
-    map(
-        label_text,
-        (
-            N_("{patterns} pattern of {units} unit"),
-            N_("{patterns} pattern of {units} units"),
-            N_("{patterns} patterns of {units} unit"),
-            N_("{patterns} patterns of {units} units"),
-            N_("hebbian W"),
-            N_("integer W"),
-            N_("real W"),
-            N_("({count} pattern)"),
-            N_("({count} patterns)"),
-            N_("one state"),
-            N_("batch of {size}"),
-            N_("with bias"),
-            N_("{count} update"),
-            N_("{count} updates"),
-            N_("(units repeated and left out)"),
-            N_("{count} stored patterns"),
-            N_("probes with a fifth flipped"),
-            N_("{count} sweep"),
-            N_("{count} sweeps"),
-        ),
-    )
+LABEL_TEXTS = label_texts(
+    N_("{patterns} pattern of {units} unit"),
+    N_("{patterns} pattern of {units} units"),
+    N_("{patterns} patterns of {units} unit"),
+    N_("{patterns} patterns of {units} units"),
+    N_("hebbian W"),
+    N_("integer W"),
+    N_("real W"),
+    N_("({count} pattern)"),
+    N_("({count} patterns)"),
+    N_("one state"),
+    N_("batch of {size}"),
+    N_("with bias"),
+    N_("{count} update"),
+    N_("{count} updates"),
+    N_("(units repeated and left out)"),
+    N_("{count} stored patterns"),
+    N_("probes with a fifth flipped"),
+    N_("{count} sweep"),
+    N_("{count} sweeps"),
 )
 
 
