@@ -173,8 +173,9 @@ def _judge_case(part, case: Case, want: CaseOutput, got: CaseOutput, source=None
             hidden,
         )
     ]
-    checks += contracts.changed_inputs(case, got, f"{prefix}arguments unchanged, {label}")
-    checks += contracts.precision_lost(case, got, f"{prefix}dtype, {label}")
+    unchanged = prefix + _("arguments unchanged, {label}", label=label)
+    checks += contracts.changed_inputs(case, got, unchanged)
+    checks += contracts.precision_lost(case, got, prefix + _("dtype, {label}", label=label))
     if case.kind == LAYER:
         dtype_problem = compare.dtype_difference(case, got.dtype)
         checks.append(_check(prefix + _("dtype, {label}", label=label), dtype_problem, hidden))

@@ -9,6 +9,7 @@ import numpy as np
 
 from grader.engine.compare import matches
 from grader.engine.spec import Case, call_with_case
+from grader.i18n import tr
 
 
 def _array(case: Case, name: str):
@@ -148,14 +149,15 @@ def check_of(function):
 
 def agrees_at(index, function, problem: str):
     """A `Property`'s check: the output at `index` (`np.s_[:, 0]`) matches the same entries of
-    `function` (of grader.reference, arguments by name from the case), else `problem`. An
-    output of another shape there passes: the output check reports it."""
+    `function` (of grader.reference, arguments by name from the case), else `problem` in the
+    language in use (mark it `N_` where the record writes it, for the catalog). An output of
+    another shape there passes: the output check reports it."""
 
     def check(case, output):
         expected = np.asarray(call_with_case(function, case), dtype=float)
         received = np.asarray(output, dtype=float)
         if received.ndim != expected.ndim or received[index].shape != expected[index].shape:
             return None
-        return None if matches(expected[index], received[index], case) else problem
+        return None if matches(expected[index], received[index], case) else tr(problem)
 
     return check

@@ -9,6 +9,7 @@ import numpy as np
 from grader.engine import sampling as draw
 from grader.engine import selectors as on
 from grader.engine.spec import Exercise, Mistake, Part, Property
+from grader.i18n import N_
 from grader.reference import recurrent as ref
 
 # (input_dim, units): 1 and 1, units much smaller and much larger than input_dim, equal sizes,
@@ -43,7 +44,7 @@ def count_cases(target, gru=False):
 # The docstrings promise a ValueError for a kind they do not know: "LSTM" in capitals, a
 # transformer, and no kind at all.
 UNKNOWN_KINDS = ("transformer", "LSTM", "")
-UNKNOWN_KIND = "the docstring asks for a ValueError when `kind` is not lstm, gru or simple_rnn"
+UNKNOWN_KIND = N_("the docstring asks for a ValueError when `kind` is not lstm, gru or simple_rnn")
 
 
 def unknown_kind_cases(target, hidden, **sizes):

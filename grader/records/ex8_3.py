@@ -10,6 +10,7 @@ from grader.engine import properties as relations
 from grader.engine import sampling as draw
 from grader.engine import selectors as on
 from grader.engine.spec import Exercise, Mistake, Part, Property, Recompute, WrittenPart
+from grader.i18n import N_
 from grader.reference import heads as ref
 
 # Batch 1 and several, N = 1, all sizes different, square kernels (d_x = d_k = d_v, where swapped
@@ -57,7 +58,7 @@ def n_after_a_power(case) -> bool:
     return reach == n - 1
 
 
-UNKNOWN_PATH_KIND = (
+UNKNOWN_PATH_KIND = N_(
     "the docstring asks for a ValueError when `kind` is not self_attention, recurrent, "
     "convolution or dilated_convolution"
 )
@@ -104,8 +105,10 @@ def path_cases(rng, hidden=False):
 FIRST_POSITION = on.agrees_at(
     np.s_[:, 0],
     ref.self_attention,
-    "the first position must attend only to itself (it has no earlier positions), so h_1 = "
-    "x_1 W_v; yours differs: it sees later positions, or its weights do not sum to one",
+    N_(
+        "the first position must attend only to itself (it has no earlier positions), so h_1 = "
+        "x_1 W_v; yours differs: it sees later positions, or its weights do not sum to one"
+    ),
 )
 
 RECORD = Exercise(

@@ -9,7 +9,7 @@ from grader.engine import sampling as draw
 from grader.engine import selectors as on
 from grader.engine.labels import label_texts
 from grader.engine.spec import FUNCTION, LAYER, Case, Exercise, Mistake, Part, Property
-from grader.i18n import N_
+from grader.i18n import N_, _
 from grader.reference import memory as ref
 
 # The words of this module's case labels, translated where shown (grader.engine.labels).
@@ -92,7 +92,7 @@ def _untouched_slots(case, output):
     idle = case.inputs["weights"] == 0.0
     if new.shape != memory.shape or compare.matches(memory[idle], new[idle], case):
         return None
-    return "a slot with write weight 0 changed: with α_i = 0 the slot must stay as it was"
+    return _("a slot with write weight 0 changed: with α_i = 0 the slot must stay as it was")
 
 
 RECORD = Exercise(

@@ -91,7 +91,7 @@ def regression_cases(rng, hidden=False):
     return cases
 
 
-UNKNOWN_KERNEL = (
+UNKNOWN_KERNEL = N_(
     "the docstring asks for a ValueError when `kernel` is not gaussian, boxcar or epanechnikov"
 )
 

@@ -8,6 +8,7 @@ import math
 
 import numpy as np
 
+from grader.i18n import _
 from grader.reference import attention as ref
 from grader.reference.attention import as64
 
@@ -288,18 +289,24 @@ def sampling_problem(weights, output):
     if indices.shape != weights.shape[:-1]:
         return None
     if not np.all(np.isfinite(indices)) or np.any(indices != np.round(indices)):
-        return "the indices are not whole numbers"
+        return _("the indices are not whole numbers")
     indices = indices.astype(np.int64)
     outside = (indices < 0) | (indices >= weights.shape[-1])
     if outside.any():
         where = [int(i) for i in np.argwhere(outside)[0]]
-        return f"index {indices[tuple(where)]} at {where} is not a key position (0 .. Tk-1)"
+        return _(
+            "index {index} at {where} is not a key position (0 .. Tk-1)",
+            index=indices[tuple(where)],
+            where=where,
+        )
     picked = np.take_along_axis(weights, indices[..., None], axis=-1)[..., 0]
     if np.any(picked <= 0):
         where = [int(i) for i in np.argwhere(picked <= 0)[0]]
-        return (
-            f"at {where} the sample is key {indices[tuple(where)]}, whose weight is zero: a "
-            "key of zero probability can never be drawn"
+        return _(
+            "at {where} the sample is key {key}, whose weight is zero: a key of zero "
+            "probability can never be drawn",
+            where=where,
+            key=indices[tuple(where)],
         )
     return None
 
@@ -315,9 +322,12 @@ def frequency_problem(weights, output, draws):
     frequencies = counts[: alpha.size] / counts.sum()
     worst = int(np.argmax(np.abs(frequencies - alpha)))
     if abs(frequencies[worst] - alpha[worst]) > 0.05:
-        return (
-            f"key {worst} was drawn {frequencies[worst]:.3f} of the time, but its weight is "
-            f"{alpha[worst]:.3f}: inverse-CDF sampling draws each key with its probability"
+        return _(
+            "key {key} was drawn {frequency:.3f} of the time, but its weight is {weight:.3f}: "
+            "inverse-CDF sampling draws each key with its probability",
+            key=worst,
+            frequency=frequencies[worst],
+            weight=alpha[worst],
         )
     return None
 

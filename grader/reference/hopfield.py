@@ -6,7 +6,7 @@ from typing import NamedTuple
 import numpy as np
 
 from grader.engine.labels import label_texts
-from grader.i18n import N_
+from grader.i18n import N_, _
 from grader.reference.attention import as64, attend, masked_softmax, softmax
 
 # The words of this module's case labels, translated where shown (grader.engine.labels).
@@ -113,7 +113,7 @@ def recall(W, state, sweeps, tie="keep", synchronous=False):
     if not synchronous:
         return async_update(W, state, np.tile(np.arange(len(W)), sweeps), tie=tie)
     s = np.array(state, dtype=np.float64)
-    for _ in range(sweeps):
+    for _sweep in range(sweeps):
         h = np.einsum("...j,ij->...i", s, as64(W))
         s = np.where(h == 0, s, np.sign(h))
     return s
@@ -138,23 +138,53 @@ def _energy_problem(W, state, output, bias=None, order=None):
     (K + 1, ...) of the updates in `order` when given, else the final state(s). The energy must
     never rise, in any batch row."""
     trajectory = order is not None
-    what = "the trajectory" if trajectory else "the result"
     shape = (np.size(order) + 1, *np.shape(state)) if trajectory else np.shape(state)
     if output.shape != shape:
-        return f"the energy cannot be checked: {what} has shape {output.shape}, expected {shape}"
+        return _(_CANNOT_CHECK[trajectory, "shape"], shape=output.shape, expected=shape)
     if output.dtype.kind not in "biuf" or not np.all(np.isfinite(output)):
-        return f"the energy cannot be checked: {what} holds NaN or infinite values"
+        return _(_CANNOT_CHECK[trajectory, "finite"])
     path = output.astype(np.float64)
     rise = _first_rise(W, path if trajectory else np.stack([state, path]), bias)
     if rise is None:
         return None
     step, row, before, after = rise
-    rose = f"the energy rose from {before:.6g} to {after:.6g}"
-    where = f" in batch row {row}" if np.ndim(state) > 1 else ""
-    if not trajectory:
-        return f"{rose}{where}: asynchronous updates never raise E = −½ sᵀWs − bᵀs"
-    unit = f" at step {step + 1} (the update of unit {int(order[step])})"
-    return f"{rose}{unit}{where}: an asynchronous update never raises E = −½ sᵀWs − bᵀs"
+    template = _ROSE[trajectory, np.ndim(state) > 1]
+    unit = int(order[step]) if trajectory else None
+    return _(template, before=before, after=after, row=row, step=step + 1, unit=unit)
+
+
+# The messages of `_energy_problem`, chosen at run time: (a trajectory?, what is wrong) and
+# (a trajectory?, a batch of states?); each a whole sentence, so that a translation reads well.
+_CANNOT_CHECK = {
+    (True, "shape"): N_(
+        "the energy cannot be checked: the trajectory has shape {shape}, expected {expected}"
+    ),
+    (False, "shape"): N_(
+        "the energy cannot be checked: the result has shape {shape}, expected {expected}"
+    ),
+    (True, "finite"): N_(
+        "the energy cannot be checked: the trajectory holds NaN or infinite values"
+    ),
+    (False, "finite"): N_("the energy cannot be checked: the result holds NaN or infinite values"),
+}
+_ROSE = {
+    (False, False): N_(
+        "the energy rose from {before:.6g} to {after:.6g}: asynchronous updates never raise "
+        "E = −½ sᵀWs − bᵀs"
+    ),
+    (False, True): N_(
+        "the energy rose from {before:.6g} to {after:.6g} in batch row {row}: asynchronous "
+        "updates never raise E = −½ sᵀWs − bᵀs"
+    ),
+    (True, False): N_(
+        "the energy rose from {before:.6g} to {after:.6g} at step {step} (the update of unit "
+        "{unit}): an asynchronous update never raises E = −½ sᵀWs − bᵀs"
+    ),
+    (True, True): N_(
+        "the energy rose from {before:.6g} to {after:.6g} at step {step} (the update of unit "
+        "{unit}) in batch row {row}: an asynchronous update never raises E = −½ sᵀWs − bᵀs"
+    ),
+}
 
 
 def trajectory_energy_problem(W, state, order, output, bias=None):
@@ -271,7 +301,7 @@ def retrieve(X, xi, beta=1.0, steps=1, axis=0, beta_outside=False):
     columns of X (d, N), the softmax over the patterns (axis 0). The known mistakes: a softmax
     over the states (axis -1), β multiplying the result instead of the scores."""
     X, xi = as64(X), as64(xi)
-    for _ in range(steps):
+    for _step in range(steps):
         xi = X @ softmax((1.0 if beta_outside else beta) * (X.T @ xi), axis)
     return beta * xi if beta_outside else xi
 
@@ -315,10 +345,14 @@ def retrieval_problem(X, xi, beta, output):
     worst = int(np.argmax(errors))
     if errors[worst] <= 0.01:
         return None
-    return (
-        f"state {worst}, a corrupted copy of stored pattern {int(nearest[worst])}, ended "
-        f"{errors[worst]:.3g}·‖x‖ away from it: with β = {beta:g} the softmax "
-        "weights are almost one-hot on the closest pattern, so the update should land on it"
+    return _(
+        "state {state}, a corrupted copy of stored pattern {pattern}, ended {error:.3g}·‖x‖ "
+        "away from it: with β = {beta:g} the softmax weights are almost one-hot on the closest "
+        "pattern, so the update should land on it",
+        state=worst,
+        pattern=int(nearest[worst]),
+        error=errors[worst],
+        beta=beta,
     )
 
 
@@ -326,7 +360,7 @@ def corrupted_patterns(rng, d, N, M, beta, steps, flips):
     """Stored ±1/√d patterns X (d, N) and M copies of them with `flips` signs flipped (ξ (d,)
     when M = 1), drawn again (200 tries at most) until `steps` updates bring each back to its
     pattern (to 0.1%)."""
-    for _ in range(200):
+    for _attempt in range(200):
         X = rng.choice([-1.0, 1.0], size=(d, N)) / np.sqrt(d)
         sources = rng.choice(N, size=M, replace=M > N)
         start = X[:, sources].copy()

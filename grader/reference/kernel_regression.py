@@ -2,6 +2,7 @@
 
 import numpy as np
 
+from grader.i18n import _
 from grader.reference.attention import as64, pool, softmax
 
 
@@ -110,9 +111,9 @@ def rows_sum_to_one(output):
     sums = np.asarray(output, np.float64).sum(axis=-1)
     worst = float(np.max(np.abs(sums - 1.0), initial=0.0))
     if worst > 1e-6:
-        return (
-            f"a row of weights sums to {sums.flat[int(np.argmax(np.abs(sums - 1.0)))]:.6g}, "
-            "not 1: normalise over the keys (the last axis)"
+        return _(
+            "a row of weights sums to {total:.6g}, not 1: normalise over the keys (the last axis)",
+            total=sums.flat[int(np.argmax(np.abs(sums - 1.0)))],
         )
     return None
 
@@ -121,7 +122,7 @@ def weights_in_unit_interval(output):
     """What is wrong with attention weights outside [0, 1] (None if there are none)."""
     output = np.asarray(output, np.float64)
     if np.any(output < -1e-12) or np.any(output > 1.0 + 1e-12):
-        return "a weight lies outside [0, 1]; attention weights are probabilities"
+        return _("a weight lies outside [0, 1]; attention weights are probabilities")
     return None
 
 
@@ -133,9 +134,13 @@ def within_values(values, output):
     outside = ~((output >= low) & (output <= high)) & (output != 0.0)
     if np.any(outside):
         index = int(np.argmax(outside))
-        return (
-            f"prediction {index} is {output[index]:.6g}, outside [{values.min():.6g}, "
-            f"{values.max():.6g}], the range of the training outputs: a weighted average with "
-            "weights >= 0 that sum to one cannot leave it (a negative kernel value does this)"
+        return _(
+            "prediction {index} is {prediction:.6g}, outside [{low:.6g}, {high:.6g}], the range "
+            "of the training outputs: a weighted average with weights >= 0 that sum to one "
+            "cannot leave it (a negative kernel value does this)",
+            index=index,
+            prediction=output[index],
+            low=values.min(),
+            high=values.max(),
         )
     return None

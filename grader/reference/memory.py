@@ -9,6 +9,7 @@ those exercises' cases, and their options are the known mistakes (`Mistake.of`).
 
 import numpy as np
 
+from grader.i18n import _
 from grader.reference.attention import as64, masked_softmax, sigmoid, softmax
 from grader.reference.recurrent import lstm_step
 
@@ -363,9 +364,9 @@ def address_problem(memory, output):
     if alpha.shape != np.shape(memory)[:2]:
         return None  # a wrong shape is reported by the output check
     if np.any(alpha < -1e-12):
-        return "some weights are negative: softmax weights are positive"
+        return _("some weights are negative: softmax weights are positive")
     if not np.allclose(alpha.sum(axis=-1), 1.0, rtol=0, atol=1e-6):
-        return (
+        return _(
             "the weights of an example do not sum to one over the slots: the softmax must "
             "normalise over the N slots (the last axis)"
         )
@@ -381,7 +382,7 @@ def read_problem(memory, output):
     slack = 1e-6 * max(1.0, float(np.abs(memory).max()))
     if np.all(read >= memory.min(axis=1) - slack) and np.all(read <= memory.max(axis=1) + slack):
         return None
-    return (
+    return _(
         "the read lies outside the range of the slots: a read with weights that are positive "
         "and sum to one is a convex combination of the slots"
     )
@@ -394,10 +395,10 @@ def pop_problem(strengths, pop, output):
     if new.shape != strengths.shape:
         return None
     if np.any(new < -1e-9) or np.any(new > strengths + 1e-9):
-        return "a strength went negative or grew: a pop only removes strength, down to 0"
+        return _("a strength went negative or grew: a pop only removes strength, down to 0")
     removed = strengths.sum(axis=-1) - new.sum(axis=-1)
     if not np.allclose(removed, np.minimum(pop, strengths.sum(axis=-1)), rtol=0, atol=1e-6):
-        return (
+        return _(
             "a pop of strength u must remove exactly min(u, Σ s_i) in total: u if the stack "
             "holds that much, else everything"
         )
@@ -420,7 +421,7 @@ def memn2n_hop(query, memory_in, memory_out, residual=True, normalised=True):
 def memn2n_read(query, memory_in, memory_out, hops, extra_hops=0):
     """`hops` hops of `memn2n_hop` with the same memories; `extra_hops` more or fewer (a mistake
     of exercise 8-5)."""
-    for _ in range(int(hops) + extra_hops):
+    for _hop in range(int(hops) + extra_hops):
         query = memn2n_hop(query, memory_in, memory_out)
     return as64(query)
 

@@ -2,6 +2,7 @@
 
 import numpy as np
 
+from grader.i18n import N_, _
 from grader.reference.attention import as64, masked_softmax, softmax
 from grader.reference.recurrent import lstm_step
 from grader.reference.seq2seq import additive
@@ -116,18 +117,29 @@ def distinct_positions(scores, output):
     if output.shape != (batch, steps):
         return None
     if np.any(output != np.round(output)) or np.any((output < 0) | (output >= n)):
-        return f"every index must be a whole number in [0, {n}), got {output.tolist()}"
+        return _(
+            "every index must be a whole number in [0, {n}), got {indices}",
+            n=n,
+            indices=output.tolist(),
+        )
     for b, row in enumerate(output.astype(np.int64)):
         seen = {}
         for m, j in enumerate(row.tolist()):
             if j in seen:
-                return (
-                    f"example {b} chooses position {j} twice (steps {seen[j]} and {m}): mask "
-                    "the positions already chosen"
-                    + (", so that the result is a permutation" if steps == n else "")
-                )
+                template = _CHOSEN_TWICE_PERMUTATION if steps == n else _CHOSEN_TWICE
+                return _(template, example=b, position=j, first=seen[j], second=m)
             seen[j] = m
     return None
+
+
+_CHOSEN_TWICE = N_(
+    "example {example} chooses position {position} twice (steps {first} and {second}): mask the "
+    "positions already chosen"
+)
+_CHOSEN_TWICE_PERMUTATION = N_(
+    "example {example} chooses position {position} twice (steps {first} and {second}): mask the "
+    "positions already chosen, so that the result is a permutation"
+)
 
 
 def positive_log_likelihood(output):
@@ -139,8 +151,9 @@ def positive_log_likelihood(output):
         return None  # not numbers: the output check says so
     if output.size == 0 or not np.any(output > 1e-9):
         return None
-    return (
-        f"a log-likelihood of {float(np.nanmax(output)):.4g} > 0: log p(c_1, ..., c_M | x) is "
-        "the logarithm of a probability, at most 1, so it is never positive (the negative "
-        "log-likelihood is the loss, not the likelihood)"
+    return _(
+        "a log-likelihood of {value:.4g} > 0: log p(c_1, ..., c_M | x) is the logarithm of a "
+        "probability, at most 1, so it is never positive (the negative log-likelihood is the "
+        "loss, not the likelihood)",
+        value=float(np.nanmax(output)),
     )

@@ -2,6 +2,7 @@
 
 import numpy as np
 
+from grader.i18n import _
 from grader.reference.attention import as64, sigmoid
 
 
@@ -92,8 +93,9 @@ def ratio_in_range(output):
     """What is wrong with a doubling ratio that is not a number in [2, 4] (None if it is)."""
     value = np.asarray(output, dtype=float)
     if value.shape != () or not 2.0 - 1e-9 <= float(value) <= 4.0 + 1e-9:
-        return (
-            f"the ratio is {value.tolist()}, not a number in [2, 4]: doubling units doubles "
-            "a count that is linear in units and quadruples one that is quadratic"
+        return _(
+            "the ratio is {ratio}, not a number in [2, 4]: doubling units doubles a count that "
+            "is linear in units and quadruples one that is quadratic",
+            ratio=value.tolist(),
         )
     return None

@@ -8,6 +8,7 @@ cases, and each known mistake is one of their arguments changed (`Mistake.of`).
 
 import numpy as np
 
+from grader.i18n import _
 from grader.reference.attention import (
     additive_scores,
     as64,
@@ -183,17 +184,24 @@ def rows_are_distributions(source_lengths, output):
     padding = np.abs(np.where(np.arange(output.shape[-1]) < lengths[:, None, None], 0.0, output))
     if padding.max(initial=0.0) > 1e-9:
         b, t, j = (int(i) for i in np.argwhere(padding > 1e-9)[0])
-        return (
-            f"example {b}, output step {t + 1} gives weight {output[b, t, j]:.3g} to source "
-            f"position {j}, which is padding (length {int(lengths[b])}): padded positions must "
-            "get weight 0"
+        return _(
+            "example {example}, output step {step} gives weight {weight:.3g} to source position "
+            "{position}, which is padding (length {length}): padded positions must get weight 0",
+            example=b,
+            step=t + 1,
+            weight=output[b, t, j],
+            position=j,
+            length=int(lengths[b]),
         )
     sums = output.sum(axis=-1)
     if not np.allclose(sums, 1.0, atol=1e-6):
         b, t = (int(i) for i in np.argwhere(~np.isclose(sums, 1.0, atol=1e-6))[0])
-        return (
-            f"the weights of example {b}, output step {t + 1} sum to {sums[b, t]:.6g}, not 1: "
-            "each row is a softmax over the source positions"
+        return _(
+            "the weights of example {example}, output step {step} sum to {total:.6g}, not 1: "
+            "each row is a softmax over the source positions",
+            example=b,
+            step=t + 1,
+            total=sums[b, t],
         )
     return None
 
@@ -293,10 +301,17 @@ def zero_outside_window(positions, window, scores, output):
     outside = (np.abs(distance) > window) & (output != 0.0)
     if outside.any():
         b, t, s = (int(i) for i in np.argwhere(outside)[0])
-        return (
-            f"example {b}, query {t}: position {s} is {abs(distance[b, t, s]):.3g} away from "
-            f"p_t = {positions[b, t]:.4g}, outside the window D = {window}, yet has weight "
-            f"{output[b, t, s]:.3g}: local-p attention gives exactly 0 outside |s - p_t| <= D"
+        return _(
+            "example {example}, query {query}: position {position} is {distance:.3g} away from "
+            "p_t = {center:.4g}, outside the window D = {window}, yet has weight {weight:.3g}: "
+            "local-p attention gives exactly 0 outside |s - p_t| <= D",
+            example=b,
+            query=t,
+            position=s,
+            distance=abs(distance[b, t, s]),
+            center=positions[b, t],
+            window=window,
+            weight=output[b, t, s],
         )
     return None
 
