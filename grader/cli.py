@@ -90,7 +90,7 @@ def list_exercises():
                 id=record.id.ljust(width),
                 points=record.max_score,
                 title=tr(record.title),
-                section=record.section,
+                section=tr(record.section),
             )
         )
 

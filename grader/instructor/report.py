@@ -167,7 +167,7 @@ def _to_do(hint: str) -> str:
 def render_show(record: Exercise) -> str:
     lines = [
         _("Exercise {id} · {title}", id=record.id, title=tr(record.title)),
-        _("Section: {section}", section=record.section),
+        _("Section: {section}", section=tr(record.section)),
         _("File to edit: {path}", path=stub_path(record)),
         "",
         tr(record.summary),

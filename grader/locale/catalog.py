@@ -77,7 +77,7 @@ def code_messages(config: dict) -> Iterator[tuple[str | tuple[str, str], str]]:
 
 def record_texts(record) -> Iterator[str]:
     """Every text of a record a student reads, in the record's order."""
-    yield from (record.title, record.summary)
+    yield from (record.title, record.section, record.summary)
     for part in record.parts:
         yield part.description
         for mistake in part.mistakes:
