@@ -18,11 +18,16 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from grader.engine.labels import shown_label
 from grader.engine.protocol import read_case_outputs
 from grader.engine.status import CaseStatus, Status
+from grader.i18n import N_, _, tr
 
 QUERY, KEY = "query position i", "key position j"
 # target -> (what its output is, the name of the row axis, the name of the column axis)
+# The words of the maps, marked for the catalog: a picture's alt text is in the student's
+# language, its own text stays English (a machine may have no CJK font).
+MAP_WORDS = (N_("scores"), N_("alignment weights"), N_("attention weights"), N_("pointer scores"))
 MAPS = {
     "ScaledDotScore": ("scores", QUERY, KEY),
     "BilinearScore": ("scores", QUERY, KEY),
@@ -188,18 +193,26 @@ class PictureCollector:
             if found is not None:
                 case, values = found
                 figure = at_work_figure(case.target, case.label, values)
-                self.pictures.append(Picture(part.name, _title(figure), png(figure), "at work"))
+                title = _(
+                    "your {target} at work: {what}, {label}",
+                    target=case.target,
+                    what=tr(MAPS[case.target][0]),
+                    label=shown_label(case.label),
+                )
+                self.pictures.append(Picture(part.name, title, png(figure), "at work"))
             return
         found = worst_map(cases, expected, received)
         if found is not None:
             case, want, got, index = found
             figure = comparison_figure(case.target, case.label, want, got, index)
-            self.pictures.append(Picture(part.name, _title(figure), png(figure), "difference"))
+            where = _(", map {index}", index=index) if index else ""
+            title = _(
+                "{target}: the case furthest from the reference ({label}{where})",
+                target=case.target,
+                label=shown_label(case.label),
+                where=where,
+            )
+            self.pictures.append(Picture(part.name, title, png(figure), "difference"))
 
     def of(self, part_name: str) -> list[Picture]:
         return [picture for picture in self.pictures if picture.part == part_name]
-
-
-def _title(figure) -> str:
-    title = figure.get_suptitle() or figure.axes[0].get_title()
-    return title.replace("\n", " ")

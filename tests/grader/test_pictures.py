@@ -144,3 +144,21 @@ def test_check_writes_one_self_contained_page_with_the_pictures(tmp_path):
     assert len(images) == 2  # ScaledDotScore's worst case; BilinearScore at work
     shapes = [matplotlib_image.imread(io.BytesIO(base64.b64decode(i)), "png").shape for i in images]
     assert shapes[0][:2] == (360, 1150)
+
+
+def test_a_pictures_alt_text_is_in_the_students_language_its_drawing_stays_english():
+    from grader.i18n import speaking
+
+    cases, want, got = planted()
+    with speaking("en"):
+        (english,) = collect(Status.FAILED, cases, want, got)
+    with speaking("zh"):
+        (chinese,) = collect(Status.FAILED, cases, want, got)
+        (at_work,) = collect(Status.PASSED, cases, want, want)
+    assert english.title == (
+        "ScaledDotScore: the case furthest from the reference (B=3 Tq=4 Tk=6, map 1)"
+    )
+    assert chinese.title == "ScaledDotScore：与参考答案相差最大的用例（B=3 Tq=4 Tk=6，第 1 张图）"
+    assert at_work.title == "你的 ScaledDotScore 的实际效果：打分，small"
+    # The same drawing in both languages (its words are English: no CJK font is needed).
+    assert chinese.png == english.png
