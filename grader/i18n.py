@@ -241,6 +241,8 @@ def lang_in_arguments(words: list[str]) -> str | None:
     parses it: `--help` is eager and would otherwise print before `--lang` is seen
     (`grader show --help --lang zh`). Words after `--` are arguments, not options."""
     found = None
+    # Click takes any object as an argument (a Path, from Python); the command line only strings.
+    words = [str(word) for word in words]
     for index, word in enumerate(words):
         if word == "--":
             break

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import inspect
 import os
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -164,6 +165,9 @@ def test_lang_is_read_from_the_command_line_before_click_parses_it():
     assert i18n.lang_in_arguments(["--lang=en", "check", "--lang=zh"]) == "zh"  # the last wins
     assert i18n.lang_in_arguments(["check", "--", "--lang", "zh"]) is None  # an argument
     assert i18n.lang_in_arguments(["check", "--lang"]) is None
+    # Python callers (CliRunner) may pass paths and numbers: never an error.
+    assert i18n.lang_in_arguments(["merge", Path("/x/--lang=zh"), "--jobs", 2]) is None
+    assert i18n.lang_in_arguments(["check", "--lang", Path("zh")]) == "zh"
 
 
 def _planted_scale_forgotten(language: str):
