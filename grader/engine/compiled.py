@@ -25,14 +25,17 @@ import numpy as np
 
 from grader.engine import compare
 from grader.engine.bundle import load_bundle, save_bundle
+from grader.engine.labels import LABELS, label_text
 from grader.engine.spec import Case, Exercise, Mistake, Part, Property, WrittenPart
+from grader.i18n import LANGUAGES, N_, language, speaking, tr
 
 # A compiled record lies next to its fixture: `8-2.npz` (cases, expected outputs) and
 # `8-2.record.npz` (this module's).
 SUFFIX = ".record.npz"
-FORMAT = 1
+# 2: verdicts in every language, the words of the labels.
+FORMAT = 2
 EXPECTED = "expected"
-NOT_JUDGED = (
+NOT_JUDGED = N_(
     "not judged in the student kit: your output is neither the expected one nor a known "
     "mistake's, and judging this property on other outputs needs the reference solution; the "
     "output check above says what differs (your instructor's grading checks this property)"
@@ -71,6 +74,9 @@ def write_compiled(record: Exercise, cases: dict, expected: dict, path: str | Pa
         "summary": record.summary,
         "timeout": record.timeout,
         "extra": dict(record.extra),
+        # The words of the case labels, registered again where the kit loads the record (it has
+        # no record module to register them), so that labels are shown translated there too.
+        "label_texts": list(LABELS.texts()),
         "written": [
             {"name": w.name, "points": w.points, "prompt": w.prompt} for w in record.written
         ],
@@ -132,13 +138,19 @@ def carried(part) -> list[Property]:
 
 
 def _verdict(prop: Property, case: Case, output: np.ndarray):
-    """The property's word on `output` (None: it holds), or False where its check fails to run
-    on it (then the kit will not claim to know)."""
-    try:
-        verdict = prop.check(case, output)
-    except Exception:  # noqa: BLE001 - a record's check on a mistake's output of another shape
-        return False
-    return None if verdict is None else str(verdict)
+    """The property's word on `output` in every language ({"en": ..., "zh": ...}; None: it
+    holds), or False where its check fails to run on it (then the kit will not claim to know)."""
+    words = {}
+    for code in LANGUAGES:
+        with speaking(code):
+            try:
+                verdict = prop.check(case, output)
+            except Exception:  # noqa: BLE001 - a record's check on a mistake's output of another shape
+                return False
+        if verdict is None:
+            return None
+        words[code] = str(verdict)
+    return words
 
 
 def load_records(folder: str | Path) -> list[Exercise]:
@@ -153,6 +165,8 @@ def load_record(path: str | Path) -> Exercise:
             f"{Path(path).name} is a compiled record of format {meta.get('format')}, not "
             f"{FORMAT}: make the student kit again with this grader (grader release student)"
         )
+    for text in meta["label_texts"]:
+        label_text(text)
     parts = []
     for entry in meta["parts"]:
         table = entry["cases"]
@@ -205,15 +219,15 @@ def _stored_property(table: dict, arrays: dict, index: str):
     def check(case, output):
         known = table.get(case_key(case), {}).get("properties", {}).get(index)
         if known is None:
-            return NOT_JUDGED
+            return tr(NOT_JUDGED)
         received = np.asarray(output, dtype=np.float64)
         shapes = {arrays[key].shape for key, _ in known}
         if shapes and received.shape not in shapes:
             return None  # as the records do: the output check reports a wrong shape
         for key, verdict in known:
             if compare.matches(np.asarray(arrays[key], np.float64), received, case):
-                return verdict
-        return NOT_JUDGED
+                return verdict if verdict is None else verdict.get(language(), verdict["en"])
+        return tr(NOT_JUDGED)
 
     return check
 

@@ -151,6 +151,34 @@ def test_a_property_the_kit_cannot_judge_says_so(student_kit):
         assert prop.check(case, want[..., :1]) is None
 
 
+def test_a_kit_shows_its_verdicts_and_labels_in_the_students_language(student_kit):
+    """A kit has no record code: its property verdicts are stored in every language and the
+    words of its labels are registered where it loads a record."""
+    from grader.engine.bundle import load_bundle
+    from grader.engine.labels import shown_label
+    from grader.i18n import speaking
+
+    fixtures = student_kit / "grader" / "fixtures"
+    meta, _arrays = load_bundle(fixtures / f"masked-softmax{SUFFIX}")
+    assert "(a fully masked row)" in meta["label_texts"]
+    record = load_record(fixtures / f"masked-softmax{SUFFIX}")
+    reference = FixtureReference(fixtures / "masked-softmax.npz")
+    part = record.part("masked_softmax")
+    case = reference.cases(record, 0)["masked_softmax"][1]  # lengths per query, one of them 0
+    uniform = part.mistakes[0].output(case)  # a fully masked row left uniform
+    want = np.asarray(reference.expected(record, 0, {}, None)["masked_softmax"][1].output)
+    with speaking("en"):
+        english = [prop.check(case, uniform) for prop in part.properties]
+    with speaking("zh"):
+        chinese = [prop.check(case, uniform) for prop in part.properties]
+        not_judged = part.properties[0].check(case, want + 0.25)
+        label = shown_label(case.label)
+    assert english[1].startswith("a fully masked row sums to 1")
+    assert chinese[1].startswith("一个全被掩码的行") and "masked" not in chinese[1]
+    assert not_judged.startswith("学生套件中未判定")
+    assert "（有一整行被掩码）" in label and "fully" not in label
+
+
 def test_student_kit_has_its_own_readme_and_stubs_explains_itself(student_kit):
     readme = (student_kit / "README.md").read_text()
     assert "grader check" in readme and "pip install -e ." in readme
