@@ -12,7 +12,7 @@ import numpy as np
 from grader.engine.labels import label_text, label_texts
 from grader.engine.spec import FUNCTION, LAYER, Case
 from grader.i18n import N_
-from grader.reference.attention import softmax
+from grader.reference.attention import causal_mask, sequence_mask, softmax
 
 # The words of this module's case labels, translated where shown (grader.engine.labels).
 LABEL_TEXTS = label_texts(N_("{name} of shape {shape}"))
@@ -278,10 +278,9 @@ def boolean_mask(rng, kind: str, B: int, Tq: int, Tk: int) -> np.ndarray:
     from lengths, the first full; else random (B, Tq, Tk) with a fully masked row and a row with
     nothing masked."""
     if kind == "causal":
-        return np.tril(np.ones((Tq, Tk), bool))
+        return causal_mask(Tq, Tk)
     if kind == "padding":
-        lengths = valid_lengths(rng, (B,), Tk, (Tk, 1))
-        return (np.arange(Tk) < lengths[:, None])[:, None, :]
+        return sequence_mask(valid_lengths(rng, (B,), Tk, (Tk, 1)), Tk)[:, None, :]
     mask = rng.random((B, Tq, Tk)) < 0.6
     mask[0, 0, :], mask[0, 1:2, :] = False, True
     return mask
