@@ -25,20 +25,22 @@ from grader.i18n import N_, _, tr
 
 QUERY, KEY = "query position i", "key position j"
 # target -> (what its output is, the name of the row axis, the name of the column axis)
-# The words of the maps, marked for the catalog: a picture's alt text is in the student's
-# language, its own text stays English (a machine may have no CJK font).
-MAP_WORDS = (N_("scores"), N_("alignment weights"), N_("attention weights"), N_("pointer scores"))
+# The words of the titles are marked for the catalog: a picture's alt text is in the student's
+# language, its drawing stays English (a machine may have no CJK font).
 MAPS = {
-    "ScaledDotScore": ("scores", QUERY, KEY),
-    "BilinearScore": ("scores", QUERY, KEY),
-    "AdditiveScore": ("scores", QUERY, KEY),
-    "alignment": ("alignment weights", "decoder step", "source position"),
-    "masked_softmax": ("attention weights", QUERY, KEY),
-    "masked_softmax_from_mask": ("attention weights", QUERY, KEY),
-    "local_p_weights": ("attention weights", QUERY, "source position"),
-    "gaussian_weights": ("attention weights", QUERY, KEY),
-    "PointerScores": ("pointer scores", "output step", "input position"),
+    "ScaledDotScore": (N_("scores"), QUERY, KEY),
+    "BilinearScore": (N_("scores"), QUERY, KEY),
+    "AdditiveScore": (N_("scores"), QUERY, KEY),
+    "alignment": (N_("alignment weights"), "decoder step", "source position"),
+    "masked_softmax": (N_("attention weights"), QUERY, KEY),
+    "masked_softmax_from_mask": (N_("attention weights"), QUERY, KEY),
+    "local_p_weights": (N_("attention weights"), QUERY, "source position"),
+    "gaussian_weights": (N_("attention weights"), QUERY, KEY),
+    "PointerScores": (N_("pointer scores"), "output step", "input position"),
 }
+COMPARISON_TITLE = N_("{target}: the case furthest from the reference ({label}{where})")
+MAP_INDEX = N_(", map {index}")
+AT_WORK_TITLE = N_("your {target} at work:\n{what}, {label}")
 # Larger maps are cropped to their top-left corner: a picture is for reading, cell by cell.
 MOST_CELLS = 24
 
@@ -134,8 +136,8 @@ def comparison_figure(target, label, expected, received, index):
         axis.set_title(title)
         _label(axis, values, rows, columns)
         figure.colorbar(image, ax=axis, shrink=0.85)
-    where = f", map {index}" if index else ""
-    figure.suptitle(f"{target}: the case furthest from the reference ({label}{where})")
+    where = MAP_INDEX.format(index=index) if index else ""
+    figure.suptitle(COMPARISON_TITLE.format(target=target, label=label, where=where))
     return figure
 
 
@@ -148,7 +150,7 @@ def at_work_figure(target, label, values):
     figure = Figure(figsize=(4.8, 3.8), dpi=100, layout="constrained")
     axis = figure.subplots()
     image = axis.imshow(values, cmap="viridis", aspect="auto")
-    axis.set_title(f"your {target} at work:\n{what}, {label}", fontsize=10)
+    axis.set_title(AT_WORK_TITLE.format(target=target, what=what, label=label), fontsize=10)
     _label(axis, values, rows, columns)
     figure.colorbar(image, ax=axis, shrink=0.85)
     return figure
@@ -194,20 +196,21 @@ class PictureCollector:
                 case, values = found
                 figure = at_work_figure(case.target, case.label, values)
                 title = _(
-                    "your {target} at work: {what}, {label}",
+                    AT_WORK_TITLE,
                     target=case.target,
                     what=tr(MAPS[case.target][0]),
                     label=shown_label(case.label),
                 )
-                self.pictures.append(Picture(part.name, title, png(figure), "at work"))
+                alt = title.replace("\n", " ")
+                self.pictures.append(Picture(part.name, alt, png(figure), "at work"))
             return
         found = worst_map(cases, expected, received)
         if found is not None:
             case, want, got, index = found
             figure = comparison_figure(case.target, case.label, want, got, index)
-            where = _(", map {index}", index=index) if index else ""
+            where = _(MAP_INDEX, index=index) if index else ""
             title = _(
-                "{target}: the case furthest from the reference ({label}{where})",
+                COMPARISON_TITLE,
                 target=case.target,
                 label=shown_label(case.label),
                 where=where,
