@@ -120,6 +120,19 @@ def rows_cases(make, public, draw=None, count: int = 3, float32=None):
     return make_cases
 
 
+def settings_cases(make, public, fresh=(), size: int = 3):
+    """A part's `make_cases` from named settings: `make(rng, **setting)` for each `public`
+    setting or (hidden checks) `make(rng, *shape, **setting)` for each `fresh` one, with a
+    shape of `size` sizes in [1, 7) drawn just before each case."""
+
+    def make_cases(rng, hidden=False):
+        if not hidden:
+            return [make(rng, **setting) for setting in public]
+        return [make(rng, *random_shapes(rng, 1, size)[0], **setting) for setting in fresh]
+
+    return make_cases
+
+
 def drawn_cases(
     rng, target, kind, names: str, rows, inputs, upstream=None, params=(), label="{dims}"
 ) -> list[Case]:
@@ -266,6 +279,11 @@ def large_scores(rng, shape) -> np.ndarray:
     """Scores about 1000 (1000 + 5 N(0, 1), labelled LARGE_SCORES): an exp() not shifted by
     the maximum overflows on them."""
     return 1000.0 + 5.0 * rng.standard_normal(shape)
+
+
+def scores_label(dims, *texts, large: bool = False) -> str:
+    """ "B=2 Tq=3 Tk=5, <texts>": a case's label, ending with LARGE_SCORES for `large` scores."""
+    return ", ".join([dims_label(**dims), *texts] + [LARGE_SCORES] * large)
 
 
 def scores(rng, shape, large: bool = False) -> np.ndarray:

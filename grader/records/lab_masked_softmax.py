@@ -17,6 +17,7 @@ LABEL_TEXTS = label_texts(
     N_("padding mask of shape {shape}"),
 )
 
+FULLY_MASKED = " (a fully masked row)"
 # (shape of valid_lens, maxlen): (B,), (B, Tq), maxlen 1, a square one.
 SEQUENCE_MASKS = [((4,), 6), ((2, 3), 5), ((3,), 1), ((5,), 5)]
 # Lengths `per` example ("batch": (B,)), per query ("query": (B, Tq)) or None, the lengths
@@ -33,6 +34,9 @@ POOLING = [dict(B=2, Tq=3, Tk=5, d_v=4, first=(2, 5)),
            dict(B=2, Tq=4, Tk=6, d_v=2, per="query", first=(0, 6, 3)),
            dict(B=2, Tq=4, Tk=6, d_v=3, first=(0, 4), dtype="float32"),
            dict(B=2, Tq=3, Tk=5, d_v=2, first=(0, 3), large=True)]
+# Hidden checks draw fresh shapes for these settings.
+PER = [dict(per="batch"), dict(per="query")]
+KINDS = [dict(kind="causal"), dict(kind="padding"), dict(kind="random")]
 # fmt: on
 
 
@@ -54,24 +58,24 @@ def lengths(rng, B, Tq, Tk, per, first):
     if per is None:
         return None, "valid_lens=None"
     valid_lens = draw.valid_lengths(rng, (B,) if per == "batch" else (B, Tq), Tk, first)
-    empty = " (a fully masked row)" if 0 in valid_lens else ""
-    return valid_lens, f"valid_lens of shape {valid_lens.shape}{empty}"
+    return valid_lens, f"valid_lens of shape {valid_lens.shape}" + FULLY_MASKED * (0 in valid_lens)
 
 
 def softmax_case(rng, B, Tq, Tk, per="batch", first=(0,), large=False):
     scores = draw.scores(rng, (B, Tq, Tk), large)
     valid_lens, text = lengths(rng, B, Tq, Tk, per, first)
-    label = ", ".join([draw.dims_label(B=B, Tq=Tq, Tk=Tk), text] + [draw.LARGE_SCORES] * large)
+    label = draw.scores_label(dict(B=B, Tq=Tq, Tk=Tk), text, large=large)
     inputs = {"scores": scores} | ({} if per is None else {"valid_lens": valid_lens})
     params = {"valid_lens": None} if per is None else {}
     return Case("masked_softmax", FUNCTION, label, inputs, params)
 
 
 def mask_case(rng, B, Tq, Tk, kind, large=False):
+    Tk = Tq if kind == "causal" else Tk  # a causal mask is square
     mask = draw.boolean_mask(rng, kind, B, Tq, Tk)
-    named = {"causal": "causal mask", "padding": "padding mask"}.get(kind, "mask")
-    text = f"{named} of shape {mask.shape}" + " (a fully masked row)" * (kind == "random")
-    label = ", ".join([draw.dims_label(B=B, Tq=Tq, Tk=Tk), text] + [draw.LARGE_SCORES] * large)
+    named = "mask" if kind == "random" else f"{kind} mask"
+    text = f"{named} of shape {mask.shape}" + FULLY_MASKED * (kind == "random")
+    label = draw.scores_label(dict(B=B, Tq=Tq, Tk=Tk), text, large=large)
     scores = draw.scores(rng, (B, Tq, Tk), large)
     return Case("masked_softmax_from_mask", FUNCTION, label, {"scores": scores, "mask": mask})
 
@@ -79,8 +83,7 @@ def mask_case(rng, B, Tq, Tk, kind, large=False):
 def pooling_case(rng, B, Tq, Tk, d_v, per="batch", first=(0,), dtype="float64", large=False):
     valid_lens, text = lengths(rng, B, Tq, Tk, per, first)
     dims = dict(B=B, Tq=Tq, Tk=Tk, d_v=d_v)
-    label = f"{draw.dims_label(**dims)}, {text}" + ("" if dtype == "float64" else f" {dtype}")
-    label += f", {draw.LARGE_SCORES}" if large else ""
+    label = draw.scores_label(dims, text + f" {dtype}" * (dtype != "float64"), large=large)
     scores = draw.large_scores(rng, (B, Tq, Tk)) if large else "B Tq Tk"
     inputs = {"scores": scores, "values": "B Tk d_v", "valid_lens": valid_lens.astype(float)}
     return draw.layer_case(
@@ -88,29 +91,9 @@ def pooling_case(rng, B, Tq, Tk, d_v, per="batch", first=(0,), dtype="float64", 
     )
 
 
-def masked_softmax_cases(rng, hidden=False):
-    if not hidden:
-        return [softmax_case(rng, **setting) for setting in SOFTMAX]
-    return [
-        softmax_case(rng, *draw.random_shapes(rng, 1, 3)[0], per)
-        for per in ("batch", "query", "query")
-    ]
-
-
-def from_mask_cases(rng, hidden=False):
-    if not hidden:
-        return [mask_case(rng, **setting) for setting in FROM_MASK]
-    cases = []
-    for kind in ("causal", "padding", "random"):
-        b, tq, tk = draw.random_shapes(rng, 1, 3)[0]
-        cases.append(mask_case(rng, b, tq, tq if kind == "causal" else tk, kind))
-    return cases
-
-
-def pooling_cases(rng, hidden=False):
-    if not hidden:
-        return [pooling_case(rng, **setting) for setting in POOLING]
-    return [pooling_case(rng, *draw.random_shapes(rng, 1, 4)[0], per) for per in ("batch", "query")]
+masked_softmax_cases = draw.settings_cases(softmax_case, SOFTMAX, PER + PER[1:])
+from_mask_cases = draw.settings_cases(mask_case, FROM_MASK, KINDS)
+pooling_cases = draw.settings_cases(pooling_case, POOLING, PER, size=4)
 
 
 PADDED = on.computed(ref.padded_everywhere)

@@ -50,3 +50,20 @@ def test_attention_benchmark_quick_prints_its_tables():
     mask_rows = [line.split() for line in lines[start + 2 : start + 3]]
     assert [row[:2] for row in mask_rows] == [["256", "fwd+bwd"]]
     assert all(float(value) > 0 for row in mask_rows for value in row[2:]), mask_rows
+
+
+def test_no_record_is_longer_than_its_solution_without_its_teaching():
+    """Issue 13: a record holds its cases as data, so what is left once its teaching (mistakes,
+    properties, texts) is set aside is no longer than the solution it grades."""
+    done = subprocess.run(
+        [sys.executable, str(BENCHMARKS / "record_size.py")],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    rows = [line.split() for line in done.stdout.splitlines()[1:-1]]
+    assert len(rows) == 15, done.stdout
+    longer = [row[0] for row in rows if int(row[3]) > int(row[4])]
+    assert not longer, done.stdout
+    assert done.stdout.splitlines()[-1].endswith(": none")
