@@ -19,7 +19,7 @@ from grader.engine.protocol import CaseOutput, import_failure, read_case_outputs
 from grader.engine.results import CheckResult, PartResult
 from grader.engine.spec import LAYER, Case
 from grader.engine.status import CaseStatus, Limit, RunState, Status
-from grader.engine.text import printable
+from grader.engine.text import printable, without_framework_logs
 from grader.i18n import N_, _, tr
 from grader.sandbox import child  # noqa: F401 - registers the words its reports are in
 from grader.sandbox.limits import limit_in_log
@@ -53,9 +53,11 @@ def judge_part(part, cases, expected, outcome: Outcome, timeout: float, source=N
         if not isinstance(error, ValueError):
             error = ValueError(_("the process reported a malformed result"))
         message, limit = _("crashed: {error}", error=error), None
-        if outcome.log_tail.strip():
-            last = printable(outcome.log_tail.strip()[-600:])
-            message, limit = message + _("; its last output:") + "\n" + last, limit_in_log(last)
+        tail = outcome.log_tail.strip()[-2000:]
+        last = printable(without_framework_logs(tail).strip()[-600:])
+        if last:
+            message += _("; its last output:") + "\n" + last
+        limit = limit_in_log(printable(tail[-600:])) if tail else None
         return part_failure(part, Status.ERROR, message, limit=limit)
 
     checks = []

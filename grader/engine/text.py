@@ -17,6 +17,19 @@ _PATH = re.compile(r"(?<![\w.])(?:[A-Za-z]:)?(?:[/\\][^\s/\\:'\"<>|,;()\[\]]+){2
 _FRAME = re.compile(r'^\s*File "[^"]*", line \d+')
 
 
+# What TensorFlow and its libraries log on their own (absl/glog lines: "E0000 00:00:1795.. 6243
+# cuda_platform.cc:52] ..."), which says nothing about the student's code.
+_FRAMEWORK_LOG = re.compile(
+    r"^(?:[IWEF]\d{4} \d+:\d+:\d+\.\d+\s+\d+ [\w.+-]+:\d+\].*"
+    r"|WARNING: All log messages before absl::InitializeLog\(\) is called.*)$"
+)
+
+
+def without_framework_logs(text: str) -> str:
+    """`text` without the lines TensorFlow and its libraries log by themselves."""
+    return "\n".join(line for line in text.split("\n") if not _FRAMEWORK_LOG.match(line))
+
+
 def printable(text, limit: int = 2000) -> str:
     """Text from a child, safe to print and to show a student: no terminal escapes or control
     characters, no traceback frames and no file paths (of the grader's, or anyone's: a file is

@@ -37,6 +37,9 @@ NOT_A_MODULE = reported_text(N_("cannot load {path} as a Python module"))
 NOT_DEFINED = reported_text(N_("{file} defines no `{name}`: keep the names of the stub"))
 RETURNED_NONE = reported_text(N_("{what} returned None: did you forget a `return`?"))
 NOT_NUMBERS = reported_text(N_("{what} returned {kind} (dtype {dtype}); expected numbers"))
+NOT_ONE_TENSOR = reported_text(
+    N_("{what} returned a {kind}, not a tensor: return one tensor, computed with keras.ops")
+)
 NO_SUCH_WEIGHT = reported_text(
     N_(
         "{layer} has no weight named {name} (its weights: {found}); keep the build() of the "
@@ -279,12 +282,13 @@ def vector_jacobian(layer, inputs, variables, upstream):
     import keras
 
     backend = keras.backend.backend()
+    what = f"{type(layer).__name__}.call"
     if backend == "tensorflow":
         import tensorflow as tf
 
         with tf.GradientTape() as tape:
             tape.watch(inputs)
-            output = layer(*inputs)
+            output = _one_tensor(layer(*inputs), what)
         if tuple(output.shape) != upstream.shape:
             return output, []
         sources = list(inputs) + [v.value for v in variables]
@@ -300,7 +304,7 @@ def vector_jacobian(layer, inputs, variables, upstream):
             return layer.stateless_call(trainable_values, frozen, *input_values)[0]
 
         output, pullback = jax.vjp(forward, list(inputs), [v.value for v in trainable])
-        if tuple(output.shape) != upstream.shape:
+        if tuple(_one_tensor(output, what).shape) != upstream.shape:
             return output, []
         input_grads, trainable_grads = pullback(jax.numpy.asarray(upstream))
         grads = list(input_grads) + [trainable_grads[i] for i in positions]
@@ -308,7 +312,7 @@ def vector_jacobian(layer, inputs, variables, upstream):
         import torch
 
         inputs = [x.detach().requires_grad_(True) for x in inputs]
-        output = layer(*inputs)
+        output = _one_tensor(layer(*inputs), what)
         if tuple(output.shape) != upstream.shape:
             return output, []
         sources = inputs + [v.value for v in variables]
@@ -322,6 +326,15 @@ def vector_jacobian(layer, inputs, variables, upstream):
         keras.ops.zeros(tuple(s.shape), dtype=upstream.dtype) if g is None else g
         for s, g in zip(sources, grads, strict=True)
     ]
+
+
+def _one_tensor(output, what: str):
+    """`output` if it is one array-like value with a shape, else the reason it is not."""
+    if output is None:
+        raise SubmissionError(RETURNED_NONE.format(what=what))
+    if not hasattr(output, "shape") or not hasattr(output, "dtype"):
+        raise SubmissionError(NOT_ONE_TENSOR.format(what=what, kind=type(output).__name__))
+    return output
 
 
 def unwrap_keras_message(message: str) -> str:

@@ -282,6 +282,12 @@ def _collect(job: Job, report: dict, log: Path | None = None) -> Outcome:
 NO_EXIT_STATUS = reported_text(N_("the process did not report an exit status"))
 KILLED = reported_text(N_("the process was killed by signal {number} ({name})"))
 EXITED = reported_text(N_("the process exited with status {status} before reporting any result"))
+ENDED_ITSELF = reported_text(
+    N_(
+        "the process ended itself (status 0) before reporting any result: does the code call "
+        "os._exit(), exit() or quit() outside a function?"
+    )
+)
 
 
 def _exit_words(exitcode: int | None) -> str:
@@ -291,7 +297,7 @@ def _exit_words(exitcode: int | None) -> str:
         number = -exitcode
         name = signal.Signals(number).name if number in signal.valid_signals() else "?"
         return KILLED.format(number=number, name=name)
-    return EXITED.format(status=exitcode)
+    return ENDED_ITSELF if exitcode == 0 else EXITED.format(status=exitcode)
 
 
 def _tail(path: Path) -> str:

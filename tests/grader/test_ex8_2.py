@@ -302,6 +302,7 @@ def test_a_hanging_part_times_out_alone_and_the_others_are_graded(tmp_path):
     "statement,phrase",
     [
         ("import os; os._exit(3)", "exited with status 3"),
+        ("import os; os._exit(0)", "ended itself (status 0)"),
         ("import sys; sys.exit(4)", "sys.exit(4)"),
         ("import os, signal; os.kill(os.getpid(), signal.SIGKILL)", "killed by signal 9"),
     ],
@@ -313,6 +314,30 @@ def test_a_process_that_dies_costs_its_part_only(tmp_path, statement, phrase):
     assert part.status == ERROR and part.score == 0.0
     assert phrase in part.checks[0].message
     assert result.part("variances").status == PASSED
+
+
+@pytest.mark.parametrize(
+    "returned,kind",
+    [
+        ("(scores, scores)", "tuple"),
+        ("[scores]", "list"),
+        ("1.0", "float"),
+        ("{'s': scores}", "dict"),
+    ],
+)
+def test_a_layer_that_returns_no_tensor_is_told_so(tmp_path, returned, kind):
+    body = ALTERNATIVE_NUMPY_EINSUM + (
+        "\n\nclass ScaledDotScore(keras.layers.Layer):\n"
+        "    def call(self, query, key):\n"
+        "        scores = ops.matmul(query, ops.transpose(key, (0, 2, 1)))\n"
+        f"        return {returned}\n"
+    )
+    result = grade(EXERCISE, submit(tmp_path, body), parts=["ScaledDotScore"])
+    part = result.part("ScaledDotScore")
+    assert part.status == ERROR and part.score == 0.0
+    message = part.checks[0].message
+    assert f"ScaledDotScore.call returned a {kind}, not a tensor" in message, message
+    assert "has no attribute" not in message
 
 
 # The parts of one exercise run one after another in one child, which imports the submission
@@ -370,6 +395,26 @@ def test_a_crash_mid_exercise_costs_the_running_part_and_shows_its_own_output(tm
     assert [p.status for p in others] == [PASSED] * 4
     assert result.score == 8.0
     assert imports(counter) == 2
+
+
+def test_a_crash_shows_the_submissions_output_without_tensorflows_own_log_lines(tmp_path):
+    tensorflow_lines = (
+        "E0000 00:00:1795420657.885445    6822 cuda_platform.cc:52] failed call to cuInit\n"
+        "WARNING: All log messages before absl::InitializeLog() is called are written to STDERR\n"
+        "I0000 00:00:1795419643.066897   31361 cudart_stub.cc:31] Could not find cuda drivers\n"
+    )
+    body = ALTERNATIVE_NUMPY_EINSUM + (
+        "\n\ndef bilinear_asymmetry(W):\n"
+        "    import os, sys\n"
+        f"    sys.stderr.write({tensorflow_lines!r})\n"
+        "    print('my own words', flush=True)\n"
+        "    sys.stderr.flush()\n"
+        "    os._exit(2)\n"
+    )
+    result = grade(EXERCISE, submit(tmp_path, body), parts=["bilinear_asymmetry"])
+    message = result.part("bilinear_asymmetry").checks[0].message
+    assert "exited with status 2" in message and "my own words" in message, message
+    assert "cuInit" not in message and "absl" not in message and "cudart" not in message
 
 
 def test_a_submission_that_hangs_on_import_times_out_everywhere_once(tmp_path):
