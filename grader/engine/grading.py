@@ -18,6 +18,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 from grader.engine.cases import save_cases
+from grader.engine.filenames import near_names, not_utf8
 from grader.engine.judging import cannot_load, judge_part
 from grader.engine.references import default_reference
 from grader.engine.results import ExerciseResult
@@ -187,12 +188,40 @@ def written_answers(record: Exercise, folder: Path) -> list[dict]:
 def unloadable(path: Path) -> str:
     """A reason the file cannot even be parsed, or "". Parsing runs none of its code."""
     if not path.is_file():
+        near = near_names(path.parent, path.name) if path.parent.is_dir() else []
+        if near:
+            return _(
+                "{path} not found, but found {found}: rename the file to grade to {name} (the "
+                "exercise file must be named exactly that)",
+                path=path,
+                found=", ".join(p.relative_to(path.parent).as_posix() for p in near),
+                name=path.name,
+            )
         return _(
             "{path} not found: the exercise file must be named {name}", path=path, name=path.name
         )
+    data = path.read_bytes()
+    encoding = not_utf8(data)
+    if encoding == "UTF-16":
+        return _(
+            "{name} is saved as UTF-16 (Windows PowerShell's `>` and some editors do this); "
+            "Python reads UTF-8: save it as UTF-8 and run again",
+            name=path.name,
+        )
+    if encoding:
+        return _(
+            "{name} is not a text file (it holds NUL bytes): hand in the Python file itself",
+            name=path.name,
+        )
     try:
-        ast.parse(path.read_bytes(), filename=str(path))
+        ast.parse(data, filename=str(path))
     except SyntaxError as error:
+        if error.lineno is None:
+            return _(
+                "{name}: SyntaxError: {error} — fix it and run again",
+                name=path.name,
+                error=error.msg,
+            )
         return _(
             "{name}, line {line}: SyntaxError: {error} — fix it and run again",
             name=path.name,

@@ -384,6 +384,8 @@ def _plan_student(run: _Run, student: Student, stamp: str, home: Path, jobs: lis
             plan.flags.append(("missing-" if found.missing else "unusable-") + record.id)
             plan.problems[record.id] = problem
             continue
+        if found.renamed_from:
+            plan.flags.append(f"renamed-{record.id}")
         plan.flags.extend(f"{flag}:{record.id}" for flag in scan(found.path))
         plan.sources[record.id] = found.path
         # One copy of the submission per exercise: that exercise's child works (and may write)

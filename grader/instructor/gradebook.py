@@ -41,7 +41,9 @@ def student_document(student, exercises: list[ExerciseResult], flags, seed, publ
 
 def _about(flag: str, exercise: str) -> bool:
     """Whether a student's flag is about this exercise (see grader.instructor.batch)."""
-    return flag.endswith(f":{exercise}") or flag in (f"missing-{exercise}", f"unusable-{exercise}")
+    return flag.endswith(f":{exercise}") or flag in (
+        f"{kind}-{exercise}" for kind in ("missing", "unusable", "renamed")
+    )
 
 
 def merge_previous(document: dict, previous: dict | None, regraded: list[str]) -> dict:
@@ -129,6 +131,17 @@ def write_feedback(path: Path, document: dict, records: list[Exercise]) -> None:
         ]
     if document["flags"]:
         lines += [_("Flags: {flags}", flags=", ".join(document["flags"])), ""]
+    files = {r.id: r.file for r in [*EXERCISES.values(), *records]}
+    for flag in document["flags"]:
+        exercise = flag.removeprefix("renamed-")
+        if flag.startswith("renamed-") and exercise in files:
+            sentence = _(
+                "Exercise {id}: no file was named {file}; the one file of a near name was "
+                "graded as it. Name it exactly {file} next time.",
+                id=exercise,
+                file=files[exercise],
+            )
+            lines += [sentence, ""]
     for exercise in document["exercises"]:
         lines += [
             _(

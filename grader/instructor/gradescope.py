@@ -96,6 +96,14 @@ def results_for(
         found = find_exercise_file(submission, record.file)
         path, problem = found.path, found.problem
         flags = scan(path) if path else []
+        if found.renamed_from:
+            lines.append(
+                _(
+                    "{found} was graded as {file}: name it exactly {file}",
+                    found=found.renamed_from,
+                    file=record.file,
+                )
+            )
         if flags:
             lines.append(
                 _(

@@ -40,7 +40,7 @@ COLOURS = {
 }
 
 # Flags that are about the file, the grader or the whole submission, not integrity.
-_NOT_INTEGRITY = ("missing-", "unusable-", "grader-error:", "no-result")
+_NOT_INTEGRITY = ("missing-", "unusable-", "renamed-", "grader-error:", "no-result")
 
 
 def integrity_flags(document: dict, exercise: str) -> list[str]:

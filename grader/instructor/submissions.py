@@ -13,8 +13,10 @@ import hashlib
 import shutil
 import stat
 import zipfile
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path, PurePosixPath
+
+from grader.engine.filenames import as_utf8, near_names
 
 MAX_FILES = 2000
 MAX_BYTES = 64 * 2**20
@@ -163,11 +165,16 @@ class ExerciseFile:
     problem: str = ""
     # No file of that name at all (flagged `missing-`, where several are `unusable-`).
     missing: bool = False
+    # The file graded was handed in under this near name (flagged `renamed-`).
+    renamed_from: str = ""
 
 
 def find_exercise_file(scratch: Path, filename: str) -> ExerciseFile:
     """The one file of that name anywhere inside, or None and the reason. A notebook of the
-    same stem (`ex8_2.ipynb`) will do instead: its code is written out as the file to grade."""
+    same stem (`ex8_2.ipynb`) will do instead: its code is written out as the file to grade.
+    Where there is neither, the one file of a near name (`Ex8_2 (1).py`, see
+    grader.engine.filenames) is graded as that file. Source saved as UTF-16 is graded as the
+    UTF-8 it holds. `scratch` is a copy: the file to grade may be written into it."""
     found = sorted(p for p in scratch.rglob(filename) if p.is_file())
     notebook = Path(filename).stem + ".ipynb"
     notebooks = sorted(p for p in scratch.rglob(notebook) if p.is_file())
@@ -177,14 +184,39 @@ def find_exercise_file(scratch: Path, filename: str) -> ExerciseFile:
         )
     if notebooks:
         found = notebooks
+    renamed = ""
     if not found:
-        return ExerciseFile(None, f"no {filename} (or {notebook}) in the submission", missing=True)
+        near = near_names(scratch, filename, IGNORED_PARTS)
+        names = ", ".join(p.relative_to(scratch).as_posix() for p in near)
+        if len(near) > 1:
+            return ExerciseFile(
+                None,
+                f"no {filename}, and several files of a near name ({names}): name the "
+                f"one to grade {filename}",
+            )
+        if not near:
+            return ExerciseFile(
+                None, f"no {filename} (or {notebook}) in the submission", missing=True
+            )
+        renamed, found = names, near
+        if near[0].suffix.lower() == ".ipynb":
+            notebooks = near
+        else:
+            found = [near[0].with_name(filename)]
+            shutil.copyfile(near[0], found[0])
     if len(found) > 1:
         names = ", ".join(str(p.relative_to(scratch)) for p in found)
         return ExerciseFile(
             None, f"several files named {found[0].name} ({names}): keep exactly one"
         )
-    return _code_of_notebook(found[0], filename) if notebooks else ExerciseFile(found[0])
+    if notebooks:
+        chosen = _code_of_notebook(found[0], filename)
+    else:
+        chosen = ExerciseFile(found[0])
+        converted = as_utf8(found[0].read_bytes())
+        if converted is not None:
+            found[0].write_bytes(converted)
+    return replace(chosen, renamed_from=renamed) if renamed and chosen.path else chosen
 
 
 def _code_of_notebook(notebook: Path, filename: str) -> ExerciseFile:

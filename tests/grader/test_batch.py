@@ -106,6 +106,11 @@ def classroom(tmp_path_factory):
     os.mkfifo(root / "piped" / "a-fifo")  # copying it would hang the grader
     write(root / "empty", "notes.txt", "I will hand it in tomorrow\n")
     write(root / "twice" / "a", "ex8_2.py", GOOD)
+    write(root / "downloaded", "Ex8-2 (1).py", GOOD)  # a near name: graded, flagged
+    write(root / "near-twice", "Ex8_2.py", GOOD)
+    write(root / "near-twice", "ex8_2 copy.py", GOOD)
+    (root / "powershell").mkdir()
+    (root / "powershell" / "ex8_2.py").write_bytes(GOOD.encode("utf-16"))  # `>` in PowerShell
     write(root / "twice" / "b", "ex8_2.py", GOOD)
     make_zip(root / "zipped.zip", {"hw/ex8_2.py": GOOD.encode()})
     make_zip(root / "zipslip.zip", {"../../escaped.py": b"x = 1\n", "ex8_2.py": GOOD.encode()})
@@ -153,6 +158,7 @@ def test_every_student_gets_a_row_and_the_batch_never_aborts(graded):
     assert rows[0].keys() == {"student", "8-2", "total", "max_total", "flags"}
     score = {r["student"]: float(r["total"]) for r in rows}
     assert score["good"] == score["nested"] == score["zipped"] == score["piped"] == 10.0
+    assert score["downloaded"] == score["powershell"] == 10.0
 
 
 @pytest.mark.parametrize(
@@ -200,6 +206,8 @@ def test_hard_coded_public_answers_pass_public_checks_only(graded):
         ("reader", "opens-solutions:8-2"),
         ("empty", "missing-8-2"),
         ("twice", "unusable-8-2"),
+        ("downloaded", "renamed-8-2"),
+        ("near-twice", "unusable-8-2"),
         ("zipslip", "unsafe-submission"),
         ("linked", "unsafe-submission"),
         ("corrupt", "unsafe-submission"),
@@ -221,6 +229,7 @@ def test_integrity_and_file_problems_are_flagged(graded, student, flag):
     [
         ("empty", "no ex8_2.py (or ex8_2.ipynb) in the submission"),
         ("twice", "several files named ex8_2.py (a/ex8_2.py, b/ex8_2.py)"),
+        ("near-twice", "several files of a near name (Ex8_2.py, ex8_2 copy.py)"),
         ("zipslip", "points outside the archive"),
         ("linked", "symbolic link"),
         ("corrupt", "not a readable zip archive"),
@@ -230,6 +239,17 @@ def test_unusable_submissions_score_zero_with_the_reason(graded, student, phrase
     _, _, results = graded
     assert results[student]["total"] == 0.0
     assert phrase in messages(results, student, "ScaledDotScore")
+
+
+def test_a_file_under_a_near_name_is_graded_and_its_student_told_the_right_name(graded):
+    from grader.instructor.outcomes import Outcome, part_outcomes
+
+    _, out, results = graded
+    feedback = (out / "feedback" / "downloaded.md").read_text()
+    assert "no file was named ex8_2.py" in feedback and "Name it exactly ex8_2.py" in feedback
+    # A file name is not an integrity question: the parts count as passed, not flagged.
+    assert set(part_outcomes(results["downloaded"]).values()) == {Outcome.PASSED}
+    assert "renamed-8-2" not in results["good"]["flags"]
 
 
 def test_results_and_solutions_are_out_of_reach_and_the_attempt_is_flagged(graded):

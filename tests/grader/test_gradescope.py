@@ -99,6 +99,23 @@ def test_a_missing_file_is_failed_with_full_points_possible(monkeypatch, tmp_pat
     assert all(t["output"].startswith("missing:") for t in results["tests"])
 
 
+def test_a_lone_file_of_a_near_name_is_graded_and_the_student_told_its_name(monkeypatch, tmp_path):
+    sandboxed(monkeypatch)
+    (tmp_path / "submission").mkdir()
+    (tmp_path / "submission" / "Ex8_2 (1).py").write_text("x = 1\n")
+    graded = []
+
+    def fake_grade(exercise_id, path, **kwargs):
+        graded.append(path.name)
+        parts = [part_result(p, Status.PASSED) for p in RECORD.parts]
+        return ExerciseResult(exercise_id, parts, submission=str(path))
+
+    monkeypatch.setattr(gradescope, "grade", fake_grade)
+    results = validate(gradescope.results_for(tmp_path / "submission", ["8-2"], 1, tmp_path))
+    assert graded == [RECORD.file] and results["score"] == RECORD.max_score
+    assert f"Ex8_2 (1).py was graded as {RECORD.file}" in results["output"]
+
+
 def write_metadata(root, assignment, submission):
     metadata = {"id": submission, "assignment": {"id": assignment}, "users": []}
     (root / "submission_metadata.json").write_text(json.dumps(metadata))
