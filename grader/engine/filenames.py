@@ -16,6 +16,8 @@ from pathlib import Path
 # a file manager, "ex8_2(1).py".
 _COPY_MARK = re.compile(r"(?:\s*\(\d+\)|\s+copy(?:\s+\d+)?)$", re.IGNORECASE)
 SUFFIXES = (".py", ".ipynb")
+# The byte order marks UTF-16 source starts with (little- and big-endian).
+_UTF16_MARKS = (b"\xff\xfe", b"\xfe\xff")
 
 
 def name_key(name: str) -> str:
@@ -25,13 +27,14 @@ def name_key(name: str) -> str:
     return re.sub(r"[\s\-]+", "_", stem).lower() + path.suffix.lower()
 
 
-def near_names(folder: Path, filename: str, ignored=frozenset()) -> list[Path]:
-    """The files under `folder` (any depth; none inside a folder named in `ignored`) whose name
-    is near `filename` or near its notebook (`ex8_2.ipynb`) without being either exactly."""
+def near_names(folder: Path, filename: str, ignored=frozenset(), anywhere=True) -> list[Path]:
+    """The files in `folder` (at any depth if `anywhere`; none inside a folder named in
+    `ignored`) whose name is near `filename` or near its notebook (`ex8_2.ipynb`) without being
+    either exactly."""
     wanted = {name_key(Path(filename).stem + suffix) for suffix in SUFFIXES}
     exact = {Path(filename).stem + suffix for suffix in SUFFIXES}
     found = []
-    for path in sorted(folder.rglob("*")):
+    for path in sorted(folder.rglob("*") if anywhere else folder.iterdir()):
         relative = path.relative_to(folder).parts
         if ignored & set(relative) or path.name in exact or not path.is_file():
             continue
@@ -43,7 +46,7 @@ def near_names(folder: Path, filename: str, ignored=frozenset()) -> list[Path]:
 def not_utf8(data: bytes) -> str:
     """The encoding a file's bytes are in when Python cannot read them as source ("UTF-16"),
     else "": Windows PowerShell's `>` and some editors save UTF-16."""
-    if data.startswith((b"\xff\xfe", b"\xfe\xff")):
+    if data.startswith(_UTF16_MARKS):
         return "UTF-16"
     sample = data[:4096]
     if b"\x00" not in sample:
@@ -55,7 +58,7 @@ def not_utf8(data: bytes) -> str:
 
 def as_utf8(data: bytes) -> bytes | None:
     """UTF-16 source (with its byte order mark) as UTF-8, or None where it is not that."""
-    if not data.startswith((b"\xff\xfe", b"\xfe\xff")):
+    if not data.startswith(_UTF16_MARKS):
         return None
     try:
         return data.decode("utf-16").encode("utf-8")

@@ -188,13 +188,14 @@ def written_answers(record: Exercise, folder: Path) -> list[dict]:
 def unloadable(path: Path) -> str:
     """A reason the file cannot even be parsed, or "". Parsing runs none of its code."""
     if not path.is_file():
-        near = near_names(path.parent, path.name) if path.parent.is_dir() else []
+        folder = path.parent
+        near = near_names(folder, path.name, anywhere=False) if folder.is_dir() else []
         if near:
             return _(
                 "{path} not found, but found {found}: rename the file to grade to {name} (the "
                 "exercise file must be named exactly that)",
                 path=path,
-                found=", ".join(p.relative_to(path.parent).as_posix() for p in near),
+                found=", ".join(p.name for p in near),
                 name=path.name,
             )
         return _(

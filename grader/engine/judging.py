@@ -52,7 +52,7 @@ def judge_part(part, cases, expected, outcome: Outcome, timeout: float, source=N
     except Exception as error:  # noqa: BLE001 - whatever a child reported is its own doing
         if not isinstance(error, ValueError):
             error = ValueError(_("the process reported a malformed result"))
-        message, limit = _("crashed: {error}", error=error), None
+        message = _("crashed: {error}", error=error)
         tail = outcome.log_tail.strip()[-2000:]
         last = printable(without_framework_logs(tail).strip()[-600:])
         if last:

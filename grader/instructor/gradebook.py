@@ -15,6 +15,7 @@ from grader.engine.results import ExerciseResult
 from grader.engine.spec import Exercise
 from grader.engine.status import Status
 from grader.i18n import N_, _, tr
+from grader.instructor.outcomes import FILE_FLAGS
 from grader.records import EXERCISES
 
 
@@ -41,9 +42,7 @@ def student_document(student, exercises: list[ExerciseResult], flags, seed, publ
 
 def _about(flag: str, exercise: str) -> bool:
     """Whether a student's flag is about this exercise (see grader.instructor.batch)."""
-    return flag.endswith(f":{exercise}") or flag in (
-        f"{kind}-{exercise}" for kind in ("missing", "unusable", "renamed")
-    )
+    return flag.endswith(f":{exercise}") or flag in (f"{kind}-{exercise}" for kind in FILE_FLAGS)
 
 
 def merge_previous(document: dict, previous: dict | None, regraded: list[str]) -> dict:
@@ -114,7 +113,7 @@ UNWRAPPED = 100_000
 
 
 def write_feedback(path: Path, document: dict, records: list[Exercise]) -> None:
-    titles = {r.id: tr(r.title) for r in [*EXERCISES.values(), *records]}
+    known = {r.id: r for r in [*EXERCISES.values(), *records]}
     lines = [
         _("# Feedback for {student}", student=document["student"]),
         "",
@@ -131,23 +130,23 @@ def write_feedback(path: Path, document: dict, records: list[Exercise]) -> None:
         ]
     if document["flags"]:
         lines += [_("Flags: {flags}", flags=", ".join(document["flags"])), ""]
-    files = {r.id: r.file for r in [*EXERCISES.values(), *records]}
     for flag in document["flags"]:
         exercise = flag.removeprefix("renamed-")
-        if flag.startswith("renamed-") and exercise in files:
+        if flag.startswith("renamed-") and exercise in known:
             sentence = _(
                 "Exercise {id}: no file was named {file}; the one file of a near name was "
                 "graded as it. Name it exactly {file} next time.",
                 id=exercise,
-                file=files[exercise],
+                file=known[exercise].file,
             )
             lines += [sentence, ""]
     for exercise in document["exercises"]:
+        record = known.get(exercise["exercise"])
         lines += [
             _(
                 "## Exercise {id}: {title}",
                 id=exercise["exercise"],
-                title=titles.get(exercise["exercise"], ""),
+                title=tr(record.title) if record else "",
             ),
             "",
             _("Score: {score:g} / {max:g}", score=exercise["score"], max=exercise["max_score"]),

@@ -39,8 +39,11 @@ COLOURS = {
     Outcome.GRADER_ERROR: "#000000",
 }
 
+# Flags about an exercise's file ("<kind>-<exercise>", grader.instructor.batch): none (missing),
+# none that can be graded (unusable), or one graded under a near name (renamed).
+FILE_FLAGS = ("missing", "unusable", "renamed")
 # Flags that are about the file, the grader or the whole submission, not integrity.
-_NOT_INTEGRITY = ("missing-", "unusable-", "renamed-", "grader-error:", "no-result")
+_NOT_INTEGRITY = (*(f"{kind}-" for kind in FILE_FLAGS), "grader-error:", "no-result")
 
 
 def integrity_flags(document: dict, exercise: str) -> list[str]:

@@ -304,7 +304,8 @@ def vector_jacobian(layer, inputs, variables, upstream):
             return layer.stateless_call(trainable_values, frozen, *input_values)[0]
 
         output, pullback = jax.vjp(forward, list(inputs), [v.value for v in trainable])
-        if tuple(_one_tensor(output, what).shape) != upstream.shape:
+        output = _one_tensor(output, what)
+        if tuple(output.shape) != upstream.shape:
             return output, []
         input_grads, trainable_grads = pullback(jax.numpy.asarray(upstream))
         grads = list(input_grads) + [trainable_grads[i] for i in positions]

@@ -39,8 +39,15 @@ def test_near_names_lists_near_files_only_outside_ignored_folders(tmp_path):
         (tmp_path / name).write_text("x = 1\n")
     (tmp_path / "__MACOSX").mkdir()
     (tmp_path / "__MACOSX" / "Ex8_2.py").write_text("junk")
+    (tmp_path / "week8").mkdir()
+    (tmp_path / "week8" / "ex8_2 copy.py").write_text("x = 1\n")
     found = near_names(tmp_path, "ex8_2.py", {"__MACOSX"})
-    assert [p.name for p in found] == ["Ex8-2 (1).py"]
+    assert [p.relative_to(tmp_path).as_posix() for p in found] == [
+        "Ex8-2 (1).py",
+        "week8/ex8_2 copy.py",
+    ]
+    here = near_names(tmp_path, "ex8_2.py", {"__MACOSX"}, anywhere=False)
+    assert [p.name for p in here] == ["Ex8-2 (1).py"]
 
 
 @pytest.mark.parametrize(
