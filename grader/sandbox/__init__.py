@@ -51,7 +51,11 @@ from grader import KIT
 from grader.sandbox import landlock, seccomp, supervisor
 
 # Kept from the grader's environment; anything else (tokens, paths of the instructor's) is not.
-ENVIRONMENT = ("PATH", "LANG", "LANGUAGE", "TZ", "PYTHONPATH", "VIRTUAL_ENV", "LD_LIBRARY_PATH")
+ENVIRONMENT = (
+    *("PATH", "LANG", "LANGUAGE", "TZ", "PYTHONPATH", "VIRTUAL_ENV", "LD_LIBRARY_PATH"),
+    # A maintainer's trace of the calls a child makes (grader.sandbox.seccomp).
+    "GRADER_SYSCALL_LOG",
+)
 # What Python itself needs on Windows (without SYSTEMROOT it cannot even seed its hashes), and
 # TensorFlow's and Keras's folders there; children on Windows are never sandboxed.
 WINDOWS_ENVIRONMENT = (
