@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import html as _html
+import json
 import re
 import unicodedata
 
@@ -112,6 +113,20 @@ def csv_cell(text, limit: int = LIMIT, newlines: bool = False) -> str:
 def csv_row(cells) -> list:
     """A row of cells for csv.writer: text made a safe cell, numbers as they are."""
     return [cell if isinstance(cell, (int, float)) else csv_cell(cell) for cell in cells]
+
+
+def json_text(data, **options) -> str:
+    """`json.dumps(data, ensure_ascii=False, **options)`, but every control or format character
+    (and lone surrogate) written as a `\\u` escape: the data read back are exactly the same (an
+    id stays the id), and no reader of the file sees the character itself."""
+    text = json.dumps(data, ensure_ascii=False, **options)
+    if text.isascii():  # json.dumps escaped the C0 controls; only DEL can be left
+        return text.replace("\x7f", "\\u007f")
+    return "".join(json.dumps(char)[1:-1] if _hidden(char) else char for char in text)
+
+
+def _hidden(char: str) -> bool:
+    return char == "\x7f" or (char >= "\x80" and unicodedata.category(char) in _DROPPED)
 
 
 # A student id used as a file name as it is: short, plain ASCII, not hidden, not an option.

@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from grader.engine.untrusted import markdown
+from grader.engine.untrusted import json_text, markdown
 from grader.instructor.gradebook import atomic_write, feedback_path, result_path, write_feedback
 from grader.instructor.late import load_late
 from grader.instructor.written import load_scores
@@ -42,7 +42,7 @@ def apply_adjustments(out: Path, documents: list[dict], records) -> None:
         student = document["student"]
         atomic_write(
             result_path(Path(out), student),
-            json.dumps(document, indent=1, ensure_ascii=False, sort_keys=True) + "\n",
+            json_text(document, indent=1, sort_keys=True) + "\n",
         )
         feedback = feedback_path(Path(out), student)
         write_feedback(feedback, document, records)

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from grader import sandbox
+from grader.engine import untrusted
 from grader.engine.cases import save_cases
 from grader.engine.grading import part_jobs, refused_counts, unloadable
 from grader.engine.judging import cannot_load, grader_failure, judge_part
@@ -521,6 +522,4 @@ def _read_json(path: Path):
 
 
 def _write_json(path: Path, data) -> None:
-    gradebook.atomic_write(
-        path, json.dumps(data, indent=1, ensure_ascii=False, sort_keys=True) + "\n"
-    )
+    gradebook.atomic_write(path, untrusted.json_text(data, indent=1, sort_keys=True) + "\n")

@@ -24,7 +24,7 @@ from pathlib import Path
 from grader import i18n
 from grader.engine.grading import grade
 from grader.engine.status import Status
-from grader.engine.untrusted import clean
+from grader.engine.untrusted import clean, json_text
 from grader.i18n import N_, _, n_, tr
 from grader.instructor.batch import BatchError, BatchOptions, require_sandbox
 from grader.instructor.gradebook import atomic_write
@@ -193,7 +193,7 @@ def results_for(
 
 def write_results(path: Path, results: dict) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    atomic_write(path, json.dumps(results, indent=1, ensure_ascii=False))
+    atomic_write(path, json_text(results, indent=1))
 
 
 def main(argv=None) -> int:

@@ -166,7 +166,7 @@ def write_similarity(out: Path, records, students: list[Student], stub_dir: Path
         "pairs": [asdict(p) for p in found],
         "files": files,
     }
-    atomic_write(Path(out) / RESULT_FILE, json.dumps(document, ensure_ascii=False))
+    atomic_write(Path(out) / RESULT_FILE, untrusted.json_text(document))
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
     writer.writerow(["exercise", "student_a", "student_b", "share_a", "share_b", "score"])

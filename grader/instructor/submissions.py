@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import ast
 import hashlib
+import os
 import shutil
 import stat
 import zipfile
@@ -70,7 +71,7 @@ def fingerprint(student: Student) -> str:
         else sorted(p for p in student.entry.rglob("*") if p.is_file() and not p.is_symlink())
     )
     for path in paths:
-        digest.update(str(path.relative_to(student.entry.parent)).encode())
+        digest.update(os.fsencode(path.relative_to(student.entry.parent)))  # any bytes
         try:
             digest.update(path.read_bytes())
         except OSError as error:  # unreadable: unpacking will say so; the stamp stays stable

@@ -190,7 +190,7 @@ def merge_scores(out: Path, sheet: Path, records, students: list[str]) -> int:
     (Path(out) / FOLDER).mkdir(parents=True, exist_ok=True)
     atomic_write(
         Path(out) / FOLDER / SCORES,
-        json.dumps(scores, indent=1, sort_keys=True, ensure_ascii=False),
+        untrusted.json_text(scores, indent=1, sort_keys=True),
     )
     return sum(len(by_part) for by_part in merged.values())
 
