@@ -400,7 +400,8 @@ def batch(
         )
     )
     if summary.not_final:
-        names = ", ".join(summary.not_final[:5]) + (", …" if len(summary.not_final) > 5 else "")
+        names = ", ".join(_shown(s) for s in summary.not_final[:5])
+        names += ", …" if len(summary.not_final) > 5 else ""
         click.echo(
             _(
                 "The grader itself failed on some part of {count} students ({names}): not "
@@ -416,7 +417,7 @@ def batch(
                 "No longer in {submissions}, so moved to {removed}: {names}",
                 submissions=submissions,
                 removed=summary.out / "removed",
-                names=", ".join(summary.removed),
+                names=", ".join(_shown(s) for s in summary.removed),
             ),
             err=True,
         )
@@ -426,6 +427,13 @@ def batch(
     )
     for name in names:
         click.echo(f"  {summary.out / name}")
+
+
+def _shown(student: str) -> str:
+    """A student id (a folder's name: anything) on one terminal line, without escapes."""
+    from grader.engine.untrusted import clean
+
+    return clean(student, 120, newlines=False)
 
 
 class _BatchProgress:
@@ -456,7 +464,8 @@ class _BatchProgress:
         if self.bar:
             self.bar.advance(self.task)
         elif self.enabled:
-            click.echo(f"  {student}: {document['total']:g}/{document['max_total']:g}", err=True)
+            total = f"{document['total']:g}/{document['max_total']:g}"
+            click.echo(f"  {_shown(student)}: {total}", err=True)
 
 
 @main.command("merge")

@@ -2,22 +2,36 @@
 
 This is the only channel between the grader and the processes that run submitted code: what a
 child writes is data (numeric arrays and a JSON document), never objects, so reading it back
-cannot run anything.
+cannot run anything. Reading is also bounded by construction, because a child controls every
+byte of the file: members are stored (never inflated), each header's sizes are checked before
+a byte is read, and each array's dtype and shape are checked before it is made. A file that
+breaks any of this is a BundleError (the child's crash, never the grader's).
 """
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import stat
+import zipfile
 from pathlib import Path
 
 import numpy as np
+from numpy.lib import format as npy
 
 from grader.engine.spec import Case
 
 META_KEY = "__meta__"
 MAX_BUNDLE_BYTES = 256 * 1024 * 1024
+# Bounds on what one bundle may hold, each checked before anything is read or allocated.
+MAX_MEMBERS = 20_000
+MAX_MEMBER_BYTES = 128 * 1024 * 1024
+MAX_META_BYTES = 32 * 1024 * 1024
+MAX_META_DEPTH = 64
+MAX_DIMS = 16
+# Numeric and boolean arrays only: no objects (pickle), strings, void or structured records.
+NUMERIC_KINDS = "biuf"
 
 
 class BundleError(ValueError):
@@ -25,7 +39,8 @@ class BundleError(ValueError):
 
 
 def save_bundle(path: str | os.PathLike, meta: dict, arrays: dict[str, np.ndarray]) -> None:
-    """Write atomically, so a reader never sees half a file."""
+    """Write atomically, so a reader never sees half a file; uncompressed (np.savez stores),
+    because load_bundle refuses to inflate anything."""
     path = Path(path)
     encoded = np.frombuffer(json.dumps(meta).encode("utf-8"), dtype=np.uint8)
     temporary = path.with_name(path.name + ".partial")
@@ -47,6 +62,8 @@ def open_plain_file(path: str | os.PathLike):
 
 
 def load_bundle(path: str | os.PathLike) -> tuple[dict, dict[str, np.ndarray]]:
+    """The metadata and arrays of a bundle; BundleError if it is anything but the plain file
+    save_bundle writes, within the bounds above."""
     path = Path(path)
     name = path.name  # messages may reach a student: no folders of the grader's in them
     try:
@@ -57,22 +74,93 @@ def load_bundle(path: str | os.PathLike) -> tuple[dict, dict[str, np.ndarray]]:
         if os.fstat(handle.fileno()).st_size > MAX_BUNDLE_BYTES:
             raise BundleError(f"{name} is larger than {MAX_BUNDLE_BYTES // 2**20} MiB")
         try:
-            with np.load(handle, allow_pickle=False) as archive:
-                arrays = {key: archive[key] for key in archive.files}
+            arrays = _read_members(handle, name)
+        except BundleError:
+            raise
         except Exception as error:  # a corrupt or hostile file: report, never trust
             raise BundleError(f"{name} is not a readable array bundle: {error}") from None
     if META_KEY not in arrays:
         raise BundleError(f"{name} has no metadata")
+    encoded = arrays.pop(META_KEY)
+    if encoded.dtype != np.uint8 or encoded.ndim != 1 or encoded.size > MAX_META_BYTES:
+        raise BundleError(f"{name} metadata is not a JSON text of at most {MAX_META_BYTES} bytes")
     try:
-        meta = json.loads(arrays.pop(META_KEY).tobytes().decode("utf-8"))
+        meta = json.loads(encoded.tobytes().decode("utf-8"))
     except (ValueError, RecursionError) as error:  # nested a million deep, say
         raise BundleError(f"{name} has unreadable metadata: {type(error).__name__}") from None
     if not isinstance(meta, dict):
         raise BundleError(f"{name} metadata is not a JSON object")
-    for key, value in arrays.items():
-        if value.dtype.kind not in "biuf":
-            raise BundleError(f"{name}: array {key!r} has non-numeric dtype {value.dtype}")
+    if _depth(meta) > MAX_META_DEPTH:
+        raise BundleError(f"{name} metadata is nested deeper than {MAX_META_DEPTH}")
     return meta, arrays
+
+
+def _read_members(handle, name: str) -> dict[str, np.ndarray]:
+    """Every `.npy` member, each checked from its zip and array headers before it is read."""
+    with zipfile.ZipFile(handle) as archive:
+        members = archive.infolist()
+        if len(members) > MAX_MEMBERS:
+            raise BundleError(f"{name} holds {len(members)} arrays (at most {MAX_MEMBERS})")
+        total, arrays = 0, {}
+        for member in members:
+            key = member.filename.removesuffix(".npy")
+            if member.compress_type != zipfile.ZIP_STORED:
+                raise BundleError(f"{name}: {key!r} is compressed; bundles are stored as is")
+            if member.file_size != member.compress_size or member.file_size > MAX_MEMBER_BYTES:
+                raise BundleError(
+                    f"{name}: {key!r} declares {member.file_size} bytes (stored: at most "
+                    f"{MAX_MEMBER_BYTES} bytes, the same compressed and not)"
+                )
+            total += member.file_size
+            if total > MAX_BUNDLE_BYTES:
+                raise BundleError(f"{name} holds more than {MAX_BUNDLE_BYTES // 2**20} MiB")
+            if not member.filename.endswith(".npy") or key in arrays:
+                raise BundleError(f"{name}: {member.filename!r} is not one array of its own")
+            with archive.open(member) as source:
+                data = source.read(member.file_size + 1)
+            if len(data) != member.file_size:
+                raise BundleError(f"{name}: {key!r} is not the size its header says")
+            arrays[key] = _array(data, name, key)
+    return arrays
+
+
+def _array(data: bytes, name: str, key: str) -> np.ndarray:
+    """One `.npy` member: its header checked (numeric dtype, bounded shape, the data exactly
+    as long as they say) before the array is made, as a writable copy."""
+    stream = io.BytesIO(data)
+    version = npy.read_magic(stream)
+    if version == (1, 0):
+        shape, fortran, dtype = npy.read_array_header_1_0(stream)
+    elif version == (2, 0):
+        shape, fortran, dtype = npy.read_array_header_2_0(stream)
+    else:
+        raise BundleError(f"{name}: {key!r} has an array header of version {version}")
+    if dtype.kind not in NUMERIC_KINDS or dtype.fields is not None or dtype.subdtype is not None:
+        raise BundleError(f"{name}: array {key!r} has non-numeric dtype {dtype}")
+    if len(shape) > MAX_DIMS or any(size > MAX_MEMBER_BYTES for size in shape):
+        raise BundleError(f"{name}: array {key!r} has a shape out of bounds")
+    count = 1
+    for size in shape:
+        count *= size
+    offset = stream.tell()
+    if count * dtype.itemsize != len(data) - offset:
+        raise BundleError(f"{name}: array {key!r} is not as long as its shape {shape} says")
+    flat = np.frombuffer(bytearray(data[offset:]), dtype=dtype, count=count)
+    return flat.reshape(shape, order="F" if fortran else "C")
+
+
+def _depth(value) -> int:
+    """How deeply a JSON value nests, without recursion."""
+    deepest, stack = 0, [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, (dict, list)):
+            deepest = max(deepest, depth)
+            if depth > MAX_META_DEPTH:
+                break
+            children = item.values() if isinstance(item, dict) else item
+            stack.extend((child, depth + 1) for child in children)
+    return deepest
 
 
 def cases_to_bundle(cases: list[Case]) -> tuple[list[dict], dict[str, np.ndarray]]:

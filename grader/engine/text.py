@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import re
 
+from grader.engine.untrusted import clean
+
 _ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]")
 
 
@@ -34,7 +36,7 @@ def printable(text, limit: int = 2000) -> str:
     """Text from a child, safe to print and to show a student: no terminal escapes or control
     characters, no traceback frames and no file paths (of the grader's, or anyone's: a file is
     named by its name alone)."""
-    return scrub(_CONTROL.sub("", _ANSI.sub("", str(text))))[:limit]
+    return scrub(clean(text, limit=10 * limit + 10_000))[:limit]
 
 
 def scrub(text: str) -> str:

@@ -8,7 +8,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from grader.instructor.gradebook import atomic_write, write_feedback
+from grader.engine.untrusted import json_text, markdown
+from grader.instructor.gradebook import atomic_write, feedback_path, result_path, write_feedback
 from grader.instructor.late import load_late
 from grader.instructor.written import load_scores
 
@@ -40,10 +41,10 @@ def apply_adjustments(out: Path, documents: list[dict], records) -> None:
             continue
         student = document["student"]
         atomic_write(
-            Path(out) / "results" / f"{student}.json",
-            json.dumps(document, indent=1, ensure_ascii=False, sort_keys=True) + "\n",
+            result_path(Path(out), student),
+            json_text(document, indent=1, sort_keys=True) + "\n",
         )
-        feedback = Path(out) / "feedback" / f"{student}.md"
+        feedback = feedback_path(Path(out), student)
         write_feedback(feedback, document, records)
         atomic_write(feedback, feedback.read_text(encoding="utf-8") + feedback_lines(document))
 
@@ -51,9 +52,9 @@ def apply_adjustments(out: Path, documents: list[dict], records) -> None:
 def feedback_lines(document: dict) -> str:
     lines = []
     for key, entry in sorted(document.get("written", {}).items()):
-        lines.append(f"- **{key}** (written) {entry['points']:g}/{entry['max_points']:g}")
+        lines.append(f"- **{markdown(key)}** (written) {entry['points']:g}/{entry['max_points']:g}")
         if entry.get("comment"):
-            lines.append(f"  - {entry['comment']}")
+            lines.append(f"  - {markdown(entry['comment'])}")
     if "late" in document:
         late = document["late"]
         lines.append(

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from grader import sandbox
+from grader.engine import untrusted
 from grader.engine.cases import save_cases
 from grader.engine.grading import part_jobs, refused_counts, unloadable
 from grader.engine.judging import cannot_load, grader_failure, judge_part
@@ -29,6 +30,7 @@ from grader.engine.results import ExerciseResult, PartResult
 from grader.engine.spec import Exercise
 from grader.engine.status import Limit
 from grader.engine.text import printable
+from grader.engine.untrusted import file_stem
 from grader.i18n import N_, tr
 from grader.instructor import gradebook
 from grader.instructor.student_page import StudentPage
@@ -191,7 +193,7 @@ def run_batch(
     pending = []
     for student in students:
         stamp = _stamp(student, options, seed)
-        previous = _read_json(out / "results" / f"{student.id}.json")
+        previous = _read_json(gradebook.result_path(out, student.id))
         if previous and previous.get("stamp") == stamp and previous.get("final", True):
             summary.skipped.append(student.id)
         else:
@@ -415,7 +417,9 @@ def _plan_student(run: _Run, student: Student, stamp: str, home: Path, jobs: lis
 def _finish(run: _Run, plan: _Plan) -> None:
     """Judge a student's parts, then write their result and feedback (and tell `on_student`)."""
     exercises, flags, refused, grader_errors = [], list(plan.flags), {}, {}
-    page = StudentPage(run.out / "feedback" / f"{plan.student.id}.html", run.options.pictures)
+    page = StudentPage(
+        run.out / "feedback" / f"{file_stem(plan.student.id)}.html", run.options.pictures
+    )
     for record in run.records:
         result = ExerciseResult(record.id, [], submission=plan.student.id, seed=run.seed)
         if record.id in plan.problems:
@@ -464,10 +468,12 @@ def _finish(run: _Run, plan: _Plan) -> None:
         document["grader_errors"] = grader_errors
     if refused:
         document["refused"] = refused
-    path = run.out / "results" / f"{plan.student.id}.json"
+    path = gradebook.result_path(run.out, plan.student.id)
     document = gradebook.merge_previous(document, _read_json(path), run.options.exercises)
     _write_json(path, document)
-    gradebook.write_feedback(run.out / "feedback" / f"{plan.student.id}.md", document, run.records)
+    gradebook.write_feedback(
+        gradebook.feedback_path(run.out, plan.student.id), document, run.records
+    )
     page.write(plan.student.id, run.records, exercises)
     run.summary.graded.append(plan.student.id)
     if grader_errors:
@@ -516,6 +522,4 @@ def _read_json(path: Path):
 
 
 def _write_json(path: Path, data) -> None:
-    gradebook.atomic_write(
-        path, json.dumps(data, indent=1, ensure_ascii=False, sort_keys=True) + "\n"
-    )
+    gradebook.atomic_write(path, untrusted.json_text(data, indent=1, sort_keys=True) + "\n")

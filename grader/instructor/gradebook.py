@@ -1,6 +1,10 @@
 """What a batch leaves in its output folder: per-student results and feedback, the gradebook,
 a JUnit file and the HTML report. Everything is written from the per-student result files, so
-a resumed run produces the same files as an uninterrupted one."""
+a resumed run produces the same files as an uninterrupted one.
+
+A student's files are named by grader.engine.untrusted.file_stem (a folder's name may be
+anything a file system allows), and every text written goes through that module's escaper for
+its output: ids and messages come from students and their code."""
 
 from __future__ import annotations
 
@@ -9,8 +13,8 @@ import io
 import json
 import os
 from pathlib import Path
-from xml.sax.saxutils import escape, quoteattr
 
+from grader.engine import untrusted
 from grader.engine.results import ExerciseResult
 from grader.engine.spec import Exercise
 from grader.engine.status import Status
@@ -79,14 +83,39 @@ def merge_previous(document: dict, previous: dict | None, regraded: list[str]) -
     return merged
 
 
+def result_path(out: Path, student: str) -> Path:
+    return Path(out) / "results" / f"{untrusted.file_stem(student)}.json"
+
+
+def feedback_path(out: Path, student: str) -> Path:
+    return Path(out) / "feedback" / f"{untrusted.file_stem(student)}.md"
+
+
+def _student_of(result: Path) -> str:
+    """The id a result file is about (its name is only derived from it)."""
+    try:
+        document = json.loads(result.read_text(encoding="utf-8"))
+        if isinstance(document, dict) and isinstance(document.get("student"), str):
+            return document["student"]
+    except (OSError, ValueError):
+        pass
+    return result.stem
+
+
+def students_in(out: Path) -> list[str]:
+    """The students that have a result in `out`."""
+    return sorted(_student_of(path) for path in (Path(out) / "results").glob("*.json"))
+
+
 def set_aside_removed(out: Path, students: list[str]) -> list[str]:
     """Move the results and feedback of students no longer among the submissions to
     `out/removed/` (kept, not graded, not in the gradebook); returns who was moved."""
-    present = set(students)
+    present = {untrusted.file_stem(student) for student in students}
     moved = []
     for result in sorted((out / "results").glob("*.json")):
         if result.stem in present:
             continue
+        student = _student_of(result)
         for kind, name in (
             ("results", f"{result.stem}.json"),
             ("feedback", f"{result.stem}.md"),
@@ -96,7 +125,7 @@ def set_aside_removed(out: Path, students: list[str]) -> list[str]:
             if source.exists():
                 (out / "removed" / kind).mkdir(parents=True, exist_ok=True)
                 os.replace(source, out / "removed" / kind / name)
-        moved.append(result.stem)
+        moved.append(student)
     return moved
 
 
@@ -114,8 +143,9 @@ UNWRAPPED = 100_000
 
 def write_feedback(path: Path, document: dict, records: list[Exercise]) -> None:
     known = {r.id: r for r in [*EXERCISES.values(), *records]}
+    md = untrusted.markdown
     lines = [
-        _("# Feedback for {student}", student=document["student"]),
+        _("# Feedback for {student}", student=md(document["student"])),
         "",
         _("Total: {total:g} / {max:g}", total=document["total"], max=document["max_total"]),
         "",
@@ -129,7 +159,7 @@ def write_feedback(path: Path, document: dict, records: list[Exercise]) -> None:
             "",
         ]
     if document["flags"]:
-        lines += [_("Flags: {flags}", flags=", ".join(document["flags"])), ""]
+        lines += [_("Flags: {flags}", flags=md(", ".join(document["flags"]))), ""]
     for flag in document["flags"]:
         exercise = flag.removeprefix("renamed-")
         if flag.startswith("renamed-") and exercise in known:
@@ -153,13 +183,13 @@ def write_feedback(path: Path, document: dict, records: list[Exercise]) -> None:
             "",
         ]
         common, shown = _problems(exercise)
-        lines += [line.strip() for line in common]
+        lines += [md(line.strip()) for line in common]
         for part in exercise["parts"]:
             lines.append(
-                f"- **{part['name']}** {part['score']:g}/{part['max_score']:g} — "
-                f"{tr(part['status'].replace('_', ' '))}"
+                f"- **{md(part['name'])}** {part['score']:g}/{part['max_score']:g} — "
+                f"{md(tr(part['status'].replace('_', ' ')))}"
             )
-            lines += [f"  - {line.strip()}" for line in shown.get(part["name"], [])]
+            lines += [f"  - {md(line.strip())}" for line in shown.get(part["name"], [])]
         lines.append("")
     atomic_write(path, "\n".join(lines))
 
@@ -183,7 +213,7 @@ def load_documents(out: Path, students: list[str]) -> list[dict]:
     documents = []
     for student in sorted(students):
         try:
-            document = json.loads((out / "results" / f"{student}.json").read_text("utf-8"))
+            document = json.loads(result_path(out, student).read_text("utf-8"))
             if not isinstance(document, dict) or "exercises" not in document:
                 raise ValueError("not a result")
         except (OSError, ValueError):
@@ -207,7 +237,9 @@ def grades_csv(documents: list[dict], records: list[Exercise]) -> str:
 
     extra_heads, extra_cells = extra_columns(documents)
     writer.writerow(
-        ["student", *[r.id for r in records], "total", "max_total", "flags", *extra_heads]
+        untrusted.csv_row(
+            ["student", *[r.id for r in records], "total", "max_total", "flags", *extra_heads]
+        )
     )
     for document in documents:
         scores = {e["exercise"]: f"{e['score']:g}" for e in document["exercises"]}
@@ -217,36 +249,41 @@ def grades_csv(documents: list[dict], records: list[Exercise]) -> str:
             scores = {r.id: "" for r in records}
         final = document.get("final", True)
         writer.writerow(
-            [
-                document["student"],
-                *[scores.get(r.id, "0") for r in records],
-                f"{document['total']:g}" if final else "",
-                f"{document['max_total']:g}" if document["exercises"] else "",
-                ";".join(document["flags"]),
-                *extra_cells(document),
-            ]
+            untrusted.csv_row(
+                [
+                    document["student"],
+                    *[scores.get(r.id, "0") for r in records],
+                    f"{document['total']:g}" if final else "",
+                    f"{document['max_total']:g}" if document["exercises"] else "",
+                    ";".join(document["flags"]),
+                    *extra_cells(document),
+                ]
+            )
         )
     return buffer.getvalue()
 
 
 def junit_xml(documents: list[dict]) -> str:
-    """One test case per student and part: for CI systems that read JUnit."""
+    """One test case per student and part: for CI systems that read JUnit (well-formed XML
+    whatever the ids and messages hold)."""
+    xml = untrusted.xml
     cases, failures = [], 0
     for document in documents:
         for exercise in document["exercises"]:
             for part in exercise["parts"]:
-                name = quoteattr(f"{exercise['exercise']} {part['name']}")
-                classname = quoteattr(document["student"])
+                name = xml(f"{exercise['exercise']} {part['name']}", newlines=False)
+                classname = xml(document["student"], newlines=False)
                 if part["status"] == Status.PASSED:
-                    cases.append(f"  <testcase classname={classname} name={name}/>")
+                    cases.append(f'  <testcase classname="{classname}" name="{name}"/>')
                     continue
                 failures += 1
                 text = "\n".join(
                     f"{c['name']}: {c['message']}" for c in part["checks"] if not c["passed"]
                 )
                 cases.append(
-                    f"  <testcase classname={classname} name={name}>\n"
-                    f"    <failure message={quoteattr(part['status'])}>{escape(text)}</failure>\n"
+                    f'  <testcase classname="{classname}" name="{name}">\n'
+                    f'    <failure message="{xml(part["status"], newlines=False)}">'
+                    f"{xml(text, 20_000)}</failure>\n"
                     "  </testcase>"
                 )
     return (
@@ -280,5 +317,6 @@ def write_all(
 def atomic_write(path: Path, text: str) -> None:
     """Write through a temporary file, so a reader (or a resumed run) never sees half a file."""
     temporary = path.with_name(path.name + ".partial")
-    temporary.write_text(text, encoding="utf-8")
+    # "replace": a lone surrogate (from a child's JSON, "\ud800") must not stop the batch.
+    temporary.write_bytes(text.encode("utf-8", "replace"))
     os.replace(temporary, path)

@@ -24,6 +24,7 @@ from pathlib import Path
 from grader import i18n
 from grader.engine.grading import grade
 from grader.engine.status import Status
+from grader.engine.untrusted import clean, json_text
 from grader.i18n import N_, _, n_, tr
 from grader.instructor.batch import BatchError, BatchOptions, require_sandbox
 from grader.instructor.gradebook import atomic_write
@@ -63,14 +64,20 @@ def hidden_seed(key: str, root: Path) -> int:
     return int.from_bytes(mac[:8], "big") % 2**31
 
 
+# A test's output is shown up to this many characters.
+OUTPUT_CHARS = 20_000
+
+
 def _test(name: str, score: float, max_score: float, output: str, visibility: str) -> dict:
-    """One row of `tests`, its status computed from its points (the schema's two words)."""
+    """One row of `tests`, its status computed from its points (the schema's two words). Its
+    texts hold a child's messages: cleaned, and shown by Gradescope as plain text."""
     return {
-        "name": name,
+        "name": clean(name, 500, newlines=False),
         "score": float(score),
         "max_score": float(max_score),
         "status": "passed" if max_score > 0 and score >= max_score else "failed",
-        "output": output,
+        "output": clean(output, OUTPUT_CHARS),
+        "output_format": "text",
         "visibility": visibility,
     }
 
@@ -177,7 +184,8 @@ def results_for(
                 tests.append(row)
     return {
         "score": float(sum(t["score"] for t in tests)),
-        "output": "\n".join(lines) or _("Graded."),
+        "output": clean("\n".join(lines), OUTPUT_CHARS) or _("Graded."),
+        "output_format": "text",
         "extra_data": {"hidden_seed": seed},
         "tests": tests,
     }
@@ -185,7 +193,7 @@ def results_for(
 
 def write_results(path: Path, results: dict) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    atomic_write(path, json.dumps(results, indent=1, ensure_ascii=False))
+    atomic_write(path, json_text(results, indent=1))
 
 
 def main(argv=None) -> int:

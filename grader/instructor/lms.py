@@ -19,7 +19,8 @@ import io
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from grader.instructor.gradebook import atomic_write
+from grader.engine.untrusted import csv_cell, csv_row
+from grader.instructor.gradebook import atomic_write, students_in
 
 SYSTEMS = ("canvas", "moodle", "csv")
 CANVAS_IDENTITY = ("Student", "ID", "SIS User ID", "SIS Login ID", "Section")
@@ -126,7 +127,9 @@ def read_totals(out: Path) -> dict[str, str]:
         ) from None
     if rows and not {"student", "total"} <= rows[0].keys():
         raise LmsError(f"{path} has no student and total columns: is it a batch's grades.csv?")
-    return {row["student"]: row["total"] for row in rows}
+    # grades.csv shows an id as a safe cell ("'=x" for "=x"): back to the id the roster names.
+    ids = {csv_cell(student): student for student in students_in(out)}
+    return {ids.get(row["student"], row["student"]): row["total"] for row in rows}
 
 
 def export_grades(
@@ -155,8 +158,8 @@ def export_grades(
         header, rows = _plain(roster, export.exported, totals, column)
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
-    writer.writerow(header)
-    writer.writerows(rows)
+    writer.writerow(csv_row(header))
+    writer.writerows(csv_row(row) for row in rows)
     export.path.parent.mkdir(parents=True, exist_ok=True)
     atomic_write(export.path, buffer.getvalue())
     return export

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import re
 import sys
 
@@ -11,6 +12,7 @@ from grader.engine import feedback
 from grader.engine.results import ExerciseResult
 from grader.engine.spec import Exercise
 from grader.engine.status import Answer, CaseStatus, Status
+from grader.engine.untrusted import terminal
 from grader.i18n import N_, _, display_width, pad, stub_path, tr
 
 COLOURS = {
@@ -49,6 +51,8 @@ def render(
 ) -> str:
     """`again`: the command that grades the same files again (the student's own options); by
     default `grader check <id>`."""
+
+    result = cleaned(result)
 
     def style(text, **kwargs):
         return click.style(text, **kwargs) if color is not False else text
@@ -123,6 +127,7 @@ def problem_lines(
     does not load, shown once), and under each failed part its most useful problems, each once
     (grader.engine.feedback). `first_causes` (part -> parts to fix first) defaults to those
     read from the submitted file."""
+    result = cleaned(result)
     common = feedback.common_failure(result)
     if common:
         return feedback.wrap(f"{fail_mark} {common}", width, "  "), {}
@@ -148,6 +153,23 @@ def problem_lines(
         )
         shown[part.name] = feedback.part_lines(part, before, width)
     return [], shown
+
+
+# A check's message, detail or raw error is shown up to this many characters.
+MESSAGE_CHARS = 20_000
+
+
+def cleaned(result: ExerciseResult) -> ExerciseResult:
+    """A copy of `result` whose texts (a child's error messages, a submission's name) have no
+    escape sequences or control characters: this module's colours are the only ones shown."""
+    result = copy.deepcopy(result)
+    result.submission = terminal(result.submission, 1000)
+    for part in result.parts:
+        for check in part.checks:
+            check.message = terminal(check.message, MESSAGE_CHARS)
+            check.detail = terminal(check.detail, MESSAGE_CHARS)
+            check.raw = terminal(check.raw, MESSAGE_CHARS)
+    return result
 
 
 def _to_do(hint: str) -> str:

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import math
 from collections import Counter, defaultdict
-from html import escape
 from urllib.parse import quote
 
 from grader.engine.spec import Exercise
 from grader.engine.status import Status
+from grader.engine.untrusted import file_stem
+from grader.engine.untrusted import html as escape  # every text shown: cleaned, then escaped
 from grader.instructor.outcomes import COLOURS, ORDER, Outcome, part_outcomes
 
 STYLE = """
@@ -271,7 +272,7 @@ def _student_row(document: dict, records: list[Exercise], outcomes: dict) -> str
     final = document.get("final", True)
     total = f"{document['total']:g}/{document['max_total']:g}" if final else "not final"
     return (
-        f'<tr><td><a href="feedback/{quote(document["student"])}.md">'
+        f'<tr><td><a href="feedback/{quote(file_stem(document["student"]))}.md">'
         f"{escape(document['student'])}</a></td>" + "".join(cells) + f"<td class=num>{total}</td>"
         f"<td class=flag>{escape(', '.join(document['flags']))}</td></tr>"
     )

@@ -26,9 +26,9 @@ import shutil
 import tempfile
 from collections import Counter
 from dataclasses import asdict, dataclass
-from html import escape
 from pathlib import Path
 
+from grader.engine import untrusted
 from grader.instructor.gradebook import atomic_write
 from grader.instructor.submissions import (
     Student,
@@ -49,6 +49,11 @@ COMMON_SHARE = 0.25
 MAX_CHARS = 200_000  # a longer file is cut: a fingerprint of its start is enough to compare
 RESULT_FILE = "similarity.json"
 CSV_FILE = "similarity.csv"
+
+
+def escape(text) -> str:
+    """For the report: cleaned and escaped (code and ids come from students)."""
+    return untrusted.html(text, MAX_CHARS)
 
 
 @dataclass
@@ -161,13 +166,15 @@ def write_similarity(out: Path, records, students: list[Student], stub_dir: Path
         "pairs": [asdict(p) for p in found],
         "files": files,
     }
-    atomic_write(Path(out) / RESULT_FILE, json.dumps(document, ensure_ascii=False))
+    atomic_write(Path(out) / RESULT_FILE, untrusted.json_text(document))
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
     writer.writerow(["exercise", "student_a", "student_b", "share_a", "share_b", "score"])
     for p in found:
         writer.writerow(
-            [p.exercise, p.first, p.second, p.first_share, p.second_share, f"{p.score:.3f}"]
+            untrusted.csv_row(
+                [p.exercise, p.first, p.second, p.first_share, p.second_share, f"{p.score:.3f}"]
+            )
         )
     atomic_write(Path(out) / CSV_FILE, buffer.getvalue())
     return found

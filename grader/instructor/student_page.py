@@ -8,11 +8,11 @@ grade and the rest of the batch go on, and the page says what is missing."""
 from __future__ import annotations
 
 import os
-from html import escape
 from pathlib import Path
 
 from grader.engine.results import ExerciseResult
 from grader.engine.spec import Exercise
+from grader.engine.untrusted import html as escape  # cleaned, bounded, then escaped
 from grader.i18n import _
 
 

@@ -1,6 +1,8 @@
 """A class's submissions: one entry per student, unpacked safely, scanned before anything runs.
 
-An entry is a folder or a `.zip`; the student id is its name (without `.zip`). Archives are
+An entry is a folder or a `.zip`; the student id is its name (without `.zip`), whatever it
+holds (see `student_id`; files are named after it with grader.engine.untrusted.file_stem, text
+shows it through that module's escapers). Archives are
 opened with limits and without trusting their paths: no member may land outside the scratch
 folder (zip-slip), symbolic links are never created or followed, and sizes and counts are
 capped. Folders are copied file by file, skipping links. Nothing here runs submitted code.
@@ -10,6 +12,7 @@ from __future__ import annotations
 
 import ast
 import hashlib
+import os
 import shutil
 import stat
 import zipfile
@@ -47,10 +50,16 @@ def discover(submissions: Path) -> list[Student]:
         if entry.name.startswith(".") or entry.is_symlink():
             continue
         if entry.is_dir():
-            students.append(Student(entry.name, entry))
+            students.append(Student(student_id(entry.name), entry))
         elif entry.suffix.lower() == ".zip":
-            students.append(Student(entry.stem, entry))
+            students.append(Student(student_id(entry.stem), entry))
     return students
+
+
+def student_id(name: str) -> str:
+    """A folder's name as a student id that can be written as UTF-8: a byte the file system's
+    encoding could not decode is written `\\xNN` instead of being lost (or stopping a writer)."""
+    return name.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
 
 
 def fingerprint(student: Student) -> str:
@@ -62,7 +71,7 @@ def fingerprint(student: Student) -> str:
         else sorted(p for p in student.entry.rglob("*") if p.is_file() and not p.is_symlink())
     )
     for path in paths:
-        digest.update(str(path.relative_to(student.entry.parent)).encode())
+        digest.update(os.fsencode(path.relative_to(student.entry.parent)))  # any bytes
         try:
             digest.update(path.read_bytes())
         except OSError as error:  # unreadable: unpacking will say so; the stamp stays stable

@@ -16,12 +16,21 @@ import io
 import json
 import shutil
 import tempfile
-from html import escape
 from pathlib import Path
 
+from grader.engine import untrusted
 from grader.engine.grading import ANSWER_PLACEHOLDER
 from grader.instructor.gradebook import atomic_write
 from grader.instructor.submissions import Student, UnsafeSubmission, unpack
+
+# A written answer is long: shown and kept up to this many characters.
+ANSWER_CHARS = 20_000
+
+
+def escape(text) -> str:
+    """For the review page: cleaned and escaped (answers and ids come from students)."""
+    return untrusted.html(text, ANSWER_CHARS)
+
 
 FOLDER = "written"
 SCORES = "scores.json"
@@ -78,13 +87,17 @@ def write_review_sheet(out: Path, records, students: list[Student]) -> Path | No
                 points = kept.get("points", "")
                 writer.writerow(
                     [
-                        student,
-                        record.id,
-                        part.name,
-                        f"{part.points:g}",
-                        f"{points:g}" if points != "" else "",
-                        kept.get("comment", ""),
-                        answers[student],
+                        *untrusted.csv_row(
+                            [
+                                student,
+                                record.id,
+                                part.name,
+                                f"{part.points:g}",
+                                f"{points:g}" if points != "" else "",
+                                kept.get("comment", ""),
+                            ]
+                        ),
+                        untrusted.csv_cell(answers[student], ANSWER_CHARS, newlines=True),
                     ]
                 )
                 body = escape(answers[student]) or "<i>no answer written</i>"
@@ -128,9 +141,13 @@ def merge_scores(out: Path, sheet: Path, records, students: list[str]) -> int:
         )
     parts = {(r.id, p.name): float(p.points) for r in records for p in r.written}
     known = set(students)
+    # The sheet shows an id as a safe cell ("'=x" for "=x"): back to the id.
+    shown = {untrusted.csv_cell(student): student for student in students}
     problems, merged = [], {}
     for line, row in enumerate(reader, start=2):
-        student, exercise = (row["student"] or "").strip(), (row["exercise"] or "").strip()
+        cell = row["student"] or ""
+        student = shown.get(cell, shown.get(cell.strip(), cell.strip()))
+        exercise = (row["exercise"] or "").strip()
         part, points = (row["part"] or "").strip(), (row["points"] or "").strip()
         if not points:
             continue
@@ -173,7 +190,7 @@ def merge_scores(out: Path, sheet: Path, records, students: list[str]) -> int:
     (Path(out) / FOLDER).mkdir(parents=True, exist_ok=True)
     atomic_write(
         Path(out) / FOLDER / SCORES,
-        json.dumps(scores, indent=1, sort_keys=True, ensure_ascii=False),
+        untrusted.json_text(scores, indent=1, sort_keys=True),
     )
     return sum(len(by_part) for by_part in merged.values())
 
@@ -190,7 +207,7 @@ def merge_into_batch(out: Path, sheet: Path) -> int:
         records = [get_exercise(e) for e in state["exercises"]]
     except (OSError, ValueError, KeyError, UnknownExercise):
         raise MergeError(f"{out} holds no batch (no readable batch.json): give --out") from None
-    students = sorted(p.stem for p in (out / "results").glob("*.json"))
+    students = gradebook.students_in(out)
     count = merge_scores(out, sheet, records, students)
     gradebook.write_all(out, students, records, state.get("isolation", ""))
     return count

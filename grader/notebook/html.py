@@ -5,11 +5,10 @@ message may hold anything) is escaped."""
 
 from __future__ import annotations
 
-from html import escape
-
 from grader.engine.results import ExerciseResult
 from grader.engine.spec import Exercise
 from grader.engine.status import Status
+from grader.engine.untrusted import html as escape  # cleaned, bounded, then escaped
 from grader.i18n import N_, _, language, tr
 
 SHOWN_FAILURES = 3
