@@ -268,3 +268,14 @@ def test_as_root_the_gradescope_files_are_read_without_root(tmp_path, monkeypatc
         import shutil
 
         shutil.rmtree(scratch, ignore_errors=True)
+
+
+def test_a_notebook_checked_from_jupyter_is_not_read_through_a_link(tmp_path, deadline):
+    from grader.notebook.live import grade_path
+
+    out = Outside(tmp_path / "outside")
+    (tmp_path / "ex8_2.ipynb").symlink_to(out.folder / "victim.ipynb")
+    graded = grade_path(EXERCISES["8-2"], tmp_path / "ex8_2.ipynb", pictures=False)
+    out.assert_untouched()
+    assert graded.result.score == 0
+    assert all("ex8_2.ipynb is a symbolic link" in p.summary for p in graded.result.parts)
