@@ -36,7 +36,7 @@ def near_names(folder: Path, filename: str, ignored=frozenset(), anywhere=True) 
     found = []
     for path in sorted(folder.rglob("*") if anywhere else folder.iterdir()):
         relative = path.relative_to(folder).parts
-        if ignored & set(relative) or path.name in exact or not path.is_file():
+        if ignored & set(relative) or path.name in exact or path.is_symlink() or not path.is_file():
             continue
         if path.suffix.lower() in SUFFIXES and name_key(path.name) in wanted:
             found.append(path)

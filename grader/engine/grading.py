@@ -13,6 +13,7 @@ is counted alike in both.
 from __future__ import annotations
 
 import ast
+import os
 import tempfile
 from collections.abc import Iterable, Mapping
 from pathlib import Path
@@ -22,6 +23,7 @@ from grader.engine.filenames import near_names, not_utf8
 from grader.engine.judging import cannot_load, judge_part
 from grader.engine.references import default_reference
 from grader.engine.results import ExerciseResult
+from grader.engine.safe_files import RefusedFile, read_plain_path
 from grader.engine.spec import Exercise, Part
 from grader.engine.status import Answer
 from grader.i18n import _
@@ -171,7 +173,10 @@ def written_answers(record: Exercise, folder: Path) -> list[dict]:
     if not record.written:
         return []
     path = folder / "answers" / f"{record.id}.md"
-    text = path.read_text(encoding="utf-8", errors="replace") if path.is_file() else ""
+    try:  # never through a link or a FIFO: an answer that is one counts as not written
+        text = read_plain_path(path).decode("utf-8", errors="replace")
+    except RefusedFile:
+        text = ""
     answer = text.split(ANSWER_PLACEHOLDER, 1)[-1].strip()
     status = Answer.WRITTEN if answer else Answer.MISSING
     return [
@@ -187,7 +192,7 @@ def written_answers(record: Exercise, folder: Path) -> list[dict]:
 
 def unloadable(path: Path) -> str:
     """A reason the file cannot even be parsed, or "". Parsing runs none of its code."""
-    if not path.is_file():
+    if not os.path.lexists(path):
         folder = path.parent
         near = near_names(folder, path.name, anywhere=False) if folder.is_dir() else []
         if near:
@@ -201,7 +206,10 @@ def unloadable(path: Path) -> str:
         return _(
             "{path} not found: the exercise file must be named {name}", path=path, name=path.name
         )
-    data = path.read_bytes()
+    try:  # never through a link, never a FIFO (grader.engine.safe_files)
+        data = read_plain_path(path)
+    except RefusedFile as error:
+        return str(error)
     encoding = not_utf8(data)
     if encoding == "UTF-16":
         return _(

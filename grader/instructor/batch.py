@@ -374,13 +374,13 @@ def _plan_student(run: _Run, student: Student, stamp: str, home: Path, jobs: lis
     home.mkdir(mode=0o711)
     source = home / "submission"
     try:
-        unpack(student, source)
+        refused = unpack(student, source)
     except UnsafeSubmission as error:
         plan.flags.append("unsafe-submission")
         plan.problems = {record.id: str(error) for record in run.records}
         return plan
     for record in run.records:
-        found = find_exercise_file(source, record.file)
+        found = find_exercise_file(source, record.file, refused)
         problem = found.problem or unloadable(found.path)
         if problem:
             plan.flags.append(("missing-" if found.missing else "unusable-") + record.id)

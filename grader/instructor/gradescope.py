@@ -10,6 +10,16 @@ The hidden-check seed is derived from the assignment and the submission with a k
 the autograder was made (reproducible regrades, unknown to students); it goes to the
 instructor's `extra_data` and log, never to the student's text. Whatever happens, a results
 file is written: a crash of the grading itself gives score 0 and says so.
+
+The submission's files are never graded where they lie: they are copied (grader.engine.
+safe_files: no link followed, links and special files left out and named to the student) into
+a fresh folder of the grader's, and the file to grade (a notebook's code, UTF-8 of UTF-16, a
+near name's copy) is written there. Gradescope runs this as root; as root the copying and
+converting is done by a forked helper that has dropped to the unprivileged user `nobody`
+before it opens anything of the submission, so that even a flaw in that code could write only
+where `nobody` may (never a `.pth`, never /autograder). What holds only as root: the drop
+itself (the helper of a non-root run keeps its user, whose rights the files could be written
+with anyway).
 """
 
 from __future__ import annotations
@@ -18,17 +28,31 @@ import argparse
 import hashlib
 import hmac
 import json
+import os
+import pwd
+import select
+import shutil
+import signal
+import time
 import traceback
 from pathlib import Path
 
 from grader import i18n
+from grader.engine import safe_files
 from grader.engine.grading import grade
 from grader.engine.status import Status
 from grader.engine.untrusted import clean, json_text
 from grader.i18n import N_, _, n_, tr
 from grader.instructor.batch import BatchError, BatchOptions, require_sandbox
 from grader.instructor.gradebook import atomic_write
-from grader.instructor.submissions import FORBIDDEN_PACKAGES, find_exercise_file, scan
+from grader.instructor.submissions import (
+    FORBIDDEN_PACKAGES,
+    ExerciseFile,
+    UnsafeSubmission,
+    copy_folder,
+    find_exercise_file,
+    scan,
+)
 from grader.records import get_exercise
 
 # A part's status in words, for the first line of its output (Gradescope knows only two).
@@ -40,6 +64,10 @@ STATUS_WORDS = {
     Status.TIMEOUT: N_("timed out"),
 }
 SHOWN_CHECKS = 5
+# The user the file helper becomes when the autograder runs as root, and how long it may take.
+UNPRIVILEGED_USER = "nobody"
+UNPRIVILEGED_FALLBACK_ID = 65534
+HELPER_SECONDS = 120
 
 
 def hidden_seed(key: str, root: Path) -> int:
@@ -56,9 +84,14 @@ def hidden_seed(key: str, root: Path) -> int:
     except (OSError, ValueError, KeyError, TypeError):
         digest = hashlib.sha256()
         submission = root / "submission"
-        for path in sorted(p for p in submission.rglob("*") if p.is_file()):
-            digest.update(path.relative_to(submission).as_posix().encode() + b"\0")
-            digest.update(path.read_bytes() + b"\0")
+        for entry in safe_files.entries(submission) if submission.is_dir() else []:
+            if entry.is_dir:
+                continue
+            digest.update(entry.path.as_posix().encode() + b"\0")
+            try:  # never through a link, never a FIFO: such a file counts by its reason
+                digest.update(safe_files.read_under(submission, entry.path) + b"\0")
+            except safe_files.RefusedFile as error:
+                digest.update(f"refused: {error}".encode() + b"\0")
         identity = f"files:{digest.hexdigest()}"
     mac = hmac.new(key.encode(), identity.encode(), hashlib.sha256).digest()
     return int.from_bytes(mac[:8], "big") % 2**31
@@ -98,9 +131,25 @@ def results_for(
     state = require_sandbox(unsandboxed, "--unsandboxed to `grader release gradescope`")
     policy = {"protected": [str(root.resolve())]} if state["complete"] else None
     tests, lines = [], []
+    scratch = safe_files.private_folder("attnkit-gradescope-")
+    try:
+        files = prepare_files(submission, [get_exercise(e).file for e in exercises], scratch)
+        _grade_all(exercises, files, seed, limits, policy, tests, lines)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    return {
+        "score": float(sum(t["score"] for t in tests)),
+        "output": clean("\n".join(lines), OUTPUT_CHARS) or _("Graded."),
+        "output_format": "text",
+        "extra_data": {"hidden_seed": seed},
+        "tests": tests,
+    }
+
+
+def _grade_all(exercises, files, seed, limits, policy, tests: list, lines: list) -> None:
     for exercise_id in exercises:
         record = get_exercise(exercise_id)
-        found = find_exercise_file(submission, record.file)
+        found = files[record.file]
         path, problem = found.path, found.problem
         flags = scan(path) if path else []
         if found.renamed_from:
@@ -182,13 +231,117 @@ def results_for(
                     "after_published",
                 )
                 tests.append(row)
+
+
+def prepare_files(submission: Path, filenames: list[str], scratch: Path) -> dict[str, ExerciseFile]:
+    """Each exercise file's ExerciseFile, from a copy of `submission` made in `scratch` (a
+    fresh folder of the grader's). As root, done by a forked helper that first becomes the
+    unprivileged user (see the module's docstring); the copy is root's again afterwards, and
+    `scratch` enterable (0711) by the user ids that run the submission."""
+    if not hasattr(os, "geteuid") or os.geteuid() != 0:
+        return _copy_and_find(submission, filenames, scratch)
+    import grader.notebook.extract  # noqa: F401 - imported before the fork, not in the helper
+
+    uid, gid = unprivileged_ids()
+    top = safe_files.open_folder(submission, follow=True)  # Gradescope's folder, not the student's
+    try:
+        os.chown(scratch, uid, gid)
+        answer = _as_user(uid, gid, lambda: _copy_and_find(top, filenames, scratch, wire=True))
+    finally:
+        os.close(top)
+    for folder, folders, names in os.walk(scratch):  # root's again, links never followed
+        for name in [*folders, *names]:
+            os.chown(os.path.join(folder, name), 0, 0, follow_symlinks=False)
+    os.chown(scratch, 0, 0)
+    scratch.chmod(0o711)
+    if answer is None:
+        problem = "the submission's files could not be copied (a grader problem, not yours)"
+        return {name: ExerciseFile(None, problem) for name in filenames}
     return {
-        "score": float(sum(t["score"] for t in tests)),
-        "output": clean("\n".join(lines), OUTPUT_CHARS) or _("Graded."),
-        "output_format": "text",
-        "extra_data": {"hidden_seed": seed},
-        "tests": tests,
+        name: ExerciseFile(
+            Path(item["path"]) if item["path"] else None,
+            item["problem"],
+            item["missing"],
+            item["renamed_from"],
+        )
+        for name, item in answer.items()
     }
+
+
+def _copy_and_find(source, filenames: list[str], scratch: Path, wire: bool = False):
+    """Copy the submission (a folder or a directory fd) to `scratch`/submission and find each
+    exercise's file there; as plain data (`wire`) for the helper's pipe."""
+    copy = scratch / "submission"
+    try:
+        refused = copy_folder(source, copy)
+        found = {name: find_exercise_file(copy, name, refused) for name in filenames}
+    except UnsafeSubmission as error:
+        found = {name: ExerciseFile(None, str(error)) for name in filenames}
+    if not wire:
+        return found
+    return {
+        name: {
+            "path": str(item.path) if item.path else "",
+            "problem": item.problem,
+            "missing": item.missing,
+            "renamed_from": item.renamed_from,
+        }
+        for name, item in found.items()
+    }
+
+
+def unprivileged_ids() -> tuple[int, int]:
+    """The uid and gid of UNPRIVILEGED_USER (65534, nobody's usual ids, where it is unknown)."""
+    try:
+        entry = pwd.getpwnam(UNPRIVILEGED_USER)
+    except KeyError:
+        return UNPRIVILEGED_FALLBACK_ID, UNPRIVILEGED_FALLBACK_ID
+    return entry.pw_uid, entry.pw_gid
+
+
+def _as_user(uid: int, gid: int, work):
+    """`work()` in a forked child that has become `uid`:`gid` (no supplementary groups)
+    first; its JSON answer, or None if it failed or took longer than HELPER_SECONDS."""
+    read_end, write_end = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the helper: nothing of the submission is touched before the drop
+        status = 1
+        try:
+            os.close(read_end)
+            os.setgroups([])
+            os.setgid(gid)
+            os.setuid(uid)
+            if os.getuid() != uid or os.geteuid() != uid:
+                raise PermissionError("the helper is still root")
+            data = json.dumps(work()).encode("utf-8")
+            while data:
+                data = data[os.write(write_end, data) :]
+            status = 0
+        except BaseException:  # noqa: BLE001 - said in the parent's log, never raised there
+            traceback.print_exc()
+        finally:
+            os._exit(status)
+    os.close(write_end)
+    chunks, deadline = [], time.monotonic() + HELPER_SECONDS
+    try:
+        while (left := deadline - time.monotonic()) > 0:
+            if not select.select([read_end], [], [], left)[0]:
+                break
+            chunk = os.read(read_end, 2**16)
+            if not chunk:
+                break
+            chunks.append(chunk)
+    finally:
+        os.close(read_end)
+    if time.monotonic() >= deadline:
+        os.kill(pid, signal.SIGKILL)
+    _, status = os.waitpid(pid, 0)
+    if status != 0:
+        return None
+    try:
+        return json.loads(b"".join(chunks))
+    except ValueError:
+        return None
 
 
 def write_results(path: Path, results: dict) -> None:

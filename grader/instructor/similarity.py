@@ -29,6 +29,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from grader.engine import untrusted
+from grader.engine.safe_files import read_plain_path
 from grader.instructor.gradebook import atomic_write
 from grader.instructor.submissions import (
     Student,
@@ -82,12 +83,13 @@ def read_exercise_files(students: list[Student], filename: str) -> dict[str, str
         for number, student in enumerate(students):
             home = scratch / f"s{number}"
             try:
-                unpack(student, home)
+                refused = unpack(student, home)
             except UnsafeSubmission:
                 continue  # the batch flags it; there is nothing to compare
-            found = find_exercise_file(home, filename)
-            if found.path is not None:
-                texts[student.id] = found.path.read_text("utf-8", errors="replace")[:MAX_CHARS]
+            found = find_exercise_file(home, filename, refused)
+            if found.path is not None:  # a plain file of the grader's own copy
+                text = read_plain_path(found.path).decode("utf-8", errors="replace")
+                texts[student.id] = text[:MAX_CHARS]
             shutil.rmtree(home, ignore_errors=True)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)

@@ -5,7 +5,10 @@ holds (see `student_id`; files are named after it with grader.engine.untrusted.f
 shows it through that module's escapers). Archives are
 opened with limits and without trusting their paths: no member may land outside the scratch
 folder (zip-slip), symbolic links are never created or followed, and sizes and counts are
-capped. Folders are copied file by file, skipping links. Nothing here runs submitted code.
+capped. Folders are copied file by file through grader.engine.safe_files: a link, hard link
+or special file is never followed nor copied, but remembered (`refused`), so that the exercise
+whose file it was scores 0 with the reason. Derived files (a notebook's code, UTF-8 of UTF-16,
+a near name's copy) are written only into that copy. Nothing here runs submitted code.
 """
 
 from __future__ import annotations
@@ -13,13 +16,13 @@ from __future__ import annotations
 import ast
 import hashlib
 import os
-import shutil
 import stat
 import zipfile
 from dataclasses import dataclass, field, replace
 from pathlib import Path, PurePosixPath
 
-from grader.engine.filenames import as_utf8, near_names
+from grader.engine import safe_files
+from grader.engine.filenames import SUFFIXES, as_utf8, name_key
 
 MAX_FILES = 2000
 MAX_BYTES = 64 * 2**20
@@ -63,30 +66,33 @@ def student_id(name: str) -> str:
 
 
 def fingerprint(student: Student) -> str:
-    """A hash of what the student handed in, to notice a changed submission on resume."""
+    """A hash of what the student handed in, to notice a changed submission on resume. Read as
+    `unpack` reads it: never through a link, never a FIFO (the reason stands for such a file)."""
     digest = hashlib.sha256()
-    paths = (
-        [student.entry]
+    top = PurePosixPath(student.entry.name)
+    names = (
+        [top]
         if student.entry.is_file()
-        else sorted(p for p in student.entry.rglob("*") if p.is_file() and not p.is_symlink())
+        else [top / e.path for e in safe_files.entries(student.entry) if not e.is_dir]
     )
-    for path in paths:
-        digest.update(os.fsencode(path.relative_to(student.entry.parent)))  # any bytes
+    for name in names:
+        digest.update(os.fsencode(str(name)))  # a name of any bytes
         try:
-            digest.update(path.read_bytes())
-        except OSError as error:  # unreadable: unpacking will say so; the stamp stays stable
-            digest.update(f"unreadable: {error.errno}".encode())
+            digest.update(safe_files.read_under(student.entry.parent, name))
+        except safe_files.RefusedFile as error:  # unpacking will say so; the stamp stays stable
+            digest.update(f"refused: {error}".encode())
     return digest.hexdigest()
 
 
-def unpack(student: Student, destination: Path) -> None:
-    """Copy or extract the submission into `destination` (an empty folder)."""
+def unpack(student: Student, destination: Path) -> dict[str, str]:
+    """Copy or extract the submission into `destination` (an empty folder the grader made);
+    the files not copied (links, special files: path -> why), for `find_exercise_file`."""
     destination.mkdir(parents=True, exist_ok=True)
     try:
         if student.is_zip:
             _extract_zip(student.entry, destination)
-        else:
-            _copy_folder(student.entry, destination)
+            return {}
+        return copy_folder(student.entry, destination)
     except OSError as error:  # unreadable files, special files: this student's entry only
         name = Path(error.filename).name if getattr(error, "filename", None) else student.id
         raise UnsafeSubmission(
@@ -118,14 +124,22 @@ def _extract_zip(archive: Path, destination: Path) -> None:
                     target.mkdir(parents=True, exist_ok=True)
                     continue
                 target.parent.mkdir(parents=True, exist_ok=True)
-                with bundle.open(member) as source, open(target, "wb") as sink:
+                chunks = []
+                with bundle.open(member) as source:
                     while chunk := source.read(2**16):  # count real bytes, not the header's
                         total += len(chunk)
                         if total > MAX_BYTES:
                             raise UnsafeSubmission(
                                 f"{archive.name} unpacks to more than {MAX_BYTES // 2**20} MiB"
                             )
-                        sink.write(chunk)
+                        chunks.append(chunk)
+                try:
+                    safe_files.write_new(target.parent, target.name, b"".join(chunks))
+                except FileExistsError:
+                    raise UnsafeSubmission(
+                        f"{archive.name} holds {member.filename} twice: hand in an archive "
+                        "with each file once"
+                    ) from None
     except (zipfile.BadZipFile, zipfile.LargeZipFile, EOFError, NotImplementedError) as error:
         raise UnsafeSubmission(f"{archive.name} is not a readable zip archive: {error}") from None
 
@@ -145,25 +159,14 @@ def _safe_target(name: str, destination: Path, archive: str) -> Path | None:
     return target
 
 
-def _copy_folder(source: Path, destination: Path) -> None:
-    count, total = 0, 0
-    for path in sorted(source.rglob("*")):
-        relative = path.relative_to(source)
-        if IGNORED_PARTS & set(relative.parts) or path.is_symlink():
-            continue
-        target = destination / relative
-        if path.is_dir():
-            target.mkdir(parents=True, exist_ok=True)
-            continue
-        if not path.is_file():  # a FIFO, socket or device: never opened
-            continue
-        count, total = count + 1, total + path.stat().st_size
-        if count > MAX_FILES or total > MAX_BYTES:
-            raise UnsafeSubmission(
-                f"{source.name} has more than {MAX_FILES} files or {MAX_BYTES // 2**20} MiB"
-            )
-        target.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(path, target)
+def copy_folder(source: Path | int, destination: Path) -> dict[str, str]:
+    """Copy a submission folder (or the one open as a directory fd) file by file; the entries
+    refused (path -> why)."""
+    try:
+        copied = safe_files.copy_tree(source, destination, IGNORED_PARTS, MAX_FILES, MAX_BYTES)
+    except (safe_files.TooLarge, safe_files.RefusedFile) as error:
+        raise UnsafeSubmission(str(error)) from None
+    return copied.refused
 
 
 @dataclass(frozen=True)
@@ -178,15 +181,51 @@ class ExerciseFile:
     renamed_from: str = ""
 
 
-def find_exercise_file(scratch: Path, filename: str) -> ExerciseFile:
+def find_exercise_file(
+    scratch: Path, filename: str, refused: dict[str, str] | None = None
+) -> ExerciseFile:
     """The one file of that name anywhere inside, or None and the reason. A notebook of the
     same stem (`ex8_2.ipynb`) will do instead: its code is written out as the file to grade.
     Where there is neither, the one file of a near name (`Ex8_2 (1).py`, see
     grader.engine.filenames) is graded as that file. Source saved as UTF-16 is graded as the
-    UTF-8 it holds. `scratch` is a copy: the file to grade may be written into it."""
-    found = sorted(p for p in scratch.rglob(filename) if p.is_file())
-    notebook = Path(filename).stem + ".ipynb"
-    notebooks = sorted(p for p in scratch.rglob(notebook) if p.is_file())
+    UTF-8 it holds.
+
+    `scratch` is a copy the grader made (`unpack`): the file to grade is written into it, as a
+    new file, never through a link. `refused` are the entries the copy left out (a link, a
+    FIFO...): one that bears the exercise's name is the reason it scores 0. Links and special
+    files found in `scratch` itself are refused alike, never read."""
+    stem = Path(filename).stem
+    notebook = stem + ".ipynb"
+    exact = (filename, notebook)
+    wanted = {name_key(stem + suffix) for suffix in SUFFIXES}
+    refused = dict(refused or {})
+    plain, folders = [], []
+    for entry in safe_files.entries(scratch, IGNORED_PARTS):
+        relative = entry.path.as_posix()
+        if entry.is_dir:
+            folders.append(relative)
+            continue
+        problem = safe_files.refusal(relative, entry.info)
+        if problem:
+            refused[relative] = problem
+        else:
+            plain.append(relative)
+
+    def named(paths, names):
+        return sorted(p for p in paths if PurePosixPath(p).name in names)
+
+    def near(paths):
+        return sorted(
+            p
+            for p in paths
+            if PurePosixPath(p).name not in exact
+            and PurePosixPath(p).suffix.lower() in SUFFIXES
+            and name_key(PurePosixPath(p).name) in wanted
+        )
+
+    for path in named(refused, exact):  # a link named ex8_2.py: never "missing", never read
+        return ExerciseFile(None, refused[path])
+    found, notebooks = named(plain, (filename,)), named(plain, (notebook,))
     if found and notebooks:
         return ExerciseFile(
             None, f"both {filename} and {notebook}: hand in exactly one of them, the one to grade"
@@ -195,58 +234,72 @@ def find_exercise_file(scratch: Path, filename: str) -> ExerciseFile:
         found = notebooks
     renamed = ""
     if not found:
-        near = near_names(scratch, filename, IGNORED_PARTS)
-        names = ", ".join(p.relative_to(scratch).as_posix() for p in near)
-        if len(near) > 1:
+        for path in named(folders, exact):
+            return ExerciseFile(None, f"{path} is a folder: hand in the file itself")
+        candidates = near(plain) + near(refused)
+        names = ", ".join(sorted(candidates))
+        if len(candidates) > 1:
             return ExerciseFile(
                 None,
                 f"no {filename}, and several files of a near name ({names}): name the "
                 f"one to grade {filename}",
             )
-        if not near:
+        if not candidates:
             return ExerciseFile(
                 None, f"no {filename} (or {notebook}) in the submission", missing=True
             )
-        renamed, found = names, near
-        if near[0].suffix.lower() == ".ipynb":
-            notebooks = near
-        else:
-            found = [near[0].with_name(filename)]
-            shutil.copyfile(near[0], found[0])
+        if candidates[0] in refused:
+            return ExerciseFile(None, refused[candidates[0]])
+        renamed, found = names, candidates
+        if PurePosixPath(candidates[0]).suffix.lower() == ".ipynb":
+            notebooks = candidates
     if len(found) > 1:
-        names = ", ".join(str(p.relative_to(scratch)) for p in found)
         return ExerciseFile(
-            None, f"several files named {found[0].name} ({names}): keep exactly one"
+            None,
+            f"several files named {PurePosixPath(found[0]).name} ({', '.join(found)}): "
+            "keep exactly one",
         )
-    if notebooks:
-        chosen = _code_of_notebook(found[0], filename)
-    else:
-        chosen = ExerciseFile(found[0])
-        converted = as_utf8(found[0].read_bytes())
-        if converted is not None:
-            found[0].write_bytes(converted)
+    chosen = _file_to_grade(scratch, found[0], filename, bool(notebooks))
     return replace(chosen, renamed_from=renamed) if renamed and chosen.path else chosen
 
 
-def _code_of_notebook(notebook: Path, filename: str) -> ExerciseFile:
-    """The notebook's code cells written out next to it as `filename` (grader.notebook.extract:
-    magics and shell escapes are never run); a notebook that does not parse is the problem."""
+def _file_to_grade(scratch: Path, relative: str, filename: str, notebook: bool) -> ExerciseFile:
+    """`filename` beside the handed-in file `relative`: the notebook's code cells
+    (grader.notebook.extract: magics and shell escapes are never run), the UTF-8 of UTF-16
+    source, or a copy of a near name's file; each written as a new file in the copy."""
     from grader.notebook.extract import NotebookError, notebook_code
 
+    source = scratch / relative
     try:
-        code = notebook_code(notebook.read_bytes(), notebook.name)
-    except NotebookError as error:
+        original = data = safe_files.read_plain_path(source)
+    except safe_files.RefusedFile as error:
         return ExerciseFile(None, str(error))
-    target = notebook.with_name(filename)
-    target.write_text(code, encoding="utf-8")
+    if notebook:
+        try:
+            data = notebook_code(data, source.name).encode("utf-8")
+        except NotebookError as error:
+            return ExerciseFile(None, str(error))
+    else:
+        data = as_utf8(data) or data
+    target = source.with_name(filename)
+    try:
+        if target == source:
+            if data != original:
+                safe_files.replace_with(target, data)
+        else:
+            safe_files.write_new(target.parent, filename, data)
+    except FileExistsError:
+        return ExerciseFile(None, f"{target.relative_to(scratch)} is in the way: remove it")
+    except OSError as error:
+        return ExerciseFile(None, f"{filename} could not be written: {error.strerror or error}")
     return ExerciseFile(target)
 
 
 def scan(path: Path) -> list[str]:
     """Flags for code that reaches for the kit's own answers. Parses; never runs the code."""
     try:
-        tree = ast.parse(path.read_bytes(), filename=str(path))
-    except (SyntaxError, ValueError):
+        tree = ast.parse(safe_files.read_plain_path(path), filename=str(path))
+    except (SyntaxError, ValueError):  # RefusedFile too: a link is never read
         return []
     flags = set()
     for node in ast.walk(tree):

@@ -20,6 +20,7 @@ from pathlib import Path
 
 from grader.engine import untrusted
 from grader.engine.grading import ANSWER_PLACEHOLDER
+from grader.engine.safe_files import RefusedFile, read_plain_path
 from grader.instructor.gradebook import atomic_write
 from grader.instructor.submissions import Student, UnsafeSubmission, unpack
 
@@ -51,11 +52,11 @@ def read_answers(students: list[Student], record) -> dict[str, str]:
             home = scratch / f"s{number}"
             text = ""
             try:
-                unpack(student, home)
+                unpack(student, home)  # plain files only: links and FIFOs are left out
                 found = sorted(p for p in home.rglob(f"answers/{record.id}.md") if p.is_file())
                 if found:
-                    text = found[0].read_text("utf-8", errors="replace")
-            except UnsafeSubmission:
+                    text = read_plain_path(found[0]).decode("utf-8", errors="replace")
+            except (UnsafeSubmission, RefusedFile):
                 pass  # the batch flags it; no answer to read
             answers[student.id] = text.split(ANSWER_PLACEHOLDER, 1)[-1].strip()[:MAX_ANSWER]
             shutil.rmtree(home, ignore_errors=True)

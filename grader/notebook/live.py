@@ -17,12 +17,12 @@ from __future__ import annotations
 import ast
 import contextlib
 import os
-import shutil
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from grader import KIT, i18n
+from grader.engine import safe_files
 from grader.engine.spec import Exercise
 from grader.i18n import _, n_
 from grader.notebook.extract import NotebookError, notebook_code, python_of_cell
@@ -161,22 +161,19 @@ def grade_path(
         note += " " + _("Pictures need matplotlib: pip install 'attnkit[viz]'.")
     collector = PictureCollector() if pictures else None
     with tempfile.TemporaryDirectory(prefix="attnkit-check-") as scratch:
-        target = Path(scratch) / record.file
-        if path.suffix == ".ipynb":
-            try:
-                target.write_text(notebook_code(path.read_bytes(), path.name), encoding="utf-8")
-            except NotebookError as error:
-                result = ExerciseResult(
-                    record.id, [cannot_load(p, str(error)) for p in record.parts]
-                )
-                return Graded(record, path, result, note=note.strip())
-            answers = path.parent / "answers"
-            if answers.is_dir():  # the written answers sit beside the notebook
-                shutil.copytree(answers, Path(scratch) / "answers")
-        else:
-            shutil.copyfile(path, target)
-            if (path.parent / "answers").is_dir():
-                shutil.copytree(path.parent / "answers", Path(scratch) / "answers")
+        # Read as the batch reads it (grader.engine.safe_files): never through a link, never
+        # a FIFO; written as a new file in this folder of the grader's own.
+        try:
+            data = safe_files.read_plain_path(path)
+            if path.suffix == ".ipynb":
+                data = notebook_code(data, path.name).encode("utf-8")
+        except (NotebookError, safe_files.RefusedFile) as error:
+            result = ExerciseResult(record.id, [cannot_load(p, str(error)) for p in record.parts])
+            return Graded(record, path, result, note=note.strip())
+        safe_files.write_new(Path(scratch), record.file, data)
+        answers = path.parent / "answers"
+        if answers.is_dir() and not answers.is_symlink():  # written answers sit beside it
+            safe_files.copy_tree(answers, Path(scratch) / "answers")
         result = grade(
             record.id, scratch, seed=seed, timeout=timeout, sandbox=policy, observe=collector
         )
@@ -227,8 +224,8 @@ def unsaved_changes(path: Path, history: list[str] | None) -> str:
     if not history:
         return ""
     try:
-        saved = _definitions(notebook_code(path.read_bytes(), path.name))
-    except (NotebookError, SyntaxError, OSError):
+        saved = _definitions(notebook_code(safe_files.read_plain_path(path), path.name))
+    except (NotebookError, SyntaxError, OSError, safe_files.RefusedFile):
         return ""  # grading reports the file's own problem
     ran: dict[str, str] = {}
     for cell in history:
