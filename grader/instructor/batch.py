@@ -12,8 +12,6 @@ import json
 import os
 import secrets
 import shutil
-import stat
-import sys
 import tempfile
 import traceback
 from collections.abc import Callable
@@ -52,7 +50,6 @@ RESULTS_FORMAT = 1
 PUBLIC_SEED = 0
 STATE_FILE = "batch.json"
 # Each concurrent job runs as its own user id, from here up, when the grader runs as root.
-SLOT_UID_BASE = 61000
 
 
 class BatchError(RuntimeError):
@@ -89,7 +86,6 @@ class BatchOptions:
             "output_mb": self.output_mb,
             "threads": self.threads,
             "disk_mb": self.disk_mb,
-            "uid_base": SLOT_UID_BASE if slot_users_possible() else None,
         }
 
 
@@ -106,42 +102,12 @@ def require_sandbox(allowed_without: bool, flag: str = "--unsandboxed") -> dict:
     return state
 
 
-def slot_users_possible() -> bool:
-    """Whether children can drop from root to slot user ids and still run Python.
-
-    They can only where every directory of the interpreter and its packages is readable by
-    other users (not, for example, with a Python installed under a 0700 /root).
-    """
-    if not hasattr(os, "geteuid") or os.geteuid() != 0:
-        return False
-    import importlib.util
-
-    keras = importlib.util.find_spec("keras")  # located, not imported: no TensorFlow here
-    roots = {Path(sys.base_prefix), Path(sys.prefix), Path(keras.origin).parent}
-    roots.update(Path(p) for p in sys.path if p and Path(p).is_dir())
-    for root in roots:
-        for folder in [root.resolve(), *root.resolve().parents]:
-            if not folder.stat().st_mode & stat.S_IXOTH:
-                return False
-        if not root.stat().st_mode & stat.S_IROTH:
-            return False
-    return True
-
-
 def isolation_note(options: BatchOptions) -> str:
-    limits = options.limits()
     words = [
         sandbox.describe(),
         f"memory {options.memory_mb} MB",
         f"output {options.output_mb} MB",
     ]
-    if limits["uid_base"] is not None:
-        words.append("each concurrent submission ran as a user id of its own")
-    elif hasattr(os, "geteuid") and os.geteuid() == 0:
-        words.append(
-            "submissions ran as root: the Python installation is not readable by "
-            "other users, so they could not drop to a user id of their own"
-        )
     return "; ".join(words)
 
 

@@ -48,7 +48,7 @@ import sys
 import tempfile
 
 from grader import KIT
-from grader.sandbox import landlock, seccomp, supervisor
+from grader.sandbox import landlock, seccomp, supervisor, world
 
 # Kept from the grader's environment; anything else (tokens, paths of the instructor's) is not.
 ENVIRONMENT = (
@@ -104,8 +104,15 @@ def status() -> dict:
         "signals": abi >= 6 or seccomp.supported(),
         "processes": seccomp.supported(),
         "network": seccomp.supported() or abi >= 4,
+        # A world of its own (grader.sandbox.world): IPC and network namespaces, and as root a
+        # user of its own for each child, without which a root grader runs nothing.
+        "namespaces": world.available() is None,
+        "own_user": world.own_user_problem() is None,
         # The seccomp listener reaches the supervisor only through the child's channel.
-        "complete": abi >= 1 and seccomp.supported() and supervisor.can_pass_channel(),
+        "complete": abi >= 1
+        and seccomp.supported()
+        and supervisor.can_pass_channel()
+        and world.own_user_problem() is None,
     }
 
 
@@ -117,19 +124,27 @@ def describe(state: dict | None = None) -> str:
             missing.append("seccomp (Linux on x86-64 or arm64)")
         elif not supervisor.can_pass_channel():
             missing.append("Unix sockets that pass descriptors")
+        if not state.get("own_user", True):
+            missing.append(f"a user of their own for its children: {world.own_user_problem()}")
         return (
             f"NOT sandboxed: this machine ({platform.system()} {platform.release()}) lacks "
             + " and ".join(missing)
             + "; submitted code could read and write whatever the grader's user can"
         )
     words = [
-        f"sandboxed (Landlock ABI {state['landlock_abi']} and seccomp): files allowlisted",
+        f"sandboxed (Landlock ABI {state['landlock_abi']} and an allowlist of system calls): "
+        "files allowlisted",
         "no new processes",
-        "signals to itself only",
+        "no socket",
+        "signals, limits and priority of itself only",
         "no ptrace",
     ]
-    if state["network"]:
-        words.append("no network")
+    if state.get("namespaces"):
+        words.append("IPC and network namespaces of its own")
+    else:
+        words.append(f"no namespaces ({world.available()})")
+    if hasattr(os, "geteuid") and os.geteuid() == 0:
+        words.append("each child as a user of its own, without capabilities")
     return ", ".join(words)
 
 

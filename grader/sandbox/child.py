@@ -26,7 +26,7 @@ from grader.engine.labels import reported_text
 from grader.engine.spec import LAYER
 from grader.engine.status import CaseStatus
 from grader.i18n import N_
-from grader.sandbox import limits, supervisor
+from grader.sandbox import limits, supervisor, world
 
 # What the child reports in these words is translated where the grader shows it
 # (grader.engine.labels.shown_report): the child does not know the student's language.
@@ -139,7 +139,11 @@ def _isolate(job: dict, log_path: str) -> None:
     _log_to(log_path)
     if job.get("workdir"):
         os.chdir(job["workdir"])
-    limits.apply(job.get("limits"), job.get("slot", 0), sandboxed=job.get("sandbox") is not None)
+    sandboxed = job.get("sandbox") is not None
+    seconds = sum(float(part["timeout"]) for part in job["parts"])
+    limits.apply(job.get("limits"), world.slot_uid(job), sandboxed, seconds)
+    world.unshare_world(job)  # done already in a fresh interpreter, before TensorFlow's threads
+    world.become_own_user(job)
     if os.environ.get("KERAS_BACKEND", "tensorflow") == "tensorflow":
         import tensorflow as tf
 

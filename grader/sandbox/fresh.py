@@ -19,6 +19,10 @@ def main() -> None:
     # As in the fork helper, whose children inherit it: print() goes through stderr, which is
     # line-buffered, so what a submission printed reaches its log even if it then kills itself.
     sys.stdout = sys.stderr
+    # Its namespaces while it is one thread: importing TensorFlow starts others.
+    from grader.sandbox import world
+
+    world.unshare_world(job)
     import grader.sandbox.preload  # noqa: F401 - Keras and the backend, as the fork helper has
     from grader.sandbox.scheduler import run_child
 

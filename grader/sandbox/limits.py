@@ -1,6 +1,5 @@
 """The resource limits of a child that runs submitted code, set before it enters the sandbox:
-memory, output size, core dumps, processes; and, where the grader runs as root and the Python
-installation allows it, a user id of its own for each concurrent child.
+memory, output size, core dumps, processes, CPU time.
 
 Also how a failure shows that it ran into one of them (`limit_of`, `limit_in_log`), so that the
 grader can say "it ran out of memory" from a field of the child's report, not from its words.
@@ -25,6 +24,10 @@ LIMIT_OF_ERRNO = {
 }
 # A dead process leaves only what it printed: the C library's and Python's words for the same
 # failures, in the order they are looked for.
+# The CPU-time backstop (see apply): the scheduler never lets a part run past STARVED_FACTOR
+# times its time, and a child may take this long to start before its parts' clocks start.
+STARVED_FACTOR = 4
+CPU_MARGIN_SECONDS = 180
 LIMIT_IN_LOG = (
     ("MemoryError", Limit.MEMORY),
     ("Cannot allocate memory", Limit.MEMORY),
@@ -34,24 +37,28 @@ LIMIT_IN_LOG = (
 )
 
 
-def apply(limits: dict | None, slot: int, sandboxed: bool = False) -> None:
-    """Batch grading's limits: memory, processes, output size; a user id of its own as root.
+def apply(
+    limits: dict | None, uid: int | None, sandboxed: bool = False, seconds: float = 0
+) -> None:
+    """Batch grading's limits: memory, processes, output size, CPU time.
 
-    Files, processes and signals are the sandbox's (grader.sandbox), entered after these.
-    Memory is capped as address space on top of what the forked process already maps (Keras
-    and TensorFlow are large). Threads count as processes for RLIMIT_NPROC, so the process cap
-    is an allowance above what the user already runs. As root, the child drops to the slot's
-    own user id, which makes that cap apply, keeps the child out of files only root may read
-    or write (the results folder), and lets the grader kill everything it started.
+    Files, processes and signals are the sandbox's (grader.sandbox), entered after these, and
+    so is the change to a user of its own (`uid`, grader.sandbox.world). Memory is capped as
+    address space on top of what the forked process already maps (Keras and TensorFlow are
+    large). Threads count as processes for RLIMIT_NPROC, so the process cap is an allowance
+    above what the user already runs. CPU time is capped by the kernel as a backstop to the
+    scheduler's wall clock, for a child whose scheduler is gone: `seconds` (the parts' time)
+    on every core the child may use, and a margin for starting.
     """
     if not limits:
         return
     import resource
 
-    def cap(kind, value):
-        soft, hard = resource.getrlimit(kind)
-        value = value if hard == resource.RLIM_INFINITY else min(value, hard)
-        resource.setrlimit(kind, (value, value))
+    def cap(kind, value, hard=None):
+        _, most = resource.getrlimit(kind)
+        value = value if most == resource.RLIM_INFINITY else min(value, most)
+        hard = value if hard is None or most != resource.RLIM_INFINITY else hard
+        resource.setrlimit(kind, (value, hard))
 
     signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a write past the cap fails instead of killing
     cap(resource.RLIMIT_CORE, 0)
@@ -59,9 +66,10 @@ def apply(limits: dict | None, slot: int, sandboxed: bool = False) -> None:
         cap(resource.RLIMIT_AS, _mapped_bytes() + int(limits["memory_mb"]) * 2**20)
     if limits.get("output_mb"):
         cap(resource.RLIMIT_FSIZE, int(limits["output_mb"]) * 2**20)
-    uid = None
-    if limits.get("uid_base") is not None and os.geteuid() == 0:
-        uid = int(limits["uid_base"]) + slot
+    if seconds:
+        cores = os.cpu_count() or 1
+        most = int(CPU_MARGIN_SECONDS + seconds * cores * STARVED_FACTOR)
+        cap(resource.RLIMIT_CPU, most, most + 1)  # SIGXCPU, then SIGKILL a second later
     # RLIMIT_NPROC counts every thread of the user id: under a user id shared with classmates'
     # children, one child's threads would starve theirs. Where the sandbox refuses new processes
     # that cap is only kept for a slot's own user id; the scheduler watches threads itself.
@@ -71,21 +79,6 @@ def apply(limits: dict | None, slot: int, sandboxed: bool = False) -> None:
             resource.RLIMIT_NPROC,
             _tasks_of(uid if uid is not None else os.getuid()) + int(limits["processes"]),
         )
-    if uid is not None:
-        workdir = os.getcwd()
-        # Never through a link: an earlier child of this unit may have left one to anywhere.
-        for folder, folders, files in os.walk(workdir):
-            for name in [*folders, *files]:
-                os.chown(os.path.join(folder, name), uid, uid, follow_symlinks=False)
-        os.chown(workdir, uid, uid, follow_symlinks=False)
-        os.chmod(workdir, 0o700)
-        os.setgroups([])
-        os.setgid(uid)
-        os.setuid(uid)
-        # A change of user id makes a process non-dumpable, and its /proc/<pid> root's.
-        from grader.sandbox import protect_this_process
-
-        protect_this_process(protect=False)
 
 
 def limit_of(error: BaseException) -> Limit | None:

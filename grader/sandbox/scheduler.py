@@ -34,10 +34,10 @@ from grader import sandbox
 from grader.engine.labels import reported_text
 from grader.engine.status import RunState
 from grader.i18n import N_
-from grader.sandbox import platforms, supervisor
+from grader.sandbox import limits, platforms, supervisor, world
 
 SETUP_ATTEMPTS = 3
-STARVED_LIMIT = 10
+STARVED_LIMIT = limits.STARVED_FACTOR
 WATCH_SECONDS = 0.2
 MAX_FILES = 10000
 # Why a child was stopped, translated where the grader shows it (grader.engine.labels).
@@ -53,7 +53,7 @@ TICK_SECONDS = 0.005
 
 class ForkedChild:
     def __init__(self, job: dict):
-        self.uid = _slot_uid(job)
+        self.uid = world.slot_uid(job)
         self.exitcode: int | None = None
         mine, theirs = supervisor.channel()
         self.pid = os.fork()
@@ -234,14 +234,6 @@ def _child_environment() -> dict:
     return sandbox.clean_environment()
 
 
-def _slot_uid(job: dict) -> int | None:
-    """The user id a batch job runs as, one per slot, when the grader runs as root."""
-    limits = job.get("limits") or {}
-    if limits.get("uid_base") is None or not hasattr(os, "geteuid") or os.geteuid() != 0:
-        return None
-    return int(limits["uid_base"]) + int(job["slot"])
-
-
 def _kill_user(uid: int) -> None:
     """Signal every process of `uid` (a slot's own user id, never a real one) to die."""
     pid = os.fork()
@@ -282,6 +274,7 @@ class _Running:
         self.up = self.child.started  # it said it started: its machinery is in place
         # Time the child's main thread had spent runnable but waiting for a CPU (see overran).
         self.waited_at_phase_start = 0.0
+        self.busy_at_phase_start = 0.0  # CPU time of all its threads (see overran)
         self.next_watch, self.reason = 0.0, ""
 
     def limit(self) -> float:
@@ -307,6 +300,7 @@ class _Running:
             self.current, self.phase_started = self.current + 1, now
         if self.phase_started != started:
             self.waited_at_phase_start = self._waited()
+            self.busy_at_phase_start = self._busy()
 
     def runaway(self) -> bool:
         """Whether the child has outgrown what its job allows (threads, disk); `reason` says
@@ -332,15 +326,21 @@ class _Running:
     def overran(self) -> bool:
         """Past the part's limit, not counting the time it was kept from a CPU by others (a
         classmate's child that floods the machine with busy threads must not time this one
-        out); never past STARVED_LIMIT times the limit."""
+        out); never past STARVED_LIMIT times the limit. A child that keeps more than a core
+        busy itself is kept waiting by its own threads: that time is its own, never credited."""
         elapsed, limit = time.monotonic() - self.phase_started, self.limit()
         if elapsed <= limit:
             return False
         starved = max(0.0, self._waited() - self.waited_at_phase_start)
+        if self._busy() - self.busy_at_phase_start > elapsed:
+            starved = 0.0
         return elapsed - starved > limit or elapsed > STARVED_LIMIT * limit
 
     def _waited(self) -> float:
         return _waiting_seconds(getattr(self.child, "pid", None))
+
+    def _busy(self) -> float:
+        return _cpu_seconds(getattr(self.child, "pid", None))
 
     def settle(self, state: RunState, exitcode: int | None, report) -> dict | None:
         """Report every part this child got to; return the unit of parts it never started."""
@@ -525,6 +525,18 @@ def _waiting_seconds(pid: int | None) -> float:
     try:
         with open(f"/proc/{pid}/schedstat", "rb") as handle:
             return int(handle.read().split()[1]) / 1e9
+    except (OSError, ValueError, IndexError):
+        return 0.0
+
+
+def _cpu_seconds(pid: int | None) -> float:
+    """CPU time used by every thread of `pid` (user and system, Linux /proc/<pid>/stat)."""
+    if pid is None:
+        return 0.0
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as handle:
+            fields = handle.read().rsplit(b")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
     except (OSError, ValueError, IndexError):
         return 0.0
 

@@ -3,7 +3,7 @@ the attempts, and how failures of the grader's own machinery are kept apart from
 
 import errno
 import os
-import platform
+import socket
 import struct
 import sys
 from pathlib import Path
@@ -16,8 +16,9 @@ from grader.engine.cases import save_cases
 from grader.engine.spec import FUNCTION, Case
 from grader.engine.status import CaseStatus, RunState, Status
 from grader.engine.text import printable
-from grader.sandbox import landlock, seccomp
+from grader.sandbox import landlock, seccomp, world
 from grader.sandbox.processes import Job, run_jobs
+from grader.sandbox.syscall_numbers import NUMBERS
 
 needs_sandbox = pytest.mark.skipif(
     not sandbox.status()["complete"], reason="needs Linux with Landlock and seccomp"
@@ -49,15 +50,20 @@ def run_bpf(program, nr: int, arch: int, args=(0,) * 6) -> int:
             raise AssertionError(f"unknown opcode {code:#x}")
 
 
-@pytest.mark.skipif(platform.machine() not in seccomp.MACHINES, reason="x86-64 or arm64 only")
-def test_the_filter_lets_a_child_act_on_itself_only():
-    machine = seccomp.MACHINES[platform.machine()]
-    calls, arch, me = machine["calls"], machine["arch"], 4242
-    program = seccomp.program(me, seccomp.RET_USER_NOTIF)
+@pytest.mark.parametrize("machine", sorted(seccomp.ARCHES))
+def test_the_filter_allows_what_grading_needs_and_refuses_everything_else(machine):
+    calls, arch, me = NUMBERS[machine], seccomp.ARCHES[machine], 4242
+    program = seccomp.program(me, seccomp.RET_USER_NOTIF, machine)
     allow, refuse = seccomp.RET_ALLOW, seccomp.RET_USER_NOTIF
     cases = [
+        ("read", (0,), allow),
+        ("futex", (0,), allow),
+        ("mmap", (0, 4096, 3, 0x22), allow),
+        ("openat", (-100 & 0xFFFFFFFF,), allow),  # files are Landlock's
         ("clone", (seccomp.CLONE_THREAD | 0x3D0F00,), allow),  # a thread
         ("clone", (0x01200011,), refuse),  # what fork() passes
+        ("clone3", (0,), seccomp.RET_ERRNO | errno.ENOSYS),
+        ("execve", (0,), refuse),
         ("kill", (me,), allow),
         ("kill", (0,), allow),  # its own process group
         ("kill", (-me,), allow),
@@ -68,24 +74,75 @@ def test_the_filter_lets_a_child_act_on_itself_only():
         ("tgkill", (me + 1, 7), refuse),
         ("ptrace", (16, me + 1), refuse),
         ("process_vm_readv", (me + 1,), refuse),
-        ("execve", (0,), refuse),
-        ("clone3", (0,), seccomp.RET_ERRNO | errno.ENOSYS),
-        ("socket", (1, 1), allow),  # AF_UNIX
-        ("socket", (2, 2), refuse),  # AF_INET, UDP
-        ("socket", (10, 1), refuse),  # AF_INET6
+        ("pidfd_open", (me + 1, 0), refuse),
+        # Another process's limits, priority, affinity, scheduling: never; its own: yes.
+        ("prlimit64", (0, 9, 1), allow),
+        ("prlimit64", (me, 9, 1), allow),
+        ("prlimit64", (me + 1, 9, 1), refuse),
+        ("prlimit64", (1, 0, 0), refuse),
+        ("setpriority", (0, 0, 19), allow),
+        ("setpriority", (0, me + 1, 19), refuse),
+        ("setpriority", (1, 0, 19), refuse),  # PRIO_PGRP: a group, maybe the grader's
+        ("setpriority", (2, 0, 19), refuse),  # PRIO_USER: every process of the user
+        ("sched_setaffinity", (0,), allow),
+        ("sched_setaffinity", (me + 1,), refuse),
+        ("sched_setscheduler", (me + 1, 0), refuse),
+        ("sched_setattr", (me + 1,), refuse),
+        ("ioprio_set", (1, me + 1), refuse),
+        ("sched_getaffinity", (me + 7,), allow),  # reading only: TensorFlow asks of its threads
+        # No socket of any family (the supervisor's channel is made before the filter).
+        ("socket", (1, 1), refuse),  # AF_UNIX: pathname sockets are reachable through files
+        ("socket", (2, 2), refuse),
+        ("socket", (16, 3), refuse),  # netlink
+        ("socketpair", (1, 1), refuse),
+        ("connect", (3,), refuse),
+        ("sendmsg", (3,), allow),  # on the channel it was handed
+        # Memory the address-space limit does not count, and objects that outlive the child.
+        ("memfd_create", (0, 0), refuse),
+        ("shmget", (0x1234, 1 << 30, 0o1666), refuse),
+        ("msgget", (0x1234, 0o1666), refuse),
+        ("semget", (0x1234, 1, 0o1666), refuse),
+        # Privilege, the machine, the kernel.
+        ("clock_settime", (0,), refuse),
+        ("settimeofday", (0,), refuse),
+        ("adjtimex", (0,), refuse),
+        ("setuid", (0,), refuse),
+        ("capset", (0,), refuse),
+        ("fanotify_init", (0,), refuse),
         ("unshare", (0x10000000,), refuse),
-        ("io_uring_setup", (8, 0), refuse),
+        ("setns", (3, 0), refuse),
         ("mount", (0,), refuse),
+        ("bpf", (0,), refuse),
+        ("perf_event_open", (0,), refuse),
+        ("io_uring_setup", (8, 0), refuse),
+        ("init_module", (0,), refuse),
+        ("reboot", (0,), refuse),
+        ("personality", (0xFFFFFFFF,), refuse),
+        ("seccomp", (1, 0), refuse),
+        # ioctl and prctl by request only: no terminal input injected, no new filters.
+        ("ioctl", (1, 0x5401), allow),  # TCGETS: isatty()
+        ("ioctl", (0, 0x5412), refuse),  # TIOCSTI
+        ("ioctl", (3, 0xC0502100), refuse),  # the seccomp listener's own requests
+        ("prctl", (15,), allow),  # PR_SET_NAME: a thread's name
+        ("prctl", (1, 9), refuse),  # PR_SET_PDEATHSIG
+        ("prctl", (22, 2), refuse),  # PR_SET_SECCOMP
     ]
     if "fork" in calls:
         cases.append(("fork", (), refuse))
     for name, args, verdict in cases:
-        got = run_bpf(program, calls[name], arch, (*args, *[0] * (6 - len(args))))
+        words = [a & 0xFFFFFFFFFFFFFFFF for a in (*args, *[0] * (6 - len(args)))]
+        got = run_bpf(program, calls[name], arch, tuple(words))
         assert got == verdict, (name, args, hex(got))
-    assert run_bpf(program, 0, arch) == allow  # read(2), or any other call
-    assert run_bpf(program, calls["kill"], 0x40000003) == seccomp.RET_ERRNO | errno.EPERM
-    if machine["x32"]:
+    assert run_bpf(program, 1023, arch) == refuse  # a number no table knows: refused
+    assert run_bpf(program, calls["read"], 0x40000003) == seccomp.RET_ERRNO | errno.EPERM
+    if machine == "x86_64":
         assert run_bpf(program, 57 | seccomp.X32_SYSCALL_BIT, arch) & 0xFFFF0000 == 0x00050000
+
+
+def test_every_call_the_filter_names_is_a_call_of_a_machine_it_knows():
+    """A misspelt name would silently allow nothing (or check nothing)."""
+    for name in [*seccomp.ALLOWED, *seccomp.CHECKED, *seccomp.NOT_IMPLEMENTED]:
+        assert any(name in numbers for numbers in NUMBERS.values()), name
 
 
 # --- the allowlist ------------------------------------------------------------------------------
@@ -114,7 +171,7 @@ def test_the_allowlist_never_holds_the_kit_or_a_protected_folder(tmp_path):
 # --- a sandboxed child, end to end ----------------------------------------------------------------
 
 PROBE = """
-import ctypes, os, signal, sys
+import ctypes, os, resource, signal, socket, sys, time
 import numpy as np
 
 def succeeded(result):
@@ -142,8 +199,27 @@ def probe():
         attempt(lambda: os.environ["ATTNKIT_TEST_SECRET"]),
         attempt(lambda: __import__("socket").socket(2, 2).sendto(b"x", ("127.0.0.1", 9))),
         attempt(lambda: succeeded(ctypes.CDLL(None).unshare(0x10000000))),  # CLONE_NEWUSER
+        # Outside through a pathname Unix socket (a listener of the test's own).
+        attempt(lambda: socket.socket(socket.AF_UNIX).connect(LISTENER)),
+        attempt(lambda: socket.socketpair()),
+        # Memory the address-space limit does not count, objects that outlive the child.
+        attempt(lambda: os.memfd_create("held")),
+        attempt(lambda: succeeded(int(ctypes.CDLL(None).shmget(0x5EED, 1 << 20, 0o1666) < 0))),
+        # Another process's priority, affinity and limits (the zygote's: harmless values).
+        attempt(lambda: os.setpriority(os.PRIO_PROCESS, parent, os.getpriority(0, parent))),
+        attempt(lambda: os.sched_setaffinity(parent, os.sched_getaffinity(parent))),
+        attempt(lambda: resource.prlimit(parent, resource.RLIMIT_CORE, (0, 0))),
+        # The clock, set to what it reads (harmless if it ever worked).
+        attempt(lambda: time.clock_settime(time.CLOCK_REALTIME, time.time())),
     ]
-    return np.array(results)
+    status = dict(line.split(":", 1) for line in open("/proc/self/status") if ":" in line)
+    facts = [
+        float(os.getuid()),
+        float(int(status["CapEff"], 16)),
+        float(os.stat("/proc/self/ns/ipc").st_ino),
+        float(os.stat("/proc/self/ns/net").st_ino),
+    ]
+    return np.array(results + facts)
 """
 
 
@@ -152,7 +228,10 @@ def probe_folder(tmp_path) -> Path:
     secret = tmp_path / "secret.txt"
     secret.write_text("the hidden expected results")
     (tmp_path / "submission").mkdir()
-    (tmp_path / "submission" / "probe.py").write_text(f"SECRET = {str(secret)!r}\n" + PROBE)
+    listener = str(tmp_path / "listener.sock")
+    (tmp_path / "submission" / "probe.py").write_text(
+        f"SECRET = {str(secret)!r}\nLISTENER = {listener!r}\n" + PROBE
+    )
     save_cases(tmp_path / "probe.npz", [Case("probe", FUNCTION, "no inputs")])
     return tmp_path
 
@@ -178,12 +257,30 @@ def test_a_sandboxed_child_reaches_nothing_but_its_folder_and_its_attempts_are_c
         blocked_imports=("solutions",),
         sandbox={"protected": [str(probe_folder / "submission")]},
     )
-    outcome = run_jobs([job])["probe"]
+    listener = socket.socket(socket.AF_UNIX)
+    listener.bind(str(probe_folder / "listener.sock"))
+    os.chmod(probe_folder / "listener.sock", 0o777)
+    listener.listen(1)
+    listener.setblocking(False)
+    try:
+        outcome = run_jobs([job])["probe"]
+        with pytest.raises(BlockingIOError):
+            listener.accept()  # nobody came through
+    finally:
+        listener.close()
     assert outcome.state == RunState.FINISHED, outcome
     assert outcome.meta["cases"][0]["status"] == CaseStatus.OK, outcome.meta
-    done = outcome.arrays["case0/output"].tolist()
+    *done, uid, capabilities, ipc, net = outcome.arrays["case0/output"].tolist()
     # Only writing into its own folder worked.
-    assert done == [0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0], done
+    assert done == [0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0] + [0] * 8, done
+    # A world of its own: no capability, its own IPC and network, its own user under root.
+    assert capabilities == 0
+    if sandbox.status()["namespaces"]:
+        assert ipc != os.stat("/proc/self/ns/ipc").st_ino
+        assert net != os.stat("/proc/self/ns/net").st_ino
+    if os.geteuid() == 0:
+        assert uid >= world.SLOT_UID_BASE
+    assert outcome.refused.get("other processes", 0) >= 3, outcome.refused
     assert (work / "mine.txt").read_text() == "ok"
     assert not (probe_folder / "planted").exists()
     assert outcome.refused.get("signal", 0) >= 2, outcome.refused
