@@ -10,7 +10,10 @@ Rows:
   (goal: under 1 s), next to the same cold `grader check` and import;
 - `grader list` (goal: under 0.5 s, and it must not import TensorFlow);
 - `grader batch` of N synthetic 8-2 submissions with `--jobs 2` against N sequential
-  `grader check` runs (goal: at least 10x faster).
+  `grader check` runs (goal: at least 10x faster);
+- with `--against REV`: `grader check 8-2` of this checkout against the same command of the
+  kit at git revision REV (a worktree made for the run), taking turns (the sandbox's goal of
+  issue 27: at most 1.05x what it cost before).
 """
 
 from __future__ import annotations
@@ -87,6 +90,37 @@ def _read_until_score(process: subprocess.Popen) -> None:
     raise RuntimeError("grader watch stopped before printing a score")
 
 
+def against(revision: str, repeats: int) -> tuple[float, float]:
+    """Median seconds of `grader check 8-2 --submission solutions` here and at `revision`."""
+    import os
+
+    with tempfile.TemporaryDirectory(prefix="attnkit-before-") as scratch:
+        other = Path(scratch) / "kit"
+        subprocess.run(
+            ["git", "worktree", "add", "--detach", str(other), revision],
+            cwd=KIT,
+            check=True,
+            capture_output=True,
+        )
+        try:
+            samples: dict[Path, list[float]] = {KIT: [], other: []}
+            for index in range(repeats + 1):
+                for root, times in samples.items():
+                    start = time.perf_counter()
+                    subprocess.run(
+                        grader("check", "8-2", "--submission", "solutions"),
+                        cwd=root,
+                        env=dict(os.environ, PYTHONPATH=str(root)),
+                        stdout=subprocess.DEVNULL,
+                        stderr=subprocess.DEVNULL,
+                    )
+                    if index:
+                        times.append(time.perf_counter() - start)
+        finally:
+            subprocess.run(["git", "worktree", "remove", "--force", str(other)], cwd=KIT)
+    return statistics.median(samples[KIT]), statistics.median(samples[other])
+
+
 def grader(*args: str) -> list[str]:
     return [PYTHON, "-m", "grader.cli", *args]
 
@@ -105,6 +139,7 @@ def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="one repeat, 2 students")
     parser.add_argument("--students", type=int, default=None)
+    parser.add_argument("--against", metavar="REV", help="also time grader check at REV")
     args = parser.parse_args(argv)
     repeats = 1 if args.quick else 5
     students = args.students or (2 if args.quick else 40)
@@ -127,6 +162,12 @@ def main(argv=None) -> None:
             "goal <= 1.0x the import",
         )
     )
+    if args.against:
+        now, before = against(args.against, max(repeats, 5))
+        rows.append((f"grader check 8-2 at {args.against}", before, 1.0, ""))
+        rows.append(
+            ("grader check 8-2 here", now, now / before, "goal <= 1.05x the revision before")
+        )
     warm = warm_recheck(repeats)
     rows.append(
         (

@@ -98,7 +98,7 @@ def grade(
         expected = reference.expected(record, seed, cases, outcomes.get("reference"))
     result.for_instructor = written_answers(record, path.parent)
     mine = {name: outcomes[job.key] for name, job in jobs.items()}
-    result.refused = refused_counts(mine.values())[0]
+    result.refused, result.refused_examples = refused_counts(mine.values())
     for part in chosen:
         result.parts.append(
             judge_part(

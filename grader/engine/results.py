@@ -132,6 +132,8 @@ class ExerciseResult:
     for_instructor: list[dict] = field(default_factory=list)
     # What the sandbox refused the submission (kind -> count), for the instructor.
     refused: dict[str, int] = field(default_factory=dict)
+    # A few of them by kind, in words ("memfd_create", "prlimit64 on pid 1", a path).
+    refused_examples: dict[str, list[str]] = field(default_factory=dict)
 
     @property
     def score(self) -> float:

@@ -11,7 +11,8 @@ at the next interpreter start). So here:
 - a folder is listed through a directory fd, each entry by `lstat`, never followed;
 - a file is opened relative to its folder's fd with O_NOFOLLOW|O_NONBLOCK (a FIFO does not hang
   the reader), after `lstat` says it is a regular file (a device is never opened), and checked
-  again with `fstat` on the open file: one name (st_nlink 1), the same inode, at most a bound;
+  again with `fstat` on the open file: the same inode, at most a bound, and, for a file with
+  more than one name (a hard link), one that every user may read;
 - anything else is refused with a message that names the file and says what to do, which the
   callers turn into a score of 0 for that exercise, never into a stopped batch;
 - derived files (the code of a notebook, the UTF-8 of UTF-16 source, a near name's copy) are
@@ -62,10 +63,14 @@ def refusal(name: str, info: os.stat_result, limit: int = MAX_FILE_BYTES) -> str
         return f"{name} is a device, not a file: hand in the file itself"
     if not stat.S_ISREG(mode):
         return f"{name} is not a plain file: hand in the file itself"
-    if info.st_nlink != 1:
+    # A hard link is read only where anyone may read the file anyway: a link to a file the
+    # student could not read (a secret of the machine's) is refused, while a classmate who
+    # links an honest student's file into their own folder costs that student nothing (the
+    # two are then simply alike, for the similarity report).
+    if info.st_nlink != 1 and not mode & stat.S_IROTH:
         return (
-            f"{name} is a hard link (one file with {info.st_nlink} names): hand in a copy "
-            "of the file itself"
+            f"{name} is a hard link (one file with {info.st_nlink} names) to a file not every "
+            "user may read: hand in a copy of the file itself"
         )
     if info.st_size > limit:
         return f"{name} is larger than {limit // 2**20} MiB: hand in the source file only"

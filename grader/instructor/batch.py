@@ -248,8 +248,9 @@ def _grade_students(run: _Run, pending: list[tuple[Student, str]]) -> None:
     """Plan every student (while the zygote starts), then run the references and the students'
     exercises in one go: a student's result is written once its parts and every reference are
     in."""
+    # The grader's alone (mkdtemp's 0700): a child reads its cases and its submission before
+    # it becomes a user of its own, and reaches its folder through its own mount namespace.
     scratch = Path(tempfile.mkdtemp(prefix="attnkit-batch-"))
-    scratch.chmod(0o711)
     if run.policy is not None:  # a child reads its own inputs only, by name
         run.policy = {**run.policy, "protected": [*run.policy["protected"], str(scratch.resolve())]}
     records, references, seeds = run.records, run.references, run.seeds
@@ -327,7 +328,7 @@ def _save_cases(scratch: Path, record, cases) -> dict[str, Path]:
     for part in record.parts:
         files[part.name] = folder / f"{part.name}.npz"
         save_cases(files[part.name], cases[part.name])
-        files[part.name].chmod(0o644)
+        files[part.name].chmod(0o600)
     return files
 
 
@@ -337,7 +338,7 @@ def _plan_student(run: _Run, student: Student, stamp: str, home: Path, jobs: lis
     plan = _Plan(student, stamp, home)
     # `home` is named by number, not by student: a child can read its own memory (forked from
     # the helper, which knows every job's folder) and must not learn classmates' names from it.
-    home.mkdir(mode=0o711)
+    home.mkdir(mode=0o700)
     source = home / "submission"
     try:
         refused = unpack(student, source)

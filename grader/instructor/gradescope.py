@@ -253,7 +253,7 @@ def prepare_files(submission: Path, filenames: list[str], scratch: Path) -> dict
         for name in [*folders, *names]:
             os.chown(os.path.join(folder, name), 0, 0, follow_symlinks=False)
     os.chown(scratch, 0, 0)
-    scratch.chmod(0o711)
+    scratch.chmod(0o700)  # a child reads its submission before it becomes a user of its own
     if answer is None:
         problem = "the submission's files could not be copied (a grader problem, not yours)"
         return {name: ExerciseFile(None, problem) for name in filenames}

@@ -50,9 +50,11 @@ def discover(submissions: Path) -> list[Student]:
         raise FileNotFoundError(f"{submissions} is not a folder of submissions")
     students = []
     for entry in sorted(submissions.iterdir()):
-        if entry.name.startswith(".") or entry.is_symlink():
+        if entry.name.startswith("."):
             continue
-        if entry.is_dir():
+        if entry.is_symlink():  # graded as refused (unpack says why), never dropped in silence
+            students.append(Student(student_id(entry.name), entry))
+        elif entry.is_dir():
             students.append(Student(student_id(entry.name), entry))
         elif entry.suffix.lower() == ".zip":
             students.append(Student(student_id(entry.stem), entry))
@@ -69,6 +71,9 @@ def fingerprint(student: Student) -> str:
     """A hash of what the student handed in, to notice a changed submission on resume. Read as
     `unpack` reads it: never through a link, never a FIFO (the reason stands for such a file)."""
     digest = hashlib.sha256()
+    if student.entry.is_symlink():
+        digest.update(b"link: " + os.fsencode(os.readlink(student.entry)))
+        return digest.hexdigest()
     top = PurePosixPath(student.entry.name)
     names = (
         [top]
@@ -88,6 +93,11 @@ def unpack(student: Student, destination: Path) -> dict[str, str]:
     """Copy or extract the submission into `destination` (an empty folder the grader made);
     the files not copied (links, special files: path -> why), for `find_exercise_file`."""
     destination.mkdir(parents=True, exist_ok=True)
+    if student.entry.is_symlink():
+        raise UnsafeSubmission(
+            f"{student.entry.name} is a symbolic link, not a submission: hand in the folder "
+            "(or .zip) itself"
+        )
     try:
         if student.is_zip:
             _extract_zip(student.entry, destination)

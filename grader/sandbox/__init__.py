@@ -10,27 +10,46 @@ A child may
 - read its own inputs (the case files of its parts; they are never written by a child) and
   the folder of the submission it grades;
 - read and write its own scratch folder, and nothing else (`/dev/null` aside);
-- start threads, but no process; signal itself only; never ptrace or read another process's
-  memory; open no network socket; make no namespace, mount, BPF program or io_uring ring.
+- make the system calls on an allowlist (grader.sandbox.seccomp), and no other: threads but no
+  process, signals, limits, priority and affinity of itself only, no socket of any family, no
+  SysV IPC or memfd, no namespace, mount, clock, key, BPF, perf or io_uring;
+- live in IPC and network namespaces of its own, as a user of its own with no capability where
+  the grader is root, and die with whoever started it (grader.sandbox.world).
 The environment it sees is an allowlist too (`ENVIRONMENT`), with HOME and TMPDIR in its folder.
+Resource limits (grader.sandbox.limits) cap its memory, output, processes and CPU time.
 
-Why Landlock (grader.sandbox.landlock) and not bubblewrap: Landlock is in the kernel (5.13+,
-ABI 6 for signal scoping), needs no privilege, no setuid helper and no user namespaces (which
-some distributions and containers disable), and a process can enter it after a fork. That
-last point matters: children are forked from a helper that imported TensorFlow once (see
-grader.sandbox.processes); bubblewrap sandboxes a new program, so every child would pay the 4-second
-import again. It holds for root as for an ordinary user. A seccomp filter
-(grader.sandbox.seccomp) covers what Landlock does not: processes, signals where the ABI is
-older than 6, ptrace-like calls. The grader and its helper also make themselves non-dumpable,
-so that `/proc/<pid>/mem` of either is closed to any process of the same user that is not
-root, sandboxed or not.
+What we do as bubblewrap and nsjail do, and where we differ:
+- As both: no_new_privs, a session of its own, die-with-parent, new IPC and network
+  namespaces (a user namespace first where unprivileged), rlimits on address space, CPU time,
+  file size, processes and core dumps.
+- Files: Landlock (grader.sandbox.landlock), not a mount namespace built from bind mounts as
+  bubblewrap and nsjail build one. Landlock is in the kernel (5.13+), needs no privilege and no
+  helper, and a process can enter it after a fork: children are forked from a helper that
+  imported TensorFlow once (grader.sandbox.processes), where a new program under bubblewrap
+  would pay the 4-second import every time. It holds for root as for an ordinary user, and
+  where user namespaces are disabled. A mount namespace is used only under root, and only to
+  let a child's own user enter the folders on the way to the installation (world.py).
+- System calls: an allowlist with argument checks, found by tracing real grading runs.
+  Neither tool ships a policy of its own: bubblewrap loads whatever BPF program it is handed
+  (Flatpak hands it a denylist), nsjail compiles a Kafel policy its user writes. A denylist
+  is what let earlier attacks through here, so nothing not on the list runs.
+- No PID namespace (both tools offer one): the child would have to fork again to be inside
+  it; what it gives is had from the filter (nothing aimed at another pid) and Landlock (only
+  its own /proc/<pid>). No UTS or cgroup namespace: nothing a child could change there.
+- No cgroup: an ordinary user can rarely write one. Memory is capped as address space, and
+  the forms that escape that count (memfd, SysV and POSIX shared memory) are refused instead.
+- Refused calls are reported by name to the instructor (a user-notification listener the
+  child hands to its supervisor), where both tools only make them fail.
+The grader and its helper also make themselves non-dumpable, so that `/proc/<pid>/mem` of
+either is closed to any process of the same user that is not root, sandboxed or not.
 
 The package: `processes` is the grader's side (jobs, their outcomes) and talks to `zygote`, the
 helper that imports TensorFlow once and forks the children; `scheduler` starts, times and kills
 them; `child` is what runs in a child (read the cases, enter the sandbox, import the
 submission, run each part, write plain arrays); `limits` sets its resource limits (and tells a
-failure that ran into one); `landlock` and `seccomp` are the two kernel mechanisms; `supervisor`
-is the helper's side of each child's channel.
+failure that ran into one); `world` its namespaces, user and death with its parent; `landlock`
+and `seccomp` are the two kernel mechanisms (`syscall_numbers` their data); `supervisor` is the
+helper's side of each child's channel.
 
 What the grader can see is flagged: every call the seccomp filter refuses (through its
 user-notification listener, so a submission cannot hide it), and, through a Python audit hook

@@ -79,6 +79,10 @@ def run_job(job: dict, end=None) -> None:
     for part in parts:
         meta, arrays = load_bundle(part["cases"])
         cases.append(cases_from_bundle(meta["cases"], arrays))
+    # Read while the child may still read what the grader can (the submission's folder may be
+    # private to the grader's user): from here on, under root, it is a user of its own.
+    source = _read_source(job["module"])
+    world.become_own_user(job)
     if job.get("sandbox") is not None:
         policy = dict(job["sandbox"], workdir=job["workdir"])
         policy["read"] = [
@@ -91,7 +95,7 @@ def run_job(job: dict, end=None) -> None:
         supervisor.tell_started(end, None)
     block_imports(job.get("blocked_imports") or (), end)
     try:
-        module = load_submission(job["module"], job.get("module_name", "submission"))
+        module = load_submission(job["module"], job.get("module_name", "submission"), source)
     except BaseException as error:  # noqa: BLE001 - a submission may raise anything, SystemExit too
         failure = describe(error, job["module"])
         _mark(job["ready"])
@@ -143,7 +147,6 @@ def _isolate(job: dict, log_path: str) -> None:
     seconds = sum(float(part["timeout"]) for part in job["parts"])
     limits.apply(job.get("limits"), world.slot_uid(job), sandboxed, seconds)
     world.unshare_world(job)  # done already in a fresh interpreter, before TensorFlow's threads
-    world.become_own_user(job)
     if os.environ.get("KERAS_BACKEND", "tensorflow") == "tensorflow":
         import tensorflow as tf
 
@@ -174,13 +177,30 @@ def block_imports(names, end=None) -> None:
     sys.meta_path.insert(0, _BlockedImport(names, end))
 
 
-def load_submission(path: str, module_name: str = "submission"):
+def _read_source(path: str) -> bytes | None:
+    try:
+        with open(path, "rb") as handle:
+            return handle.read()
+    except OSError:  # said by load_submission, as the submission's failure
+        return None
+
+
+def load_submission(path: str, module_name: str = "submission", source: bytes | None = None):
+    """Import the submitted file as `module_name`; from `source`, its bytes read earlier, where
+    given (then tracebacks still show its lines: they are put in linecache)."""
     spec = importlib.util.spec_from_file_location(module_name, path)
     if spec is None or spec.loader is None:
         raise SubmissionError(NOT_A_MODULE.format(path=path))
     module = importlib.util.module_from_spec(spec)
     sys.modules[module_name] = module
-    spec.loader.exec_module(module)
+    if source is None:
+        spec.loader.exec_module(module)
+        return module
+    import linecache
+
+    text = importlib.util.decode_source(source)
+    linecache.cache[path] = (len(text), None, text.splitlines(True), path)
+    exec(compile(source, path, "exec", dont_inherit=True), module.__dict__)  # noqa: S102
     return module
 
 

@@ -73,12 +73,12 @@ def apply(
     # RLIMIT_NPROC counts every thread of the user id: under a user id shared with classmates'
     # children, one child's threads would starve theirs. Where the sandbox refuses new processes
     # that cap is only kept for a slot's own user id; the scheduler watches threads itself.
-    shared_uid = uid is None
-    if limits.get("processes") and not (sandboxed and seccomp.supported() and shared_uid):
-        cap(
-            resource.RLIMIT_NPROC,
-            _tasks_of(uid if uid is not None else os.getuid()) + int(limits["processes"]),
-        )
+    # Where the filter refuses processes, the cap counts threads alone: a backstop well above
+    # the scheduler's own watch of threads, so that the watch is what a student is told of.
+    confined = sandboxed and seccomp.supported()
+    if limits.get("processes") and not (confined and uid is None):
+        allowance = 4 * int(limits.get("threads") or 256) if confined else limits["processes"]
+        cap(resource.RLIMIT_NPROC, _tasks_of(uid if uid is not None else os.getuid()) + allowance)
 
 
 def limit_of(error: BaseException) -> Limit | None:

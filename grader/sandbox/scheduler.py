@@ -259,6 +259,7 @@ class _Running:
         self.job = dict(
             unit,
             slot=slot,
+            uid=world.slot_uid(dict(unit, slot=slot)),  # chosen here, where the sweep is
             ready=os.path.join(unit["workdir"], f"{unit['key']}.ready{attempt}"),
         )
         self.parts = unit["parts"]
@@ -531,7 +532,7 @@ def _waiting_seconds(pid: int | None) -> float:
 
 def _cpu_seconds(pid: int | None) -> float:
     """CPU time used by every thread of `pid` (user and system, Linux /proc/<pid>/stat)."""
-    if pid is None:
+    if pid is None or not hasattr(os, "sysconf"):  # no /proc where there is no sysconf
         return 0.0
     try:
         with open(f"/proc/{pid}/stat", "rb") as handle:

@@ -116,7 +116,7 @@ NOT_IMPLEMENTED = ("clone3",)
 
 # What a refused call is, for the instructor (grader.engine.labels words these).
 PROCESS, SIGNAL, PTRACE, NETWORK, SYSTEM = "process", "signal", "ptrace", "network", "system"
-OTHERS = "other processes"
+OTHERS = "others"  # other processes: their limits, priority, affinity, scheduling
 KINDS = {
     **dict.fromkeys(("fork", "vfork", "clone", "execve", "execveat"), PROCESS),
     **dict.fromkeys(("kill", "tkill", "tgkill", "rt_sigqueueinfo", "rt_tgsigqueueinfo"), SIGNAL),

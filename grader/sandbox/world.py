@@ -16,8 +16,8 @@ interpreter before it imports TensorFlow, which starts threads):
   which only the entries on the way are bound back: the child's user reaches the installation
   with nothing changed on the real file system, and the covers die with the child.
 
-`become_own_user(job)`, once the limits are set: as root, the slot's own user and group
-(`SLOT_UID_BASE` + slot, no supplementary groups; leaving uid 0 clears every capability), the
+`become_own_user(job)`, once the limits are set: as root, a user and group of its own
+(`child_uid`, no supplementary groups; leaving uid 0 clears every capability), the
 child's folder handed to it; then, as any user, SIGKILL when its parent dies (after the change
 of user, which clears that setting): a child never outlives the helper or grader that started it.
 
@@ -36,6 +36,7 @@ import stat
 import sys
 
 SLOT_UID_BASE = 61000
+PRIVATE_UID_BASE, PID_SPAN, SLOTS = 1 << 28, 1 << 22, 256
 CLONE_NEWNS, CLONE_NEWIPC, CLONE_NEWNET = 0x00020000, 0x08000000, 0x40000000
 CLONE_NEWUSER = 0x10000000
 MS_NOSUID, MS_NODEV, MS_BIND, MS_REC, MS_PRIVATE = 2, 4, 4096, 16384, 1 << 18
@@ -49,11 +50,35 @@ def linux() -> bool:
     return platform.system() == "Linux"
 
 
+def root() -> bool:
+    return hasattr(os, "geteuid") and os.geteuid() == 0
+
+
 def slot_uid(job: dict) -> int | None:
-    """The user id a sandboxed child runs as: its slot's own where the grader is root."""
-    if job.get("sandbox") is None or not linux() or os.geteuid() != 0:
+    """The user id a sandboxed child runs as where the grader is root (None: its own user):
+    the one its scheduler chose (`child_uid`)."""
+    if job.get("sandbox") is None or not linux() or not root():
         return None
-    return SLOT_UID_BASE + int(job.get("slot", 0))
+    return int(job["uid"]) if job.get("uid") is not None else child_uid(int(job.get("slot", 0)))
+
+
+def child_uid(slot: int) -> int:
+    """A user id no other grader on this machine hands out, for the child in `slot` of the
+    scheduler running in this process: a block of SLOTS ids per process id, above any real
+    user's (two root graders at once, as `pytest -n 2` runs them, must never share an id: each
+    scheduler kills whatever runs as the ids it handed out). Where the kernel's uid map is
+    narrower (a container), the block SLOT_UID_BASE + slot, shared."""
+    uid = PRIVATE_UID_BASE + (os.getpid() % PID_SPAN) * SLOTS + slot % SLOTS
+    return uid if _mapped(uid) else SLOT_UID_BASE + slot % SLOTS
+
+
+def _mapped(uid: int) -> bool:
+    try:
+        with open("/proc/self/uid_map") as handle:
+            ranges = [tuple(map(int, line.split())) for line in handle if line.strip()]
+    except OSError:
+        return False
+    return any(inside <= uid < inside + count for inside, _, count in ranges)
 
 
 def _libc():
@@ -80,7 +105,7 @@ def unshare_world(job: dict) -> None:
             raise OSError(own_user_problem())
         _entered["world"] = False
         return
-    if os.geteuid() == 0:
+    if root():
         covers = blocked_on_the_way(reachable_paths(job), slot_uid(job))
         _check(libc.unshare(CLONE_NEWNS | CLONE_NEWIPC | CLONE_NEWNET), "unshare")
         _check(libc.mount(b"none", b"/", None, MS_REC | MS_PRIVATE, None), "mount --make-rprivate")
@@ -107,7 +132,7 @@ def installation() -> list[str]:
 def own_user_problem() -> str | None:
     """Why children of a root grader could not run as users of their own here (None: they
     can), with what to do about it."""
-    if not linux() or os.geteuid() != 0:
+    if not linux() or not root():
         return None
     blocked = blocked_on_the_way(installation(), SLOT_UID_BASE)
     if not blocked or available() is None:
@@ -232,6 +257,8 @@ def available() -> str | None:
     forked process, as this process's user would."""
     if not linux():
         return f"{platform.system()} has no Linux namespaces"
+    if not hasattr(os, "fork"):
+        return "this Python cannot fork to try them"
     if "available" not in _entered:
         _entered["available"] = _try_in_a_fork()
     return _entered["available"]
@@ -245,8 +272,8 @@ def _try_in_a_fork() -> str | None:
         try:
             libc = _libc()
             flags = CLONE_NEWNS | CLONE_NEWIPC | CLONE_NEWNET
-            _check(libc.unshare(flags if os.geteuid() == 0 else flags | CLONE_NEWUSER), "unshare")
-            if os.geteuid() == 0:
+            _check(libc.unshare(flags if root() else flags | CLONE_NEWUSER), "unshare")
+            if root():
                 _check(libc.mount(b"none", b"/", None, MS_REC | MS_PRIVATE, None), "mount")
         except BaseException as error:  # noqa: BLE001 - the answer is the message
             message = str(error).encode()

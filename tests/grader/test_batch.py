@@ -495,3 +495,39 @@ def test_a_helper_that_dies_mid_batch_is_replaced_and_nobody_pays_for_it(tmp_pat
     rows = list(csv.DictReader(io.StringIO((out / "grades.csv").read_text())))
     assert [row["total"] for row in rows] == ["10"] * 4, rows
     assert processes._zygote.process.pid != killed[0]
+
+
+def test_a_spinning_child_dies_with_its_grader_and_helper(tmp_path):
+    """Grader and helper killed at once (kill -9 of the whole process group): the children,
+    in sessions of their own, die too (their parent-death signal), busy loop or not."""
+    root = tmp_path / "class"
+    for student in ("spinner", "sleeper"):
+        (root / student).mkdir(parents=True)
+    (root / "spinner" / "ex8_2.py").write_text("while True:\n    pass\n")
+    (root / "sleeper" / "ex8_2.py").write_text("import time\ntime.sleep(3600)\n")
+    command = [sys.executable, "-m", "grader.cli", "batch", str(root), "-e", "8-2"]
+    command += ["--out", str(tmp_path / "out"), "--jobs", "2", "--timeout", "600"]
+    process = subprocess.Popen(
+        command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True
+    )
+    deadline, children = time.monotonic() + 120, []
+    while time.monotonic() < deadline and len(children) < 2:
+        time.sleep(0.2)
+        # The helper's children, running submitted code (sessions of their own).
+        children = [
+            pid for pid in descendants(process.pid) if os.getsid(pid) == pid and pid != process.pid
+        ]
+    assert len(children) >= 2, "the children never started"
+    os.killpg(process.pid, signal.SIGKILL)
+    process.wait()
+    deadline = time.monotonic() + 10
+    alive = children
+    while alive and time.monotonic() < deadline:
+        time.sleep(0.1)
+        alive = [
+            pid
+            for pid in children
+            if Path(f"/proc/{pid}").exists()
+            and "Z" not in Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[:1]
+        ]
+    assert not alive, "children outlived their grader"

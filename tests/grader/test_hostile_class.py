@@ -266,8 +266,10 @@ def test_the_kit_is_unchanged(graded):
 
 def test_the_isolation_note_says_what_held(graded):
     assert graded["isolation"].startswith("sandboxed (Landlock"), graded["isolation"]
-    slots = "each concurrent submission ran as a user id of its own"
-    assert (slots in graded["isolation"]) == (graded["mode"] == "root-slot-users")
+    # As root, always, even with the interpreter under a 0700 /root ("root" mode).
+    own = "each child as a user of its own, without capabilities"
+    assert (own in graded["isolation"]) == (graded["mode"] != "unprivileged")
+    assert "IPC and network namespaces of its own" in graded["isolation"]
 
 
 def test_attempts_are_flagged_and_honest_students_are_not(graded):

@@ -149,3 +149,21 @@ def test_time_kept_from_a_cpu_by_others_does_not_count_against_a_part(tmp_path, 
     waited[12345] = 1e6  # starved for ever: still stopped at STARVED_LIMIT times its limit
     clock[0] = 100.0 + scheduler.STARVED_LIMIT * 1.0 + 0.1
     assert run.overran()
+
+
+def test_a_child_that_keeps_the_cores_busy_itself_is_never_credited_its_waiting(
+    tmp_path, monkeypatch
+):
+    """Its main thread waits for the CPUs its own threads hold: that is its own time."""
+    unit = {"key": "u", "workdir": str(tmp_path), "parts": [{"key": "p", "timeout": 1.0}]}
+    clock, waited, busy = [100.0], {12345: 0.0}, {12345: 0.0}
+    monkeypatch.setattr(scheduler.time, "monotonic", lambda: clock[0])
+    monkeypatch.setattr(scheduler, "_waiting_seconds", lambda pid: waited[pid])
+    monkeypatch.setattr(scheduler, "_cpu_seconds", lambda pid: busy[pid])
+    run = scheduler._Running(unit, 0, 0, _Idle)
+    clock[0] += 3.0
+    waited[12345] = 2.5
+    busy[12345] = 0.5  # starved by others: it ran half a second in three
+    assert not run.overran()
+    busy[12345] = 5.9  # two cores' worth of its own threads in three seconds
+    assert run.overran()

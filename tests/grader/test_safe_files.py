@@ -90,6 +90,7 @@ def layout_near_name_link(sub, out):
 
 
 def layout_hard_link(sub, out):
+    out.victim.chmod(0o600)  # a file of the machine's that not every user may read
     os.link(out.victim, sub / "ex8_2.py")
 
 
@@ -131,7 +132,7 @@ LAYOUTS = {
     layout_link: "ex8_2.py is a symbolic link: hand in the file itself",
     layout_dangling_link_beside_a_near_name: "ex8_2.py is a symbolic link",
     layout_near_name_link: "Ex8_2.py is a symbolic link",
-    layout_hard_link: "ex8_2.py is a hard link",
+    layout_hard_link: "ex8_2.py is a hard link (one file with 2 names) to a file not every",
     layout_fifo: "ex8_2.py is a named pipe (FIFO), not a file",
     layout_folder: "ex8_2.py is a folder: hand in the file itself",
     layout_notebook_link: "ex8_2.ipynb is a symbolic link",
@@ -263,7 +264,7 @@ def test_as_root_the_gradescope_files_are_read_without_root(tmp_path, monkeypatc
         assert files["ex8_1.py"].path.read_text("utf-8") == HONEST
         for path in [scratch, *scratch.rglob("*")]:  # root's again, for the grading
             assert path.lstat().st_uid == 0
-        assert stat.S_IMODE(scratch.stat().st_mode) == 0o711
+        assert stat.S_IMODE(scratch.stat().st_mode) == 0o700
     finally:
         import shutil
 
@@ -279,3 +280,33 @@ def test_a_notebook_checked_from_jupyter_is_not_read_through_a_link(tmp_path, de
     out.assert_untouched()
     assert graded.result.score == 0
     assert all("ex8_2.ipynb is a symbolic link" in p.summary for p in graded.result.parts)
+
+
+def test_a_classmates_hard_link_to_an_honest_file_costs_its_owner_nothing(tmp_path):
+    """Linking an honest student's readable file into one's own folder must not make the honest
+    student's file refused (the two are then merely alike); a link to a private file is."""
+    honest = tmp_path / "honest" / "ex8_2.py"
+    honest.parent.mkdir()
+    honest.write_text(HONEST)
+    honest.chmod(0o644)
+    (tmp_path / "linker").mkdir()
+    os.link(honest, tmp_path / "linker" / "ex8_2.py")
+    for folder in ("honest", "linker"):
+        assert safe_files.read_under(tmp_path / folder, "ex8_2.py") == HONEST.encode()
+    honest.chmod(0o600)
+    with pytest.raises(safe_files.RefusedFile, match="hard link"):
+        safe_files.read_under(tmp_path / "linker", "ex8_2.py")
+
+
+def test_a_student_folder_that_is_a_link_is_graded_zero_with_the_reason(tmp_path):
+    from grader.instructor.submissions import UnsafeSubmission, discover, unpack
+
+    (tmp_path / "elsewhere").mkdir()
+    (tmp_path / "elsewhere" / "ex8_2.py").write_text(HONEST)
+    (tmp_path / "class").mkdir()
+    (tmp_path / "class" / "linker").symlink_to(tmp_path / "elsewhere", target_is_directory=True)
+    (students,) = discover(tmp_path / "class")
+    assert students.id == "linker"
+    with pytest.raises(UnsafeSubmission, match="linker is a symbolic link"):
+        unpack(students, tmp_path / "copy")
+    assert not (tmp_path / "copy" / "ex8_2.py").exists()

@@ -280,7 +280,7 @@ def test_a_sandboxed_child_reaches_nothing_but_its_folder_and_its_attempts_are_c
         assert net != os.stat("/proc/self/ns/net").st_ino
     if os.geteuid() == 0:
         assert uid >= world.SLOT_UID_BASE
-    assert outcome.refused.get("other processes", 0) >= 3, outcome.refused
+    assert outcome.refused.get("others", 0) >= 3, outcome.refused
     assert (work / "mine.txt").read_text() == "ok"
     assert not (probe_folder / "planted").exists()
     assert outcome.refused.get("signal", 0) >= 2, outcome.refused

@@ -1,0 +1,64 @@
+"""The seccomp filter is an allowlist (grader.sandbox.seccomp): every exercise's reference
+solution, graded in the sandbox with its hidden cases, is refused no call. A TensorFlow, JAX
+or Python that starts to need a call the list lacks fails here, by the call's name, instead of
+opening a hole or failing students in silence.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+
+import pytest
+
+from grader import sandbox
+from grader.engine.grading import grade
+from grader.records import EXERCISES
+from tests.support.unprivileged import REPO
+
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(
+        not sandbox.status()["complete"], reason="needs Linux with Landlock and seccomp"
+    ),
+]
+
+SOLUTIONS = REPO / "solutions"
+
+
+def refusals(exercise_id: str) -> dict:
+    result = grade(exercise_id, SOLUTIONS, seed=3, hidden_seed=11, sandbox={}, timeout=120)
+    assert result.passed, (exercise_id, [p.status for p in result.parts])
+    return {"counts": result.refused, "examples": result.refused_examples}
+
+
+def test_every_solution_is_refused_no_call_forked():
+    refused = {exercise: refusals(exercise) for exercise in sorted(EXERCISES)}
+    assert all(not seen["counts"] for seen in refused.values()), {
+        exercise: seen for exercise, seen in refused.items() if seen["counts"]
+    }
+
+
+@pytest.mark.parametrize("exercise", ["8-2", "mha"])
+def test_a_solution_in_a_fresh_interpreter_is_refused_no_call(exercise, monkeypatch):
+    monkeypatch.setenv("GRADER_START_METHOD", "spawn")
+    assert refusals(exercise)["counts"] == {}
+
+
+@pytest.mark.skipif(importlib.util.find_spec("jax") is None, reason="JAX is not installed")
+def test_a_solution_on_jax_is_refused_no_call(tmp_path):
+    """On JAX, in a process of its own (the backend is chosen once per process)."""
+    import subprocess
+    import sys
+
+    script = (
+        "from grader.engine.grading import grade\n"
+        f"r = grade('8-2', {str(SOLUTIONS)!r}, seed=3, sandbox={{}}, timeout=300)\n"
+        "print(repr(r.refused), repr(r.refused_examples))\n"
+    )
+    env = dict(os.environ, KERAS_BACKEND="jax", PYTHONPATH=str(REPO))
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=600
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip().splitlines()[-1].startswith("{} "), done.stdout[-2000:]
