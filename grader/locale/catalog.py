@@ -255,9 +255,16 @@ def problems(language: str) -> list[str]:
 
 
 def _entries(mo: bytes) -> dict:
+    """A compiled catalog's messages; of its header, all but the compiler's version (a new
+    Babel compiles the same catalog)."""
     import gettext
 
-    return gettext.GNUTranslations(io.BytesIO(mo))._catalog
+    catalog = dict(gettext.GNUTranslations(io.BytesIO(mo))._catalog)
+    if isinstance(catalog.get(""), str):
+        catalog[""] = "\n".join(
+            line for line in catalog[""].splitlines() if not line.startswith("Generated-By:")
+        )
+    return catalog
 
 
 def _short(text: str) -> str:
