@@ -298,7 +298,7 @@ def _grade_students(run: _Run, pending: list[tuple[Student, str]]) -> None:
 
         if reference_of or jobs:
             references_jobs = [job for _, job in reference_of.values()]
-            run_jobs(references_jobs + jobs, run.options.jobs, on_done=done)
+            run_jobs(references_jobs + jobs, run.options.jobs, on_done=done, scratch=scratch)
         finish_ready()
     finally:
         shutil.rmtree(scratch, ignore_errors=True)

@@ -146,10 +146,13 @@ class Zygote:
     def alive(self) -> bool:
         return self.process.poll() is None
 
-    def run(self, units: list[dict], parallel: int, on_report=None) -> dict[str, dict]:
+    def run(self, units: list[dict], parallel: int, on_report=None, scratch=None) -> dict:
+        request = {"jobs": units, "parallel": parallel}
+        if scratch is not None:
+            request["scratch"] = str(scratch)
         with self._lock:
             try:
-                self.process.stdin.write(json.dumps({"jobs": units, "parallel": parallel}) + "\n")
+                self.process.stdin.write(json.dumps(request) + "\n")
                 self.process.stdin.flush()
                 finished = {}
                 for line in self.process.stdout:
@@ -205,10 +208,14 @@ def warm_up() -> None:
         zygote()
 
 
-def run_jobs(jobs: list[Job], parallel: int | None = None, on_done=None) -> dict[str, Outcome]:
+def run_jobs(
+    jobs: list[Job], parallel: int | None = None, on_done=None, scratch: Path | None = None
+) -> dict[str, Outcome]:
     """Run every job, at most `parallel` children at once (one per group).
 
-    `on_done(job, outcome)` is called for each job as its child finishes with it.
+    `on_done(job, outcome)` is called for each job as its child finishes with it. `scratch`,
+    the caller's folder of the jobs' files, is removed by the helper if the caller dies (killed
+    with -9, it cannot remove it itself).
     """
     sandbox.protect_this_process()  # the grader's memory holds the expected results
     parallel = max(1, parallel or os.cpu_count() or 1)
@@ -232,7 +239,7 @@ def run_jobs(jobs: list[Job], parallel: int | None = None, on_done=None) -> dict
             for job in remaining:  # what a dead helper's children left is not a result
                 discard(str(job.out))
             try:
-                zygote().run(describe_units(remaining), parallel, collect)
+                zygote().run(describe_units(remaining), parallel, collect, scratch)
                 break
             except ZygoteError as error:  # the helper died: ours to retry, never a grade
                 _log_grader_failure(str(error))

@@ -10,6 +10,7 @@ goes to stderr, and forked children close it.
 
 import json
 import os
+import shutil
 import signal
 import sys
 
@@ -40,9 +41,11 @@ def main() -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, terminate)
     parent = os.getppid()
+    scratch = None  # the grader's folder of the last request's files
     try:
         for line in sys.stdin:
             request = json.loads(line)
+            scratch = request.get("scratch")
             schedule(
                 request["jobs"],
                 request["parallel"],
@@ -53,6 +56,10 @@ def main() -> None:
             )
             report({"done": True})
     finally:
+        # The grader is gone (or done, and removed it already): what it left is removed here,
+        # its children all dead, so that a grader killed with -9 leaves no cases behind.
+        if scratch is not None and os.getppid() != parent:
+            shutil.rmtree(scratch, ignore_errors=True)
         # Skip the interpreter's slow teardown of TensorFlow: every child is already gone.
         os._exit(0)
 
