@@ -31,6 +31,7 @@ from grader.engine.text import printable
 from grader.engine.untrusted import file_stem
 from grader.i18n import N_, tr
 from grader.instructor import gradebook
+from grader.instructor.outcomes import SHARED_FILE
 from grader.instructor.student_page import StudentPage
 from grader.instructor.submissions import (
     FORBIDDEN_PACKAGES,
@@ -40,6 +41,7 @@ from grader.instructor.submissions import (
     find_exercise_file,
     fingerprint,
     scan,
+    sharing_a_file,
     unpack,
 )
 from grader.records import get_exercise
@@ -260,6 +262,8 @@ def _grade_students(run: _Run, pending: list[tuple[Student, str]]) -> None:
         plans, jobs = {}, []
         for number, (student, stamp) in enumerate(pending):
             plans[student.id] = _plan_student(run, student, stamp, scratch / f"s{number}", jobs)
+        for student_id in sharing_a_file([plan.student for plan in plans.values()]):
+            plans[student_id].flags.append(SHARED_FILE)
         owner = {job.key: plan for plan in plans.values() for job in plan.jobs.values()}
 
         reference_of = {}

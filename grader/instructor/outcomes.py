@@ -42,6 +42,8 @@ COLOURS = {
 # Flags about an exercise's file ("<kind>-<exercise>", grader.instructor.batch): none (missing),
 # none that can be graded (unusable), or one graded under a near name (renamed).
 FILE_FLAGS = ("missing", "unusable", "renamed")
+# A file of the submission is also in a classmate's (one file, two names: a hard link).
+SHARED_FILE = "same-file-as-classmate"
 # Flags that are about the file, the grader or the whole submission, not integrity.
 _NOT_INTEGRITY = (*(f"{kind}-" for kind in FILE_FLAGS), "grader-error:", "no-result")
 
@@ -52,7 +54,7 @@ def integrity_flags(document: dict, exercise: str) -> list[str]:
     return [
         flag
         for flag in document.get("flags", [])
-        if flag == "unsafe-submission"
+        if flag in ("unsafe-submission", SHARED_FILE)
         or (flag.endswith(f":{exercise}") and not flag.startswith(_NOT_INTEGRITY))
     ]
 

@@ -61,6 +61,25 @@ def discover(submissions: Path) -> list[Student]:
     return students
 
 
+def sharing_a_file(students: list[Student]) -> set[str]:
+    """The students whose folder holds a file that is also in a classmate's: one file under
+    two names (a hard link), which only someone with access to the class folder could make.
+    Both are graded (the file is read like any other); the instructor is asked to look."""
+    owners: dict[tuple[int, int], set[str]] = {}
+    for student in students:
+        if student.is_zip or student.entry.is_symlink() or not student.entry.is_dir():
+            continue
+        try:
+            found = safe_files.entries(student.entry)
+        except OSError:
+            continue
+        for entry in found:
+            if stat.S_ISREG(entry.info.st_mode) and entry.info.st_nlink > 1:
+                inode = (entry.info.st_dev, entry.info.st_ino)
+                owners.setdefault(inode, set()).add(student.id)
+    return {sid for ids in owners.values() if len(ids) > 1 for sid in ids}
+
+
 def student_id(name: str) -> str:
     """A folder's name as a student id that can be written as UTF-8: a byte the file system's
     encoding could not decode is written `\\xNN` instead of being lost (or stopping a writer)."""

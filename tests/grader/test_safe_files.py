@@ -310,3 +310,16 @@ def test_a_student_folder_that_is_a_link_is_graded_zero_with_the_reason(tmp_path
     with pytest.raises(UnsafeSubmission, match="linker is a symbolic link"):
         unpack(students, tmp_path / "copy")
     assert not (tmp_path / "copy" / "ex8_2.py").exists()
+
+
+def test_one_file_in_two_students_folders_flags_both_for_the_instructor(tmp_path):
+    from grader.instructor.outcomes import SHARED_FILE, integrity_flags
+    from grader.instructor.submissions import discover, sharing_a_file
+
+    for name in ("honest", "linker", "copier"):
+        (tmp_path / name).mkdir()
+    (tmp_path / "honest" / "ex8_2.py").write_text(HONEST)
+    os.link(tmp_path / "honest" / "ex8_2.py", tmp_path / "linker" / "ex8_2.py")
+    (tmp_path / "copier" / "ex8_2.py").write_text(HONEST)  # alike, for the similarity report
+    assert sharing_a_file(discover(tmp_path)) == {"honest", "linker"}
+    assert integrity_flags({"flags": [SHARED_FILE]}, "8-2") == [SHARED_FILE]
