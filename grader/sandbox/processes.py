@@ -129,9 +129,8 @@ class ZygoteError(RuntimeError):
 class Zygote:
     def __init__(self):
         configure_backend()
-        self._log = tempfile.NamedTemporaryFile(
-            prefix="attnkit-zygote-", suffix=".log", delete=False
-        )
+        # Nameless once the helper has it open: a grader killed with -9 leaves no log behind.
+        self._log = tempfile.TemporaryFile(prefix="attnkit-zygote-", suffix=".log")
         self.process = subprocess.Popen(
             [sys.executable, "-m", "grader.sandbox.zygote"],
             stdin=subprocess.PIPE,
@@ -175,7 +174,12 @@ class Zygote:
             raise ZygoteError("the grading helper process died; its log:\n" + tail)
 
     def log_tail(self) -> str:
-        return _tail(Path(self._log.name))
+        try:
+            self._log.seek(0, os.SEEK_END)
+            self._log.seek(max(0, self._log.tell() - LOG_TAIL_CHARS))
+            return self._log.read().decode("utf-8", "replace")
+        except (OSError, ValueError):  # closed already
+            return ""
 
     def close(self) -> None:
         if self.alive():
@@ -186,7 +190,6 @@ class Zygote:
                 self.process.kill()
                 self.process.wait()
         self._log.close()
-        Path(self._log.name).unlink(missing_ok=True)
 
 
 _zygote: Zygote | None = None
