@@ -63,9 +63,13 @@ def tolerances(case: Case) -> tuple[float, float]:
 
 
 def close(expected: np.ndarray, received: np.ndarray, case: Case) -> np.ndarray:
+    """Where `received` is within the case's tolerance of `expected`. Comparing infinities
+    warns nobody (the difference of two is NaN, which NumPy would otherwise report on the
+    instructor's console in the middle of a batch)."""
     rtol, atol = tolerances(case)
-    scale = max(1.0, float(np.max(np.abs(expected), initial=0.0)))
-    return np.abs(received - expected) <= atol * scale + rtol * np.abs(expected)
+    with np.errstate(invalid="ignore", over="ignore"):
+        scale = max(1.0, float(np.max(np.abs(expected), initial=0.0)))
+        return np.abs(received - expected) <= atol * scale + rtol * np.abs(expected)
 
 
 def matches(expected: np.ndarray, received: np.ndarray, case: Case) -> bool:
