@@ -43,7 +43,9 @@ EXERCISES: dict[str, Exercise] = _discover()
 class UnknownExercise(KeyError):
     def __init__(self, exercise_id: str):
         known = ", ".join(EXERCISES)
-        nearest = difflib.get_close_matches(exercise_id, list(EXERCISES), n=1, cutoff=0.0)
+        keys = {_key(known): known for known in EXERCISES}
+        nearest = difflib.get_close_matches(_key(exercise_id), list(keys), n=1, cutoff=0.0)
+        nearest = [keys[key] for key in nearest]
         hint = _(" Did you mean {nearest}?", nearest=nearest[0]) if nearest else ""
         super().__init__(
             _(
@@ -58,8 +60,26 @@ class UnknownExercise(KeyError):
         return self.args[0]
 
 
+def _key(name: str) -> str:
+    """How a student may write an exercise: any case, `_` or `.` for `-`, with or without the
+    `ex`/`lab_` of its file, or its file's path (`exercises/ex8_2.py`, `lab_mha.ipynb`)."""
+    name = name.strip().replace("\\", "/").rsplit("/", 1)[-1].lower()
+    for suffix in (".py", ".ipynb"):
+        name = name.removesuffix(suffix)
+    name = name.replace("_", "-").replace(".", "-").replace(" ", "-")
+    for prefix in ("lab-", "ex-", "ex"):
+        if name.startswith(prefix) and len(name) > len(prefix):
+            name = name[len(prefix) :]
+            break
+    return name
+
+
 def get_exercise(exercise_id: str) -> Exercise:
-    try:
+    """The exercise `exercise_id` names: its id, or any way `_key` reads as the same."""
+    if exercise_id in EXERCISES:
         return EXERCISES[exercise_id]
-    except KeyError:
-        raise UnknownExercise(exercise_id) from None
+    wanted = _key(exercise_id)
+    for known, record in EXERCISES.items():
+        if wanted in (_key(known), _key(record.file)):
+            return record
+    raise UnknownExercise(exercise_id)

@@ -50,6 +50,36 @@ def test_usage_errors_exit_2_and_say_what_to_do(args, phrase):
     assert phrase in result.output
 
 
+@pytest.mark.parametrize(
+    "written,exercise",
+    [
+        ("MHA", "mha"),
+        ("Masked_Softmax", "masked-softmax"),
+        ("ex8_2", "8-2"),
+        ("8.3", "8-3"),
+        ("exercises/ex8_2.py", "8-2"),
+        ("exercises\\lab_pointer.ipynb", "pointer"),
+        ("lab_modern_hopfield", "modern-hopfield"),
+    ],
+)
+def test_an_exercise_is_found_however_a_student_writes_it(written, exercise):
+    result = run("show", written)
+    assert result.exit_code == 0, result.output
+    assert result.output.startswith(f"Exercise {exercise} "), result.output[:200]
+
+
+def test_check_of_a_file_grades_that_file(tmp_path):
+    from tests.support.unprivileged import REPO
+
+    (tmp_path / "mine").mkdir()
+    solution = (REPO / "solutions" / "ex8_2.py").read_text()
+    (tmp_path / "mine" / "ex8_2.py").write_text(solution)
+    result = run("check", str(tmp_path / "mine" / "ex8_2.py"), "--format", "json")
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.output)
+    assert data["score"] == 10.0
+
+
 @pytest.mark.ex8_2
 def test_check_exit_codes_and_json(tmp_path):
     stub = run("check", "8-2", "--format", "json")
