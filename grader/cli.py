@@ -230,11 +230,27 @@ def _flagged(flags: list[str]) -> dict:
     return {"flags": flags} if flags else {}
 
 
+def _exercise_file(record) -> Path:
+    """The file `grader check` and `grader watch` grade when none is named, whatever the
+    language: the one in the current folder (a student working in their exercises folder),
+    else of the kit's `exercises/` and `exercises/zh/`, the one edited last."""
+    from grader.instructor.stubs import package_dir
+
+    here = Path.cwd() / record.file
+    if here.is_file():
+        return here
+    kit = package_dir("exercises")
+    found = [path for path in (kit / record.file, kit / "zh" / record.file) if path.is_file()]
+    if not found:
+        return stubs_folder(kit) / record.file
+    newest = max(path.stat().st_mtime_ns for path in found)
+    edited = [path for path in found if path.stat().st_mtime_ns == newest]
+    # Untouched, both alike: the language's own, which grades the same.
+    return stubs_folder(kit) / record.file if len(edited) > 1 else edited[0]
+
+
 def _check_folder(record) -> Path:
-    """The current folder when it holds the exercise's file (a student working in their
-    exercises folder), else the kit's own exercises/."""
-    here = Path.cwd()
-    return here if (here / record.file).is_file() else _submission("exercises")
+    return _exercise_file(record).parent
 
 
 def _again_command(exercise_id, submission, parts, seed, timeout) -> str:
@@ -263,11 +279,10 @@ def _again_command(exercise_id, submission, parts, seed, timeout) -> str:
 def watch(exercise_id, path, interval):
     """Re-grade each time you save the exercise file or notebook (PATH, default
     exercises/<file>); print only what changed."""
-    from grader.instructor.stubs import package_dir
     from grader.watch import watch as watch_file
 
     record = _records((exercise_id,), False)[0]
-    path = path or package_dir("exercises") / record.file
+    path = path or _exercise_file(record)
     if not path.is_file():
         raise click.BadParameter(_("{path} does not exist", path=path), param_hint="PATH")
     try:

@@ -1,6 +1,7 @@
 """The `grader` command: exit codes, formats, and a `list` that never imports TensorFlow."""
 
 import json
+import os
 import subprocess
 import sys
 
@@ -129,3 +130,28 @@ def test_check_without_a_sandbox_still_grades_and_says_so_once(monkeypatch):
     assert [json.loads(line)["score"] for line in result.stdout.splitlines()] == [
         json.loads(line)["max_score"] for line in result.stdout.splitlines()
     ]
+
+
+def test_the_file_graded_never_depends_on_the_language(tmp_path, monkeypatch):
+    """The kit's exercises/ and exercises/zh/: the one the student edited last is graded, in
+    English or in Chinese; a file in the current folder comes first."""
+    from grader import cli, i18n
+    from grader.records import get_exercise
+
+    record = get_exercise("8-2")
+    kit = tmp_path / "kit"
+    (kit / "exercises" / "zh").mkdir(parents=True)
+    english, chinese = kit / "exercises" / record.file, kit / "exercises" / "zh" / record.file
+    english.write_text("# stub\n")
+    chinese.write_text("# stub\n")
+    os.utime(english, (1_000, 1_000))
+    os.utime(chinese, (2_000, 2_000))  # the student works in the Chinese one
+    monkeypatch.setattr("grader.instructor.stubs.KIT", kit)
+    monkeypatch.chdir(tmp_path)
+    chosen = []
+    for language in ("en", "zh"):
+        monkeypatch.setattr(i18n, "_language", language)
+        chosen.append(cli._exercise_file(record))
+    assert chosen == [chinese, chinese]
+    (tmp_path / record.file).write_text("# mine\n")
+    assert cli._exercise_file(record) == tmp_path / record.file
