@@ -34,6 +34,14 @@ def judge_part(part, cases, expected, outcome: Outcome, timeout: float, source=N
     """`source`: the submitted file, read (parsed, never run) to say where an error's code is."""
     if outcome.state == RunState.GRADER_FAILED:
         return grader_failure(part, outcome.problem + _instructor_tail(outcome))
+    if outcome.state == RunState.TIMED_OUT and outcome.importing:
+        message = _(
+            "the file never finished loading: code at its top level (outside every function "
+            "and class) ran for {seconds:g} s; a loop or a long call left outside a function? "
+            "No part can run until the file loads",
+            seconds=timeout,
+        )
+        return part_failure(part, Status.TIMEOUT, message)
     if outcome.state == RunState.TIMED_OUT:
         message = _(
             "stopped after {seconds:g} s without finishing: an endless loop, or far too much "

@@ -120,6 +120,8 @@ class Outcome:
     # Calls the sandbox refused, by kind (process, signal, ptrace, open, import), and examples.
     refused: dict = field(default_factory=dict)
     refused_examples: dict = field(default_factory=dict)
+    # It never finished importing the submission: what happened, happened at its top level.
+    importing: bool = False
 
 
 class ZygoteError(RuntimeError):
@@ -274,7 +276,14 @@ def _collect(job: Job, report: dict, log: Path | None = None) -> Outcome:
             RunState.GRADER_FAILED, seconds, exitcode, log_tail=tail, problem=problem, **seen
         )
     if state == RunState.TIMED_OUT:
-        return Outcome(RunState.TIMED_OUT, seconds, exitcode, log_tail=tail, **seen)
+        return Outcome(
+            RunState.TIMED_OUT,
+            seconds,
+            exitcode,
+            log_tail=tail,
+            importing=bool(report.get("importing")),
+            **seen,
+        )
     if state != RunState.FINISHED or not job.out.exists():
         problem = report.get("reason") or _exit_words(exitcode)
         return Outcome(RunState.CRASHED, seconds, exitcode, log_tail=tail, problem=problem, **seen)

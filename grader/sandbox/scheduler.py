@@ -367,7 +367,7 @@ class _Running:
         if not self.ready:  # it never finished importing the submission: every part would fail
             first = self.parts[0]["key"]
             for part in self.parts:
-                report(part["key"], state, exitcode, elapsed, log_of=first, **extra)
+                report(part["key"], state, exitcode, elapsed, log_of=first, importing=True, **extra)
             return None
         report(self.parts[self.current]["key"], state, exitcode, elapsed, **extra)
         rest = self.parts[self.current + 1 :]
