@@ -429,6 +429,8 @@ def batch(
             ),
             err=True,
         )
+    for note in summary.notes:
+        click.echo(note, err=True)
     if summary.removed:
         click.echo(
             _(
@@ -502,7 +504,7 @@ def merge_command(scores, out_dir):
     from grader.instructor.written import MergeError, merge_into_batch
 
     try:
-        count = merge_into_batch(out_dir, scores)
+        count, notes = merge_into_batch(out_dir, scores)
     except MergeError as error:
         raise click.ClickException(str(error)) from None
     click.echo(
@@ -512,6 +514,8 @@ def merge_command(scores, out_dir):
             gradebook=out_dir / "grades.csv",
         )
     )
+    for note in notes:
+        click.echo(note, err=True)
 
 
 @main.command("export")
@@ -551,6 +555,8 @@ def export_command(system, out_dir, roster, assignment, assignment_id, moodle_id
     click.echo(_("{path}: {count} students", path=export.path, count=len(export.exported)))
     for line in export.problems():
         click.echo(_("  not in the file: {line}", line=line), err=True)
+    for line in export.notes():
+        click.echo(line, err=True)
 
 
 @main.group()

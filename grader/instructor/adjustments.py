@@ -1,7 +1,8 @@
 """What the gradebook adds to the automatic score: merged written points
-(grader.instructor.written) and late penalties (grader.instructor.late). Applied to the result
-documents every time a gradebook is written, from their own files, so a rerun (or a regraded
-student) keeps them, and applying twice changes nothing."""
+(grader.instructor.written), the written parts still pending review (in the maximum), and late
+penalties (grader.instructor.late). Applied to the result documents every time a gradebook is
+written, from their own files, so a rerun (or a regraded student) keeps them, and applying twice
+changes nothing."""
 
 from __future__ import annotations
 
@@ -9,28 +10,52 @@ import json
 from pathlib import Path
 
 from grader.engine.untrusted import json_text, markdown
+from grader.i18n import _
 from grader.instructor.gradebook import atomic_write, feedback_path, result_path, write_feedback
 from grader.instructor.late import load_late
-from grader.instructor.written import load_scores
+from grader.instructor.written import FOLDER, load_scores
+
+
+def written_counted(out: Path) -> bool:
+    """Whether this batch grades written answers (a review sheet was written or scores were
+    merged): then every written part of its exercises counts in every student's maximum,
+    scored or pending, so that all students share one maximum."""
+    return (Path(out) / FOLDER).is_dir()
 
 
 def apply_adjustments(out: Path, documents: list[dict], records) -> None:
-    """Set each document's `written`, `late`, `total` and `max_total`; rewrite its result file
-    and feedback where they changed."""
+    """Set each document's `written`, `pending`, `late`, `total` and `max_total` (the one place
+    they are computed; gradebook, feedback and report read them); rewrite its result file and
+    feedback where they changed. `records`: the gradebook's columns."""
     scores, late = load_scores(out), load_late(out)
+    counted = written_counted(out)
     for document in documents:
         if not document["exercises"]:
             continue  # no result to add to
         before = json.dumps(document, sort_keys=True)
         written = scores.get(document["student"], {})
+        had = {e["exercise"]: e["max_score"] for e in document["exercises"]}
+        # Every column's maximum, also of an exercise this student has no result for (the
+        # gradebook shows it as 0).
+        maximum = sum(had.get(r.id, r.max_score) for r in records)
+        maximum += sum(v for e, v in had.items() if e not in {r.id for r in records})
         total = sum(e["score"] for e in document["exercises"])
-        maximum = sum(e["max_score"] for e in document["exercises"])
-        document.pop("written", None)
-        document.pop("late", None)
+        parts = (
+            {f"{r.id} {p.name}": float(p.points) for r in records for p in r.written}
+            if counted
+            else {}
+        )
+        for key, entry in written.items():
+            parts.setdefault(key, float(entry["max_points"]))
+        for field in ("written", "pending", "late"):
+            document.pop(field, None)
         if written:
             document["written"] = written
             total += sum(entry["points"] for entry in written.values())
-            maximum += sum(entry["max_points"] for entry in written.values())
+        pending = {key: points for key, points in parts.items() if key not in written}
+        if pending:
+            document["pending"] = pending
+        maximum += sum(parts.values())
         entry = late.get(document["student"])
         if entry and entry["days_late"]:
             penalty = round(total * entry["fraction"], 2)
@@ -52,24 +77,46 @@ def apply_adjustments(out: Path, documents: list[dict], records) -> None:
 def feedback_lines(document: dict) -> str:
     lines = []
     for key, entry in sorted(document.get("written", {}).items()):
-        lines.append(f"- **{markdown(key)}** (written) {entry['points']:g}/{entry['max_points']:g}")
+        lines.append(
+            _(
+                "- **{part}** (written) {points:g}/{max:g}",
+                part=markdown(key),
+                points=entry["points"],
+                max=entry["max_points"],
+            )
+        )
         if entry.get("comment"):
             lines.append(f"  - {markdown(entry['comment'])}")
+    for key, points in sorted(document.get("pending", {}).items()):
+        lines.append(
+            _(
+                "- **{part}** (written) pending review, {max:g} points",
+                part=markdown(key),
+                max=points,
+            )
+        )
     if "late" in document:
         late = document["late"]
         lines.append(
-            f"- **late** {late['days_late']} day(s) after the due date: "
-            f"-{late['penalty']:g} points ({late['fraction']:.0%})"
+            _(
+                "- **late** {days} day(s) after the due date: -{penalty:g} points ({share})",
+                days=late["days_late"],
+                penalty=late["penalty"],
+                share=f"{late['fraction']:.0%}",
+            )
         )
-    return "\n".join(["", "## Added by the instructor", "", *lines, ""]) if lines else ""
+    heading = _("## Added by the instructor")
+    return "\n".join(["", heading, "", *lines, ""]) if lines else ""
 
 
 def extra_columns(documents: list[dict]) -> tuple[list[str], callable]:
     """The gradebook's columns for written points and late penalties: none when no document
     has either (a plain batch's grades.csv stays as it was)."""
     heads = []
-    if any("written" in d for d in documents):
+    if any("written" in d or "pending" in d for d in documents):
         heads.append("written")
+    if any("pending" in d for d in documents):
+        heads.append("written_pending")
     if any("late" in d for d in documents):
         heads.append("late_penalty")
 
@@ -78,6 +125,9 @@ def extra_columns(documents: list[dict]) -> tuple[list[str], callable]:
         if "written" in heads:
             written = document.get("written", {})
             values.append(f"{sum(e['points'] for e in written.values()):g}" if written else "")
+        if "written_pending" in heads:
+            pending = document.get("pending", {})
+            values.append(f"{sum(pending.values()):g}" if pending else "")
         if "late_penalty" in heads:
             values.append(f"{document['late']['penalty']:g}" if "late" in document else "")
         return values

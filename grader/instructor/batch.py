@@ -124,6 +124,9 @@ class BatchSummary:
     out: Path = Path()
     # Results of students no longer in SUBMISSIONS, moved to out/removed/.
     removed: list[str] = field(default_factory=list)
+    # What the instructor must hear about what this run changed of an earlier one's (a late
+    # policy dropped, a review sheet merged into, an export now stale).
+    notes: list[str] = field(default_factory=list)
 
 
 def run_batch(
@@ -140,7 +143,7 @@ def run_batch(
     out = Path(options.out)
     protections = require_sandbox(options.unsandboxed)
     out.mkdir(parents=True, exist_ok=True)
-    _late_work(out, options, students)
+    late_notes = _late_work(out, options, students)
     seed = _resolve_seed(out, options)
     for folder in (out, out / "results", out / "feedback"):
         folder.mkdir(parents=True, exist_ok=True)
@@ -157,7 +160,7 @@ def run_batch(
         },
     )
 
-    summary = BatchSummary(seed, [s.id for s in students], out=out)
+    summary = BatchSummary(seed, [s.id for s in students], out=out, notes=late_notes)
     pending = []
     for student in students:
         stamp = _stamp(student, options, seed)
@@ -183,23 +186,26 @@ def run_batch(
     if options.written:
         from grader.instructor.written import write_review_sheet
 
-        write_review_sheet(out, records, students)
+        sheet = write_review_sheet(out, records, students)
+        summary.notes += sheet.notes if sheet else []
     if options.similarity:
         from grader.instructor.similarity import write_for_batch
 
         write_for_batch(out, records, students)
     summary.removed = gradebook.set_aside_removed(out, summary.students)
-    gradebook.write_all(out, summary.students, records, isolation_note(options), summary.removed)
+    summary.notes += gradebook.write_all(
+        out, summary.students, records, isolation_note(options), summary.removed
+    )
     return summary
 
 
-def _late_work(out: Path, options: BatchOptions, students: list[Student]) -> None:
+def _late_work(out: Path, options: BatchOptions, students: list[Student]) -> list[str]:
     """Each student's lateness under the policy, before grading: a bad roster stops the batch
     before any time is spent."""
     from grader.instructor.late import PolicyError, write_late
 
     try:
-        write_late(out, options.late, students)
+        return write_late(out, options.late, students)
     except PolicyError as error:
         raise BatchError(str(error)) from None
 

@@ -150,6 +150,16 @@ def write_feedback(path: Path, document: dict, records: list[Exercise]) -> None:
         _("Total: {total:g} / {max:g}", total=document["total"], max=document["max_total"]),
         "",
     ]
+    pending = sum(document.get("pending", {}).values())
+    if pending:
+        lines += [
+            _(
+                "{points:g} points pending review: your written answers are scored by hand; "
+                "the total above adds them once they are.",
+                points=pending,
+            ),
+            "",
+        ]
     if not document.get("final", True):
         lines += [
             _(
@@ -300,18 +310,22 @@ def write_all(
     records: list[Exercise],
     note: str = "",
     removed: list[str] = (),
-) -> None:
+) -> list[str]:
+    """Write the gradebook, JUnit file and report from the result files; returns what the
+    instructor must be told (an LMS export made from an earlier gradebook)."""
     from grader.instructor.adjustments import apply_adjustments
+    from grader.instructor.lms import stale_exports
     from grader.instructor.report_html import report_html
     from grader.instructor.sections import instructor_sections
 
     documents = load_documents(out, students)
-    apply_adjustments(out, documents, records)
     records = columns(documents, records)
+    apply_adjustments(out, documents, records)
     atomic_write(out / "grades.csv", grades_csv(documents, records))
     atomic_write(out / "junit.xml", junit_xml(documents))
     report = report_html(documents, records, note, list(removed), instructor_sections(out))
     atomic_write(out / "report.html", report)
+    return stale_exports(out)
 
 
 def atomic_write(path: Path, text: str) -> None:

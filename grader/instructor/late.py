@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
+from grader.i18n import _
 from grader.instructor.gradebook import atomic_write
 from grader.instructor.submissions import Student
 
@@ -136,13 +137,26 @@ def submission_times(policy: LatePolicy, students: list[Student]) -> dict[str, d
     return times
 
 
-def write_late(out: Path, policy: LatePolicy | None, students: list[Student]) -> None:
+def write_late(out: Path, policy: LatePolicy | None, students: list[Student]) -> list[str]:
     """late.json for the gradebook: each student's time, days late and share taken. Without a
-    policy there is none (a late.json of an earlier run is removed: no penalty)."""
+    policy there is none (a late.json of an earlier run is removed: no penalty). Returns what
+    the instructor is told: a policy of the earlier run dropped or changed is never silent."""
     path = Path(out) / LATE_FILE
+    try:
+        earlier = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        earlier = None
     if policy is None:
         path.unlink(missing_ok=True)
-        return
+        if not isinstance(earlier, dict):
+            return []
+        return [
+            _(
+                "This run has no --course: the late penalties of the earlier run (due {due}) are "
+                "dropped from the gradebook. Run it again with --course FILE to keep them.",
+                due=earlier.get("due", "?"),
+            )
+        ]
     entries = {}
     for student, submitted in submission_times(policy, students).items():
         days, fraction = policy.fraction(submitted)
@@ -151,7 +165,26 @@ def write_late(out: Path, policy: LatePolicy | None, students: list[Student]) ->
             "days_late": days,
             "fraction": fraction,
         }
-    atomic_write(path, json.dumps({"due": policy.due.isoformat(), "students": entries}, indent=1))
+    terms = {
+        "due": policy.due.isoformat(),
+        "penalty_per_day": policy.penalty_per_day,
+        "cap": policy.cap,
+        "grace_minutes": policy.grace_minutes,
+        "timestamps": policy.timestamps,
+    }
+    atomic_write(path, json.dumps({**terms, "students": entries}, indent=1))
+    if not isinstance(earlier, dict):
+        return []
+    changed = [key for key, value in terms.items() if key in earlier and earlier[key] != value]
+    if not changed:
+        return []
+    return [
+        _(
+            "The late policy changed since the earlier run ({changes}): penalties are computed "
+            "again with the new one.",
+            changes=", ".join(f"{key} {earlier[key]} → {terms[key]}" for key in changed),
+        )
+    ]
 
 
 def load_late(out: Path) -> dict[str, dict]:

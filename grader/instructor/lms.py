@@ -9,17 +9,26 @@ username: the "Map from" / "Map to" choice on import) and a column per grade ite
 
 Nobody is dropped silently: roster students with no grade, graded students not in the roster,
 and grades that are not final (the grader failed on some part) are listed in the summary, and
-left out of the file rather than imported as a wrong number.
+left out of the file rather than imported as a wrong number; totals with a written part still
+pending review are exported and named.
+
+Each export carries what it was made from (lms/<system>.source.json: the gradebook's digest, the
+time, the written scores and late policy in it); a gradebook written again afterwards (a rerun,
+a merge) says which exports it made stale.
 """
 
 from __future__ import annotations
 
 import csv
+import hashlib
 import io
+import json
 from dataclasses import dataclass, field
+from datetime import datetime, timezone
 from pathlib import Path
 
 from grader.engine.untrusted import csv_cell, csv_row
+from grader.i18n import _
 from grader.instructor.gradebook import atomic_write, students_in
 
 SYSTEMS = ("canvas", "moodle", "csv")
@@ -95,6 +104,7 @@ class Export:
     not_submitted: list[str] = field(default_factory=list)  # in the roster, no grade
     not_in_roster: list[str] = field(default_factory=list)  # graded, not in the roster
     not_final: list[str] = field(default_factory=list)  # graded in part: no total yet
+    pending: list[str] = field(default_factory=list)  # exported; a written part not scored yet
 
     def problems(self) -> list[str]:
         lines = []
@@ -115,6 +125,18 @@ class Export:
             )
         return lines
 
+    def notes(self) -> list[str]:
+        """In the file, but to be exported again later."""
+        if not self.pending:
+            return []
+        return [
+            _(
+                "Exported with a written part still pending review (export again after "
+                "`grader merge`): {names}",
+                names=", ".join(self.pending),
+            )
+        ]
+
 
 def read_totals(out: Path) -> dict[str, str]:
     """Student -> total from the batch's grades.csv ("" where the total is not final)."""
@@ -130,6 +152,77 @@ def read_totals(out: Path) -> dict[str, str]:
     # grades.csv shows an id as a safe cell ("'=x" for "=x"): back to the id the roster names.
     ids = {csv_cell(student): student for student in students_in(out)}
     return {ids.get(row["student"], row["student"]): row["total"] for row in rows}
+
+
+def _pending(out: Path) -> set[str]:
+    """Students whose grades.csv row has written points pending review."""
+    text = (Path(out) / "grades.csv").read_text(encoding="utf-8")
+    ids = {csv_cell(student): student for student in students_in(out)}
+    return {
+        ids.get(row["student"], row["student"])
+        for row in csv.DictReader(io.StringIO(text))
+        if row.get("written_pending")
+    }
+
+
+def _digest(path: Path) -> str:
+    try:
+        return hashlib.sha256(path.read_bytes()).hexdigest()
+    except OSError:
+        return ""
+
+
+def _source_path(export: Path) -> Path:
+    return export.with_name(export.stem + ".source.json")
+
+
+def _write_source(out: Path, export: Export, system: str) -> None:
+    """lms/<system>.source.json: what the export was made from."""
+    from grader.instructor.late import load_late
+    from grader.instructor.written import load_scores
+
+    late = load_late(out)
+    try:
+        due = json.loads((Path(out) / "late.json").read_text(encoding="utf-8")).get("due")
+    except (OSError, ValueError, AttributeError):
+        due = None
+    source = {
+        "system": system,
+        "gradebook": "grades.csv",
+        "gradebook_sha256": _digest(Path(out) / "grades.csv"),
+        "exported_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "students": export.exported,
+        "written_scores": sum(len(parts) for parts in load_scores(out).values()),
+        "written_pending": export.pending,
+        "late_policy_due": due,
+        "late_students": sorted(s for s, entry in late.items() if entry.get("days_late")),
+    }
+    atomic_write(_source_path(export.path), json.dumps(source, indent=1, ensure_ascii=False))
+
+
+def stale_exports(out: Path) -> list[str]:
+    """A line for each export in out/lms/ made from another gradebook than grades.csv now."""
+    now = _digest(Path(out) / "grades.csv")
+    notes = []
+    for source in sorted((Path(out) / "lms").glob("*.source.json")):
+        try:
+            made = json.loads(source.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        if not isinstance(made, dict) or made.get("gradebook_sha256") == now:
+            continue
+        system = made.get("system", "csv")
+        notes.append(
+            _(
+                "{export} was made from an earlier gradebook ({time}): run `grader export "
+                "{system} --out {out}` again before importing it.",
+                export=source.with_name(f"{system}.csv"),
+                time=made.get("exported_at", "?"),
+                system=system,
+                out=out,
+            )
+        )
+    return notes
 
 
 def export_grades(
@@ -149,6 +242,7 @@ def export_grades(
     export.not_in_roster = sorted(s for s in totals if s not in roster.rows)
     export.not_final = sorted(s for s, total in totals.items() if s in roster.rows and not total)
     export.exported = sorted(s for s, total in totals.items() if s in roster.rows and total)
+    export.pending = sorted(_pending(out) & set(export.exported))
     column = f"{assignment} ({assignment_id})" if assignment_id else assignment
     if system == "canvas":
         header, rows = _canvas(roster, export.exported, totals, column)
@@ -162,6 +256,7 @@ def export_grades(
     writer.writerows(csv_row(row) for row in rows)
     export.path.parent.mkdir(parents=True, exist_ok=True)
     atomic_write(export.path, buffer.getvalue())
+    _write_source(out, export, system)
     return export
 
 

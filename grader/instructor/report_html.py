@@ -132,7 +132,10 @@ def report_html(
     removed: list[str] = (),
     sections: str = "",
 ) -> str:
-    maximum = sum(r.max_score for r in records)
+    # The gradebook's maximum (grader.instructor.adjustments: written parts included), so the
+    # mean and the histogram are of the same totals over the same maximum as grades.csv.
+    maxima = [d["max_total"] for d in documents if d["exercises"]]
+    maximum = max(maxima) if maxima else sum(r.max_score for r in records)
     failures = _grader_failures(documents)
     outcomes = {d["student"]: part_outcomes(d) for d in documents}
     graded = [d for d in documents if d.get("final", True)]  # totals of graded ones only

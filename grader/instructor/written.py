@@ -13,14 +13,18 @@ from __future__ import annotations
 
 import csv
 import io
+import itertools
 import json
 import shutil
 import tempfile
+from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 
 from grader.engine import untrusted
 from grader.engine.grading import ANSWER_PLACEHOLDER
 from grader.engine.safe_files import RefusedFile, read_plain_path
+from grader.i18n import _
 from grader.instructor.gradebook import atomic_write
 from grader.instructor.submissions import Student, UnsafeSubmission, unpack
 
@@ -65,40 +69,106 @@ def read_answers(students: list[Student], record) -> dict[str, str]:
     return answers
 
 
-def write_review_sheet(out: Path, records, students: list[Student]) -> Path | None:
+@dataclass
+class SheetUpdate:
+    """What writing the review sheet did to the one already there: the TA fills that file in
+    place, so what they typed is carried into the new sheet, and the old file is kept as
+    `backup` when any of its cells would not be in the new one as it was."""
+
+    path: Path
+    backup: Path | None = None
+    notes: list[str] = field(default_factory=list)
+
+
+def _read_sheet(path: Path, students: list[Student]) -> tuple[list[str], dict, bool]:
+    """The header and the rows of the sheet already at `path`, by (student, exercise, part);
+    False when there is a file that is not a readable review sheet (it is backed up whole)."""
+    if not path.exists():
+        return [], {}, True
+    try:
+        return _parse_sheet(path.read_text(encoding="utf-8-sig"), students)
+    except (OSError, UnicodeDecodeError):
+        return [], {}, False
+
+
+def _parse_sheet(text: str, students: list[Student]) -> tuple[list[str], dict, bool]:
+    try:
+        reader = csv.DictReader(io.StringIO(text))
+        header = list(reader.fieldnames or [])
+        rows = list(reader)
+    except csv.Error:
+        return [], {}, False
+    if not {"student", "exercise", "part"} <= set(header):
+        return header, {}, False
+    # The sheet shows an id as a safe cell ("'=x" for "=x"): back to the id.
+    shown = {untrusted.csv_cell(s.id): s.id for s in students}
+    by_key = {}
+    for row in rows:
+        cell = row.get("student") or ""
+        student = shown.get(cell, shown.get(cell.strip(), cell.strip()))
+        key = (student, (row.get("exercise") or "").strip(), (row.get("part") or "").strip())
+        # A key twice (a TA's copied line): the first is carried, the file is backed up.
+        by_key.setdefault(key, {k: v or "" for k, v in row.items() if k is not None})
+    return header, by_key, len(by_key) == len(rows)
+
+
+def _backup_path(sheet: Path) -> Path:
+    stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
+    for number in itertools.count():
+        path = sheet.with_name(f"{sheet.stem}.{stamp}{f'-{number}' if number else ''}.csv")
+        if not path.exists():
+            return path
+    raise AssertionError  # pragma: no cover
+
+
+def write_review_sheet(out: Path, records, students: list[Student]) -> SheetUpdate | None:
     """written/review.csv and written/review.html for the written parts of `records`; None
-    when they have none."""
+    when they have none. A sheet already there is merged into: points and comments typed in it
+    (merged or not yet) and columns a TA added are carried over, rows are added for new students
+    and parts, and the old file is copied aside before anything of it is replaced."""
     records = [r for r in records if r.written]
     if not records:
         return None
     folder = Path(out) / FOLDER
     folder.mkdir(parents=True, exist_ok=True)
+    sheet = folder / "review.csv"
     scores = load_scores(out)
+    old_header, old_rows, readable = _read_sheet(sheet, students)
+    extra = [c for c in old_header if c not in SHEET_COLUMNS]
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
-    writer.writerow(SHEET_COLUMNS)
-    pages = []
+    writer.writerow([*SHEET_COLUMNS, *extra])
+    pages, written, typed, unmerged, reanswered = [], set(), 0, [], []
     for record in records:
         answers = read_answers(students, record)
         for part in record.written:
             pages.append(f"<h2>{escape(record.id)} {escape(part.name)} ({part.points:g} pt)</h2>")
             pages.append(f"<p class=muted>{escape(part.prompt)}</p>")
             for student in sorted(answers):
+                key = (student, record.id, part.name)
+                written.add(key)
+                old = old_rows.get(key, {})
                 kept = scores.get(student, {}).get(f"{record.id} {part.name}", {})
-                points = kept.get("points", "")
+                merged = f"{kept['points']:g}" if "points" in kept else ""
+                points = old.get("points", "").strip() or merged
+                comment = old.get("comment", "").strip() or kept.get("comment", "")
+                answer = untrusted.csv_cell(answers[student], ANSWER_CHARS, newlines=True)
+                if old.get("points", "").strip():
+                    typed += 1
+                    if _differs(old["points"], merged):
+                        unmerged.append(f"{student} {record.id} {part.name}")
+                if points and old and old.get("answer", answer) != answer:
+                    reanswered.append(f"{student} {record.id} {part.name}")
                 writer.writerow(
                     [
-                        *untrusted.csv_row(
-                            [
-                                student,
-                                record.id,
-                                part.name,
-                                f"{part.points:g}",
-                                f"{points:g}" if points != "" else "",
-                                kept.get("comment", ""),
-                            ]
-                        ),
-                        untrusted.csv_cell(answers[student], ANSWER_CHARS, newlines=True),
+                        untrusted.csv_cell(student),
+                        record.id,
+                        part.name,
+                        f"{part.points:g}",
+                        points,  # as typed: a TA's cells are written back unchanged
+                        comment,
+                        answer,
+                        *[old.get(column, "") for column in extra],
                     ]
                 )
                 body = escape(answers[student]) or "<i>no answer written</i>"
@@ -106,7 +176,14 @@ def write_review_sheet(out: Path, records, students: list[Student]) -> Path | No
                     f"<h3 id='{escape(record.id)}-{escape(student)}'>{escape(student)}</h3>"
                     f"<pre style='white-space:pre-wrap'>{body}</pre>"
                 )
-    atomic_write(folder / "review.csv", buffer.getvalue())
+    text = buffer.getvalue()
+    update = SheetUpdate(sheet)
+    if sheet.exists() and _loses_cells(
+        _parse_sheet(text, students)[1], old_header, old_rows, readable, written
+    ):
+        update.backup = _backup_path(sheet)
+        shutil.copy2(sheet, update.backup)
+    atomic_write(sheet, text)
     atomic_write(
         folder / "review.html",
         "<!DOCTYPE html><html lang=en><head><meta charset=utf-8><title>Written answers</title>"
@@ -114,7 +191,82 @@ def write_review_sheet(out: Path, records, students: list[Student]) -> Path | No
         "<h1>Written answers</h1><p>Score them in review.csv (the points column), then run "
         "<code>grader merge review.csv --out DIR</code>.</p>" + "".join(pages) + "</body></html>",
     )
-    return folder / "review.csv"
+    update.notes = _sheet_notes(update, old_rows, written, typed, unmerged, reanswered)
+    return update
+
+
+def _differs(typed: str, merged: str) -> bool:
+    try:
+        return not merged or float(typed) != float(merged)
+    except ValueError:
+        return True
+
+
+def _loses_cells(new_rows: dict, old_header, old_rows, readable, written) -> bool:
+    """Whether some cell of the old sheet is not in the new one as it was: a row dropped (its
+    student is no longer in the class), an answer changed, a cell rewritten."""
+    if not readable:
+        return True
+    for key, old in old_rows.items():
+        new = new_rows.get(key)
+        if key not in written or new is None:
+            return True
+        if any(old.get(column, "") != new.get(column, "") for column in old_header):
+            return True
+    return False
+
+
+def _sheet_notes(update, old_rows, written, typed, unmerged, reanswered) -> list[str]:
+    """What the TA is told about their sheet (grader batch prints it)."""
+    notes = []
+    if typed:
+        notes.append(
+            _(
+                "{sheet}: merged into, not overwritten: the {count} scores typed there are kept.",
+                sheet=update.path,
+                count=typed,
+            )
+        )
+    if unmerged:
+        notes.append(
+            _(
+                "{sheet}: {count} typed scores are not merged yet ({parts}); run `grader merge "
+                "{sheet} --out {out}` to count them.",
+                sheet=update.path,
+                count=len(unmerged),
+                parts=", ".join(unmerged[:5]) + (", …" if len(unmerged) > 5 else ""),
+                out=update.path.parent.parent,
+            )
+        )
+    if reanswered:
+        notes.append(
+            _(
+                "The answer changed since it was scored (the points are kept; read it again): "
+                "{parts}",
+                parts=", ".join(reanswered),
+            )
+        )
+    dropped = sorted(
+        f"{s} {e} {p}"
+        for (s, e, p), row in old_rows.items()
+        if (s, e, p) not in written and (row.get("points", "").strip() or row.get("comment"))
+    )
+    if dropped:
+        notes.append(
+            _(
+                "Scored rows left the sheet (their student or part is no longer in this "
+                "batch): {parts}",
+                parts=", ".join(dropped),
+            )
+        )
+    if update.backup:
+        notes.append(
+            _(
+                "The earlier review sheet, as it was, is kept as {backup}.",
+                backup=update.backup,
+            )
+        )
+    return notes
 
 
 def load_scores(out: Path) -> dict[str, dict[str, dict]]:
@@ -196,9 +348,10 @@ def merge_scores(out: Path, sheet: Path, records, students: list[str]) -> int:
     return sum(len(by_part) for by_part in merged.values())
 
 
-def merge_into_batch(out: Path, sheet: Path) -> int:
+def merge_into_batch(out: Path, sheet: Path) -> tuple[int, list[str]]:
     """`grader merge`: check and keep the sheet's points, then write the batch's gradebook
-    again (grades.csv, results, feedback, report) with them."""
+    again (grades.csv, results, feedback, report) with them; returns how many were merged and
+    what the instructor must be told (an export made before the merge)."""
     from grader.instructor import gradebook
     from grader.records import UnknownExercise, get_exercise
 
@@ -210,8 +363,7 @@ def merge_into_batch(out: Path, sheet: Path) -> int:
         raise MergeError(f"{out} holds no batch (no readable batch.json): give --out") from None
     students = gradebook.students_in(out)
     count = merge_scores(out, sheet, records, students)
-    gradebook.write_all(out, students, records, state.get("isolation", ""))
-    return count
+    return count, gradebook.write_all(out, students, records, state.get("isolation", ""))
 
 
 def written_section(out: Path) -> str:

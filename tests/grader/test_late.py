@@ -88,3 +88,16 @@ def test_a_bad_policy_says_what_to_fix(tmp_path, text, phrase):
     (tmp_path / "course.toml").write_text(text, "utf-8")
     with pytest.raises(PolicyError, match=phrase):
         read_policy(tmp_path / "course.toml")
+
+
+def test_a_rerun_that_drops_or_changes_the_policy_says_so(week):
+    out, students = week / "out", discover(week / "class")
+    assert write_late(out, read_policy(week / "course.toml"), students) == []
+    changed = POLICY.replace("cap = 0.25", "cap = 0.5")
+    (week / "course.toml").write_text(changed, "utf-8")
+    [note] = write_late(out, read_policy(week / "course.toml"), students)
+    assert "late policy changed" in note and "cap 0.25 → 0.5" in note
+    [note] = write_late(out, None, students)
+    assert "no --course" in note and "2026-11-21T20:00:00+08:00" in note
+    assert not (out / LATE_FILE).exists()
+    assert write_late(out, None, students) == []  # said once: nothing left to drop

@@ -4,6 +4,7 @@ totals of the gradebook, and nobody is dropped without being named."""
 from __future__ import annotations
 
 import csv
+import json
 
 import pytest
 from click.testing import CliRunner
@@ -116,3 +117,24 @@ def test_export_without_a_batch_says_to_run_one(tmp_path, graded):
     _, roster = graded
     with pytest.raises(LmsError, match="run `grader batch` first"):
         export_grades(tmp_path, read_roster(roster), "canvas")
+
+
+def test_an_export_names_its_source_and_a_later_gradebook_says_it_is_stale(tmp_path):
+    """The export carries the gradebook it was made from; writing the gradebook again (a merge,
+    a rerun) names the export as stale, and `grader merge` prints it."""
+    from grader.instructor import gradebook
+    from grader.records import get_exercise
+
+    out = tmp_path / "out"
+    write_class(out, {"ann": {"8-2": {"ScaledDotScore"}}, "ben": {"8-2": set()}})
+    roster = tmp_path / "roster.csv"
+    roster.write_text(ROSTER, encoding="utf-8")
+    export = export_grades(out, read_roster(roster), "csv")
+    source = json.loads((out / "lms" / "csv.source.json").read_text("utf-8"))
+    assert source["students"] == ["ann", "ben"] and source["gradebook"] == "grades.csv"
+    assert gradebook.write_all(out, ["ann", "ben"], [get_exercise("8-2")]) == []  # unchanged
+    write_class(out, {"ann": {"8-2": set()}, "ben": {"8-2": set()}})  # ann regraded: 0
+    [note] = gradebook.write_all(out, ["ann", "ben"], [get_exercise("8-2")])
+    assert str(export.path) in note and "grader export csv" in note
+    export_grades(out, read_roster(roster), "csv")
+    assert gradebook.write_all(out, ["ann", "ben"], [get_exercise("8-2")]) == []
