@@ -14,7 +14,6 @@ from __future__ import annotations
 import ast
 import re
 import shutil
-import textwrap
 from enum import IntEnum
 from pathlib import Path
 
@@ -22,7 +21,7 @@ from grader.engine.compare import DIAGNOSED, GENERIC
 from grader.engine.results import CheckResult, ExerciseResult, PartResult
 from grader.engine.spec import Exercise
 from grader.engine.status import CaseStatus, Status
-from grader.i18n import N_, _, n_, tr
+from grader.i18n import N_, _, display_width, n_, tr
 
 SHOWN_PROBLEMS = 2
 # The names of the one check of a part that failed for the whole file (grader.engine.judging).
@@ -139,18 +138,56 @@ def _shortened(detail: str) -> str:
 
 def wrap(line: str, width: int | None = None, indent: str = INDENT) -> list[str]:
     """`line` wrapped to the terminal's width (at least 60 columns), its follow-on lines
-    indented two more."""
+    indented two more. Widths are display columns (a Chinese character takes two), and a line
+    may break between two Chinese characters as between two words."""
     width = width or shutil.get_terminal_size((100, 24)).columns
     wrapped = []
     for paragraph in line.split("\n"):
-        wrapped += textwrap.wrap(
-            paragraph,
-            width=max(60, width - 1),
-            initial_indent=indent,
-            subsequent_indent=indent + "  ",
-            break_on_hyphens=False,
-        ) or [indent]
+        wrapped += _fill(paragraph, max(60, width - 1), indent, indent + "  ") or [indent]
     return wrapped
+
+
+# Units a line may break between: a wide (CJK) character with the punctuation that may not
+# begin a line, or a run of narrow characters (a word), or whitespace.
+WIDE = "\u2e80-\ua4cf\uac00-\ud7a3\uf900-\ufaff\ufe30-\ufe4f\uff00-\uff60\uffe0-\uffe6"
+NO_BREAK_BEFORE = "，。、；：！？）」』》〉】,.;:!?)"
+_UNITS = re.compile(rf"\s+|[{WIDE}][{NO_BREAK_BEFORE}]*|[^\s{WIDE}]+")
+
+
+def _fill(text: str, width: int, first: str, rest: str) -> list[str]:
+    """Greedy filling by display width, as textwrap fills by characters: whitespace inside a
+    line is kept (each character one space), dropped where a line breaks; a unit wider than a
+    line is cut to fill it."""
+    lines: list[str] = []
+    line, used, gap, empty = first, display_width(first), "", True
+    for index, unit in enumerate(_UNITS.findall(text.expandtabs())):
+        if unit.isspace():  # kept inside a line, and at the very start (as textwrap keeps it)
+            gap = " " * len(unit) if index == 0 or not empty else ""
+            continue
+        size = display_width(unit)
+        longer_than_a_line = size > width - display_width(rest)
+        if not empty and used + len(gap) + size > width and not longer_than_a_line:
+            lines.append(line)
+            line, used, gap, empty = rest, display_width(rest), "", True
+        line, used = line + gap, used + len(gap)
+        while used + display_width(unit) > width and len(unit) > 1:  # longer than a line
+            cut = _columns(unit, width - used)
+            lines.append(line + unit[:cut])
+            line, used, unit = rest, display_width(rest), unit[cut:]
+        line, used, gap, empty = line + unit, used + display_width(unit), "", False
+    if not empty:
+        lines.append(line)
+    return lines
+
+
+def _columns(text: str, room: int) -> int:
+    """How many characters of `text` fit in `room` columns (at least one)."""
+    used = 0
+    for index, character in enumerate(text):
+        used += display_width(character)
+        if used > room:
+            return max(1, index)
+    return len(text)
 
 
 def common_failure(result: ExerciseResult) -> str:

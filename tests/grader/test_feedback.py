@@ -174,3 +174,38 @@ def test_batch_feedback_reads_as_check_does_a_named_mistake_first(tmp_path):
     assert problem_lines == [line.strip() for line in shown if line.startswith("      ")]
     assert "scale" in problem_lines[0] and "√d" in problem_lines[0].replace("sqrt(d)", "√d")
     assert len(problem_lines) <= 2 and "values differ" not in problem_lines[0]
+
+
+def test_wrapping_counts_display_columns_and_matches_textwrap_on_latin_text():
+    """A Chinese character takes two columns: lines stay within the terminal's width (they
+    were 131 columns wide on a 100-column terminal), and break between characters; Latin
+    text wraps exactly as textwrap wraps it."""
+    import random
+    import textwrap
+
+    from grader.engine.feedback import wrap
+    from grader.i18n import display_width
+
+    chinese = (
+        "参数 query 被调用修改了（24 个元素中有 24 个不同；在索引 [0, 0, 0] 处原为 0.12573）："
+        "请在副本上计算；调用者的数组必须保持原样，否则评分会认为你的代码改变了输入。" * 3
+    )
+    for width in (60, 80, 100):
+        lines = wrap(chinese, width)
+        assert len(lines) > 1
+        assert all(display_width(line) <= width for line in lines), lines
+        assert "".join(line.strip() for line in lines).replace(" ", "") == chinese.replace(" ", "")
+        assert not any(line.strip().startswith(("，", "。", "；", "）")) for line in lines)
+    words = "the argument query was changed by (24 of [0, 0.12573): work on a copy".split()
+    generator = random.Random(0)
+    for _ in range(300):
+        text = "  ".join(generator.choice(words) for _ in range(generator.randint(0, 40)))
+        for width in (60, 100):
+            expected = textwrap.wrap(
+                text,
+                width=max(60, width - 1),
+                initial_indent="      ",
+                subsequent_indent="        ",
+                break_on_hyphens=False,
+            )
+            assert wrap(text, width) == (expected or ["      "])
