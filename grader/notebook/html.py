@@ -35,7 +35,12 @@ vertical-align:top}
 
 def result_html(record: Exercise, result: ExerciseResult, pictures=(), note: str = "") -> str:
     """The result as an HTML fragment (its own style included), for a notebook or a page."""
+    from grader.instructor.report import problem_lines
+
     colour = COLOURS[Status.PASSED] if result.passed else "#cf222e"
+    # The very lines `grader check` prints (one renderer: what to fix first, the named mistake,
+    # each problem once), unwrapped: the page wraps them itself.
+    common, shown = problem_lines(record, result, width=UNWRAPPED, fail_mark="✗")
     rows = []
     for part in result.parts:
         status = tr(WORDS.get(part.status, str(part.status)))
@@ -43,13 +48,9 @@ def result_html(record: Exercise, result: ExerciseResult, pictures=(), note: str
             f'<span class="status" style="color:{COLOURS.get(part.status, "#cf222e")}">'
             f"{escape(status)}</span>"
         ]
-        for check in _first_distinct([c for c in part.checks if not c.passed]):
-            mistake = ""
-            if check.mistake:
-                named = escape(_("mistake: {name}", name=mistake_words(check.mistake)))
-                mistake = f' <span class="mistake">{named}</span>'
-            said = _("{check}: {detail}", check=check.name, detail=check.message)
-            cell.append(f"<pre>{escape(said)}</pre>{mistake}")
+        said = "\n".join(line.strip() for line in shown.get(part.name, []))
+        if said:
+            cell.append(f"<pre>{escape(said)}</pre>")
         for picture in pictures:
             if picture.part == part.name:
                 width = "480px" if picture.kind == "at work" else "100%"
@@ -79,6 +80,12 @@ def result_html(record: Exercise, result: ExerciseResult, pictures=(), note: str
         f'<div class="attnkit"><style>{STYLE}</style>'
         + _heading(record)
         + (f"<p>{note}</p>" if note else "")
+        + (
+            f'<div class="warning"><pre>{escape(chr(10).join(line.strip() for line in common))}'
+            "</pre></div>"
+            if common
+            else ""
+        )
         + "<table><tr>"
         + "".join(f"<th>{escape(word)}</th>" for word in (_("part"), _("points"), _("result")))
         + f"</tr>{''.join(rows)}</table>"
@@ -89,13 +96,7 @@ def result_html(record: Exercise, result: ExerciseResult, pictures=(), note: str
     )
 
 
-def mistake_words(key: str) -> str:
-    """A check's mistake key ("scale forgotten", "property: rows sum to one") in the language
-    in use; the key itself stays English in the results."""
-    prefix = "property: "
-    if key.startswith(prefix):
-        return _("property: {name}", name=tr(key.removeprefix(prefix)))
-    return tr(key)
+UNWRAPPED = 1_000_000  # columns: a line is never broken by the renderer, only by the page
 
 
 def _heading(record: Exercise) -> str:
@@ -120,19 +121,6 @@ def page(title: str, body: str) -> str:
         f'<!DOCTYPE html>\n<html lang="{language()}"><head><meta charset="utf-8">'
         f"<title>{escape(title)}</title></head><body>{body}</body></html>\n"
     )
-
-
-def _first_distinct(failures):
-    """The first failures with different messages: a mistake repeated on every case shows once."""
-    shown, seen = [], set()
-    for check in failures:
-        key = check.mistake or check.message.split(" (")[0]
-        if key not in seen:
-            seen.add(key)
-            shown.append(check)
-        if len(shown) == SHOWN_FAILURES:
-            break
-    return shown
 
 
 class HtmlPage:

@@ -82,6 +82,11 @@ class Graded:
     def __str__(self) -> str:
         return self.text()
 
+    def _repr_pretty_(self, printer, cycle) -> None:
+        """IPython's text view (a console, a notebook shown as text): the whole result, as
+        the terminal prints it, never only the score."""
+        printer.text(self.text())
+
     def __repr__(self) -> str:
         state = f"{self.score:g}/{self.record.max_score:g}" if self.result else "not graded"
         return f"<check {self.record.id}: {state}>"

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import ast
 import csv
+import html
 import shutil
 import time
 
@@ -247,7 +248,17 @@ def test_check_grades_the_saved_notebook_with_pictures(tmp_path, capsys):
     graded = check("8-2", notebook=path)
     assert graded.score == 7.0 and graded.result.part("ScaledDotScore").score == 0
     page = graded._repr_html_()
-    assert "mistake: scale forgotten" in page and "Score: 7/10" in page
+    assert "the 1/√d scale is missing" in page and "Score: 7/10" in page
+    # The page says what the terminal says: every line of the text's problems is on it.
+    from grader.instructor.report import problem_lines
+
+    _, shown = problem_lines(graded.record, graded.result, width=10_000)
+    lines = [line.strip() for part in shown.values() for line in part]
+    assert lines and all(html.escape(line) in page for line in lines), lines
+    assert "mistake: scale forgotten" not in page  # a key of the records, not words for students
+    text = []
+    graded._repr_pretty_(type("Printer", (), {"text": lambda self, t: text.append(t)})(), False)
+    assert text == [graded.text()] and "the 1/√d scale is missing" in text[0]
     assert page.count('<img src="data:image/png;base64,') == 2  # worst case, and BilinearScore
     assert [p.kind for p in graded.pictures] == ["difference", "at work"]
     printed = capsys.readouterr().out
