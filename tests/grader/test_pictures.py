@@ -139,7 +139,7 @@ def test_check_writes_one_self_contained_page_with_the_pictures(tmp_path):
     assert done.exit_code == 1, done.output
     page = target.read_text(encoding="utf-8")
     assert page.startswith("<!DOCTYPE html>") and "<script" not in page and "http" not in page
-    assert "mistake: scale forgotten" in page and "Score: 6/10" in page
+    assert "the 1/√d scale is missing" in page and "Score: 6/10" in page
     images = re.findall(r'src="data:image/png;base64,([^"]+)"', page)
     assert len(images) == 2  # ScaledDotScore's worst case; BilinearScore at work
     shapes = [matplotlib_image.imread(io.BytesIO(base64.b64decode(i)), "png").shape for i in images]
