@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from grader.instructor.submissions import discover
+from grader.instructor.submissions import discover, unpack
 from tests.grader.test_batch import GOOD, slow_class
 from tests.support.grading import replace_function
 
@@ -96,6 +96,24 @@ def test_a_file_named_with_a_dash_keeps_its_name(tmp_path):
     (tmp_path / "kim_12_35_plot-2.png").write_bytes(b"png")
     (student,) = discover(tmp_path)
     assert sorted(name for name, _ in student.files) == ["ex8-2.py", "plot-2.png"]
+
+
+def test_moodle_loose_files_and_canvas_repeats_are_grouped_and_the_newest_kept(tmp_path):
+    """Moodle without "download submissions in folders": its prefix on each file. Canvas: the
+    same name twice (two submissions), the higher submission id is the newer."""
+    (tmp_path / "Ann Lee_101_assignsubmission_file_ex8_2.py").write_text(GOOD)
+    (tmp_path / "Ann Lee_101_assignsubmission_file_notes.md").write_text("notes")
+    (tmp_path / "bo_5_900_ex8_2.py").write_text("old")
+    (tmp_path / "bo_5_901_ex8_2.py").write_text("new")
+    ann, bo = discover(tmp_path)
+    assert (ann.id, [name for name, _ in ann.files]) == ("Ann Lee", ["ex8_2.py", "notes.md"])
+    assert (bo.id, [(name, path.name) for name, path in bo.files]) == (
+        "bo",
+        [("ex8_2.py", "bo_5_901_ex8_2.py")],
+    )
+    scratch = tmp_path / "scratch"
+    unpack(bo, scratch)
+    assert (scratch / "ex8_2.py").read_text() == "new"
 
 
 @pytest.mark.parametrize("content", ["nothing", "loose files of no known layout"])
