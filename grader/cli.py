@@ -357,7 +357,8 @@ def batch(
     course,
     pictures,
 ):
-    """(Instructors) Grade a whole class: one folder or .zip per student in SUBMISSIONS."""
+    """(Instructors) Grade a whole class: one folder or .zip per student in SUBMISSIONS, or a
+    Canvas or Moodle download as it comes."""
     from grader.instructor.batch import BatchError, BatchOptions, run_batch
     from grader.instructor.late import PolicyError, read_policy
 
