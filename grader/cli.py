@@ -375,7 +375,8 @@ def batch(
     course,
     pictures,
 ):
-    """(Instructors) Grade a whole class: one folder or .zip per student in SUBMISSIONS."""
+    """(Instructors) Grade a whole class: one folder or .zip per student in SUBMISSIONS, or a
+    Canvas or Moodle download as it comes."""
     from grader.instructor.batch import BatchError, BatchOptions, run_batch
     from grader.instructor.late import PolicyError, read_policy
 
@@ -404,6 +405,8 @@ def batch(
             summary = run_batch(submissions, options, progress.student, progress.start)
     except BatchError as error:
         raise click.ClickException(str(error)) from None
+    except KeyboardInterrupt:
+        _interrupted(progress, out_dir)
     if output_format == "junit":
         click.echo((summary.out / "junit.xml").read_text(encoding="utf-8"), nl=False)
         return
@@ -456,13 +459,79 @@ def _shown(student: str) -> str:
     return clean(student, 120, newlines=False)
 
 
+def _interrupted(progress: _BatchProgress, out_dir: Path) -> None:
+    """Ctrl-C: what is saved, and the command that goes on from there (every result is
+    written as it comes, so the same command resumes; the seed is spelled out so that it
+    does not depend on batch.json)."""
+    import shlex
+
+    from grader.instructor.batch import STATE_FILE
+
+    context = click.get_current_context()
+    words = ["grader", context.info_name]
+    for param in context.command.params:
+        source = context.get_parameter_source(param.name)
+        if param.name not in context.params or param.name == "seed":
+            continue  # --lang (not passed on: see below), --seed (added below)
+        value = context.params[param.name]
+        if source is not click.core.ParameterSource.COMMANDLINE:
+            continue
+        if isinstance(param, click.Argument):
+            words.append(str(value))
+        elif param.is_flag and param.secondary_opts:
+            words.append(param.opts[0] if value else param.secondary_opts[0])
+        elif param.is_flag:
+            words.append(param.opts[0])
+        elif param.multiple:
+            for item in value:
+                words += [param.opts[0], str(item)]
+        else:
+            words += [param.opts[0], str(value)]
+    try:
+        seed = json.loads((out_dir / STATE_FILE).read_text(encoding="utf-8"))["seed"]
+    except (OSError, ValueError, KeyError):
+        seed = context.params.get("seed")
+    if seed is not None:
+        words += ["--seed", str(seed)]
+    if any(
+        c.get_parameter_source("lang") is click.core.ParameterSource.COMMANDLINE
+        for c in (context, context.parent)
+        if c
+    ):
+        from grader.i18n import language
+
+        words += ["--lang", language()]
+    click.echo("", err=True)
+    click.echo(
+        _(
+            "Interrupted: {saved} of {total} students' results are saved in {out}. "
+            "To go on from there, run:",
+            saved=progress.saved,
+            total=progress.total if progress.total is not None else "?",
+            out=out_dir,
+        ),
+        err=True,
+    )
+    click.echo(f"  {shlex.join(words)}", err=True)
+    raise click.exceptions.Exit(130)
+
+
 class _BatchProgress:
-    """A progress bar with ETA on a terminal; one line per student otherwise."""
+    """A progress bar with the time left on a terminal; in a log (stderr not a terminal), one
+    line per student with the count and the time left, so a long batch is never silent."""
 
     def __init__(self, enabled: bool):
         self.enabled = enabled
         self.bar = None
         self.task = None
+        self.total = None
+        self.already = 0
+        self.done = 0
+        self.began = None
+
+    @property
+    def saved(self) -> int:
+        return self.already + self.done
 
     def __enter__(self):
         if self.enabled and sys.stderr.isatty():
@@ -477,15 +546,42 @@ class _BatchProgress:
             self.bar.__exit__(*exc)
 
     def start(self, total, already):
+        import time
+
+        self.total, self.already, self.began = total, already, time.monotonic()
         if self.bar:
-            self.task = self.bar.add_task("grading", total=total, completed=already)
+            self.task = self.bar.add_task(_("grading"), total=total, completed=already)
+        elif self.enabled and already:
+            click.echo(
+                _("{already} of {total} already graded (unchanged)", already=already, total=total),
+                err=True,
+            )
 
     def student(self, student, document):
+        import time
+
+        self.done += 1
         if self.bar:
             self.bar.advance(self.task)
         elif self.enabled:
             total = f"{document['total']:g}/{document['max_total']:g}"
-            click.echo(f"  {_shown(student)}: {total}", err=True)
+            left = self.total - self.saved
+            if left <= 0:
+                when = _("done")
+            else:
+                seconds = (time.monotonic() - self.began) / self.done * left
+                when = _("about {time} left", time=_duration(seconds))
+            click.echo(
+                f"  [{self.saved}/{self.total}] {_shown(student)}: {total} · {when}", err=True
+            )
+
+
+def _duration(seconds: float) -> str:
+    if seconds < 90:
+        return _("{seconds} s", seconds=max(1, round(seconds)))
+    if seconds < 90 * 60:
+        return _("{minutes} min", minutes=round(seconds / 60))
+    return _("{hours:.1f} h", hours=seconds / 3600)
 
 
 @main.command("merge")

@@ -35,6 +35,7 @@ from grader.instructor.outcomes import SHARED_FILE
 from grader.instructor.student_page import StudentPage
 from grader.instructor.submissions import (
     FORBIDDEN_PACKAGES,
+    NoStudents,
     Student,
     UnsafeSubmission,
     discover,
@@ -138,7 +139,7 @@ def run_batch(
     records = [get_exercise(exercise_id) for exercise_id in options.exercises]
     try:
         students = discover(Path(submissions))
-    except FileNotFoundError as error:
+    except (FileNotFoundError, NoStudents) as error:
         raise BatchError(str(error)) from None
     out = Path(options.out)
     protections = require_sandbox(options.unsandboxed)

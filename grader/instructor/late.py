@@ -108,14 +108,16 @@ def read_policy(path: Path) -> LatePolicy | None:
 
 
 def file_time(student: Student) -> datetime:
-    """When the submission was last changed: its newest file (a folder) or the zip itself."""
-    entry = student.entry
-    paths = (
-        [entry]
-        if entry.is_file()
-        else [p for p in entry.rglob("*") if p.is_file() and not p.is_symlink()]
-    )
-    newest = max((p.stat().st_mtime for p in paths), default=entry.stat().st_mtime)
+    """When the submission was last changed: its newest file (a folder's, or an LMS download's
+    files') or the zip itself."""
+    paths = []
+    for entry in student.paths():
+        paths += (
+            [entry]
+            if entry.is_file()
+            else [p for p in entry.rglob("*") if p.is_file() and not p.is_symlink()]
+        )
+    newest = max((p.stat().st_mtime for p in paths), default=student.entry.stat().st_mtime)
     return datetime.fromtimestamp(newest, tz=timezone.utc)
 
 

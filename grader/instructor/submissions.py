@@ -2,7 +2,9 @@
 
 An entry is a folder or a `.zip`; the student id is its name (without `.zip`), whatever it
 holds (see `student_id`; files are named after it with grader.engine.untrusted.file_stem, text
-shows it through that module's escapers). Archives are
+shows it through that module's escapers). An LMS's "download all submissions" is taken as it
+comes (`lms_students`): Canvas's loose files and Moodle's folders are grouped per student, the
+newest of a re-uploaded file kept, a zip among them unpacked. Archives are
 opened with limits and without trusting their paths: no member may land outside the scratch
 folder (zip-slip), symbolic links are never created or followed, and sizes and counts are
 capped. Folders are copied file by file through grader.engine.safe_files: a link, hard link
@@ -16,6 +18,7 @@ from __future__ import annotations
 import ast
 import hashlib
 import os
+import re
 import stat
 import zipfile
 from dataclasses import dataclass, field, replace
@@ -23,6 +26,7 @@ from pathlib import Path, PurePosixPath
 
 from grader.engine import safe_files
 from grader.engine.filenames import SUFFIXES, as_utf8, name_key
+from grader.i18n import N_, tr
 
 MAX_FILES = 2000
 MAX_BYTES = 64 * 2**20
@@ -34,31 +38,128 @@ class UnsafeSubmission(ValueError):
     """The entry cannot be unpacked safely (or at all); the message says why."""
 
 
+class NoStudents(ValueError):
+    """No student could be found in the folder; the message says which layouts were expected."""
+
+
+# What `discover` expects, said when it finds no student at all.
+LAYOUTS = N_(
+    "no student found in {folder}. Expected one of: one folder or .zip per student (its name "
+    "is the student id); a Canvas download, loose files named "
+    "login_userid_submissionid_file.py (login_late_... when late); a Moodle download, one "
+    "folder per student named 'Full Name_id_assignsubmission_file_' (or loose files named "
+    "'Full Name_id_assignsubmission_file_file.py')."
+)
+# Canvas: <login or name, no underscore>[_late]_<user id>_<submission/attachment id>_<file>,
+# the file's name with -N before its suffix for the Nth re-upload of that name.
+CANVAS_FILE = re.compile(
+    r"^(?P<name>[^_]+?)(?P<late>_late)?_(?P<user>\d+)_(?P<number>\d+)_(?P<file>.+)$",
+    re.IGNORECASE,
+)
+CANVAS_AGAIN = re.compile(r"^(?P<stem>.+)-(?P<again>\d+)(?P<suffix>\.[^.]*)?$")
+# Moodle: <Full Name>_<participant id>_assignsubmission_<plugin>_ (a folder per student and
+# plugin), or, without "download submissions in folders", that prefix before each file's name.
+MOODLE_ENTRY = re.compile(
+    r"^(?P<name>.+)_(?P<user>\d+)_assignsubmission_(?P<plugin>[a-z]+)_(?P<file>.*)$"
+)
+
+
 @dataclass
 class Student:
     id: str
     entry: Path
     flags: list[str] = field(default_factory=list)
+    # A student of an LMS download: what they handed in, as (name in the submission, path)
+    # pairs; a folder's name is "" (its files go to the top), a zip is unpacked into a folder.
+    files: tuple[tuple[str, Path], ...] = ()
 
     @property
     def is_zip(self) -> bool:
-        return self.entry.suffix.lower() == ".zip"
+        return not self.files and self.entry.suffix.lower() == ".zip"
+
+    def paths(self) -> list[Path]:
+        """The files and folders handed in, as they lie in the class folder."""
+        return [path for _, path in self.files] if self.files else [self.entry]
 
 
 def discover(submissions: Path) -> list[Student]:
+    """Every student in the folder: its folders and zips, and an LMS download's files grouped
+    per student. None at all is an error (NoStudents) that says what was expected, so that a
+    download in a layout we do not know is never graded as an empty class."""
     if not submissions.is_dir():
         raise FileNotFoundError(f"{submissions} is not a folder of submissions")
-    students = []
+    students, loose = [], []
     for entry in sorted(submissions.iterdir()):
         if entry.name.startswith("."):
             continue
-        if entry.is_symlink():  # graded as refused (unpack says why), never dropped in silence
+        if MOODLE_ENTRY.match(entry.name) or (
+            entry.is_file() and not entry.is_symlink() and CANVAS_FILE.match(entry.name)
+        ):
+            loose.append(entry)
+        elif entry.is_symlink():  # graded as refused (unpack says why), never dropped in silence
             students.append(Student(student_id(entry.name), entry))
         elif entry.is_dir():
             students.append(Student(student_id(entry.name), entry))
         elif entry.suffix.lower() == ".zip":
             students.append(Student(student_id(entry.stem), entry))
+    students += lms_students(loose, {s.id for s in students})
+    if not students:
+        raise NoStudents(tr(LAYOUTS).format(folder=submissions))
+    return sorted(students, key=lambda s: s.id)
+
+
+def lms_students(entries: list[Path], taken: set[str]) -> list[Student]:
+    """Canvas's and Moodle's downloads, one Student per person: named as the LMS names them
+    (Canvas's login, Moodle's full name), with the LMS's user id after it where two people
+    share a name (or a folder of the class already has it)."""
+    people: dict[tuple[str, str], list[tuple[str, Path, tuple[int, int]]]] = {}
+    for entry in entries:
+        moodle = MOODLE_ENTRY.match(entry.name)
+        if moodle:
+            key = (moodle["name"], moodle["user"])
+            name = moodle["file"] if moodle["file"] else ""
+            people.setdefault(key, []).append((name, entry, (0, 0)))
+            continue
+        canvas = CANVAS_FILE.match(entry.name)
+        key = (canvas["name"], canvas["user"])  # `_late` is Canvas's word; --course decides
+        people.setdefault(key, []).append((canvas["file"], entry, (0, int(canvas["number"]))))
+    names: dict[str, int] = {}
+    for name, _ in people:
+        names[name] = names.get(name, 0) + 1
+    students = []
+    for (name, user), handed in sorted(people.items()):
+        shown = student_id(name)
+        if names[name] > 1 or shown in taken:
+            shown = student_id(f"{name}_{user}")
+        files = _newest(handed)
+        students.append(Student(shown, files[0][1], files=tuple(files)))
     return students
+
+
+def _newest(handed: list[tuple[str, Path, tuple[int, int]]]) -> list[tuple[str, Path]]:
+    """One file per name: Canvas names the Nth re-upload of `ex8_2.py` `ex8_2-N.py`; the
+    highest N (then the highest submission id) is the newest, graded under the plain name. A
+    `-N` is taken as that mark only where the plain name is an exercise's file or another file
+    of the student's, so that a file the student named `ex8-2.py` keeps its name."""
+    from grader.records import EXERCISES
+
+    wanted = {name_key(Path(r.file).stem + s) for r in EXERCISES.values() for s in SUFFIXES}
+    plain_names = {name for name, _, _ in handed}
+    newest: dict[str, tuple[tuple[int, int], Path]] = {}
+    for name, path, (_, number) in handed:
+        again = CANVAS_AGAIN.match(name) if name else None
+        order = (0, number)
+        if again:
+            plain = again["stem"] + (again["suffix"] or "")
+            if name_key(plain) in wanted or plain in plain_names:
+                name, order = plain, (int(again["again"]), number)
+        key = name or str(path)  # every Moodle folder is kept
+        if key not in newest or order > newest[key][0]:
+            newest[key] = (order, path)
+    return sorted(
+        ((name if name != str(path) else "", path) for name, (_, path) in newest.items()),
+        key=lambda pair: (pair[0], str(pair[1])),
+    )
 
 
 def sharing_a_file(students: list[Student]) -> set[str]:
@@ -90,34 +191,43 @@ def fingerprint(student: Student) -> str:
     """A hash of what the student handed in, to notice a changed submission on resume. Read as
     `unpack` reads it: never through a link, never a FIFO (the reason stands for such a file)."""
     digest = hashlib.sha256()
-    if student.entry.is_symlink():
-        digest.update(b"link: " + os.fsencode(os.readlink(student.entry)))
-        return digest.hexdigest()
-    top = PurePosixPath(student.entry.name)
+    for shown, entry in student.files or (("", student.entry),):
+        digest.update(os.fsencode(shown) + b"\0")  # the name it is graded under
+        _digest_entry(digest, entry)
+    return digest.hexdigest()
+
+
+def _digest_entry(digest, entry: Path) -> None:
+    if entry.is_symlink():
+        digest.update(b"link: " + os.fsencode(os.readlink(entry)))
+        return
+    top = PurePosixPath(entry.name)
     names = (
         [top]
-        if student.entry.is_file()
-        else [top / e.path for e in safe_files.entries(student.entry) if not e.is_dir]
+        if entry.is_file()
+        else [top / e.path for e in safe_files.entries(entry) if not e.is_dir]
     )
     for name in names:
         digest.update(os.fsencode(str(name)))  # a name of any bytes
         try:
-            digest.update(safe_files.read_under(student.entry.parent, name))
+            digest.update(safe_files.read_under(entry.parent, name))
         except safe_files.RefusedFile as error:  # unpacking will say so; the stamp stays stable
             digest.update(f"refused: {error}".encode())
-    return digest.hexdigest()
 
 
 def unpack(student: Student, destination: Path) -> dict[str, str]:
     """Copy or extract the submission into `destination` (an empty folder the grader made);
     the files not copied (links, special files: path -> why), for `find_exercise_file`."""
     destination.mkdir(parents=True, exist_ok=True)
-    if student.entry.is_symlink():
-        raise UnsafeSubmission(
-            f"{student.entry.name} is a symbolic link, not a submission: hand in the folder "
-            "(or .zip) itself"
-        )
+    for entry in student.paths():
+        if entry.is_symlink():
+            raise UnsafeSubmission(
+                f"{entry.name} is a symbolic link, not a submission: hand in the folder "
+                "(or .zip) itself"
+            )
     try:
+        if student.files:
+            return _unpack_download(student, destination)
         if student.is_zip:
             _extract_zip(student.entry, destination)
             return {}
@@ -128,6 +238,32 @@ def unpack(student: Student, destination: Path) -> dict[str, str]:
             f"{student.entry.name}: {name} could not be copied ({error.strerror or error}); "
             "hand in plain, readable files"
         ) from None
+
+
+def _unpack_download(student: Student, destination: Path) -> dict[str, str]:
+    """An LMS student's files under the names they handed in, folders' files at the top; a zip
+    among them (the whole work in one archive, as students often upload it) unpacked into a
+    folder of its name, so that the exercise files inside are found like any others."""
+    refused = {}
+    for name, entry in student.files:
+        if name:
+            try:
+                data = safe_files.read_plain_path(entry)
+            except safe_files.RefusedFile as error:
+                refused[name] = str(error)
+                continue
+            if name.lower().endswith(".zip"):
+                _extract_zip(entry, destination / Path(name).stem)
+            else:
+                safe_files.write_new(destination, name, data)
+            continue
+        refused.update(copy_folder(entry, destination))
+    for archive in sorted(destination.iterdir()):
+        if archive.is_file() and archive.suffix.lower() == ".zip" and not archive.is_symlink():
+            target = destination / archive.stem
+            if not target.exists():
+                _extract_zip(archive, target)
+    return refused
 
 
 def _extract_zip(archive: Path, destination: Path) -> None:
