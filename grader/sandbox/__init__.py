@@ -6,7 +6,9 @@ A child may
   installation and `sys.path`, the system's libraries, a few files of `/etc`, its own
   `/proc/<pid>`, the CPU description in `/proc` and `/sys`), minus the kit's own packages
   (`grader`, `solutions`, `attnkit`, `exercises`, or the whole checkout) and the folders the
-  caller protects (the class's submissions, the results, the scratch tree);
+  caller protects (the class's submissions, the results, the scratch tree); the installation
+  (its prefixes and site-packages) is read even inside such a folder (Gradescope's venv in
+  /autograder, a `.venv` in the checkout), less the kit's packages and protected folders in it;
 - read its own inputs (the case files of its parts; they are never written by a child) and
   the folder of the submission it grades;
 - read and write its own scratch folder, and nothing else (`/dev/null` aside);
