@@ -38,9 +38,11 @@ pytestmark = [
 ]
 
 CLASS = KIT / "examples" / "submissions"
-# A correct file that imports a part of NumPy the grader's helper had not loaded: it failed
-# with "Permission denied" when the venv lay in the protected autograder folder.
-IMPORTS_MORE = "import numpy.testing\nimport numpy.polynomial\n"
+# A correct file that imports what the grader's helper had not loaded: a part of NumPy, and a
+# package of the venv's own site-packages (here NumPy comes from the base interpreter's, through
+# --system-site-packages; on Gradescope every package is in the venv). It failed with
+# "Permission denied" when the venv lay in the protected autograder folder.
+IMPORTS_MORE = "import numpy.testing\nimport numpy.polynomial\nimport pip\n"
 # Students whose files do nothing the sandbox refuses (frank imports the reference; dave exits,
 # erin loops; judy's notebook is not JSON).
 HARMLESS = {"alice", "alice_notebook", "bob", "carol", "grace", "heidi", "henry", "ivan", "kim"}
