@@ -17,9 +17,11 @@ a fresh folder of the grader's, and the file to grade (a notebook's code, UTF-8 
 near name's copy) is written there. Gradescope runs this as root; as root the copying and
 converting is done by a forked helper that has dropped to the unprivileged user `nobody`
 before it opens anything of the submission, so that even a flaw in that code could write only
-where `nobody` may (never a `.pth`, never /autograder). What holds only as root: the drop
-itself (the helper of a non-root run keeps its user, whose rights the files could be written
-with anyway).
+where `nobody` may (never a `.pth`, never /autograder); where `nobody` cannot enter the folders
+on the way to the Python installation (a Python under /root), it gets a mount namespace that
+lets it through (grader.sandbox.world.reach_installation), for what it imports late. What
+holds only as root: the drop itself (the helper of a non-root run keeps its user, whose rights
+the files could be written with anyway).
 """
 
 from __future__ import annotations
@@ -241,12 +243,19 @@ def prepare_files(submission: Path, filenames: list[str], scratch: Path) -> dict
     if not hasattr(os, "geteuid") or os.geteuid() != 0:
         return _copy_and_find(submission, filenames, scratch)
     import grader.notebook.extract  # noqa: F401 - imported before the fork, not in the helper
+    from grader.sandbox import world
 
     uid, gid = unprivileged_ids()
+    world.available()  # tried here, once: the helper only reads the answer
     top = safe_files.open_folder(submission, follow=True)  # Gradescope's folder, not the student's
     try:
         os.chown(scratch, uid, gid)
-        answer = _as_user(uid, gid, lambda: _copy_and_find(top, filenames, scratch, wire=True))
+        answer = _as_user(
+            uid,
+            gid,
+            lambda: _copy_and_find(top, filenames, scratch, wire=True),
+            reach=world.reach_installation,
+        )
     finally:
         os.close(top)
     for folder, folders, names in os.walk(scratch):  # root's again, links never followed
@@ -299,15 +308,18 @@ def unprivileged_ids() -> tuple[int, int]:
     return entry.pw_uid, entry.pw_gid
 
 
-def _as_user(uid: int, gid: int, work):
+def _as_user(uid: int, gid: int, work, reach=None):
     """`work()` in a forked child that has become `uid`:`gid` (no supplementary groups)
-    first; its JSON answer, or None if it failed or took longer than HELPER_SECONDS."""
+    first, after `reach(uid)` (a way to the installation: grader.sandbox.world); its JSON
+    answer, or None if it failed or took longer than HELPER_SECONDS."""
     read_end, write_end = os.pipe()
     pid = os.fork()
     if pid == 0:  # the helper: nothing of the submission is touched before the drop
         status = 1
         try:
             os.close(read_end)
+            if reach is not None:
+                reach(uid)  # the installation, where `uid` could not enter on the way to it
             os.setgroups([])
             os.setgid(gid)
             os.setuid(uid)

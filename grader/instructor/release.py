@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import secrets
 import shutil
 import subprocess
@@ -225,9 +226,21 @@ fi
 exit 0
 """
 
-# The packages the kit imports at run time; setup.sh installs exactly the versions installed
-# where the autograder was made (where the instructor ran the kit and its tests).
-PINNED = ("tensorflow", "keras", "numpy", "click")
+# The kit's run-time dependencies are pyproject.toml's `dependencies`, every one of them: a list
+# of our own (tensorflow, keras, numpy, click) left out nbformat, so Gradescope could not read a
+# notebook. setup.sh installs exactly the versions installed where the autograder was made.
+REQUIREMENT_NAME = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)")
+
+
+def runtime_requirements() -> list[str]:
+    """pyproject.toml's `dependencies` as written (name, version range, marker)."""
+    try:
+        import tomllib
+    except ModuleNotFoundError:  # Python 3.10
+        import tomli as tomllib
+    with open(KIT / "pyproject.toml", "rb") as handle:
+        return list(tomllib.load(handle)["project"]["dependencies"])
+
 
 SETUP = """#!/usr/bin/env bash
 # Gradescope runs this once, as root, when the autograder image is built. Its base images are
@@ -245,30 +258,45 @@ then
     {{ echo "setup.sh: Python {python} is not in this image's apt sources; choose a" \\
         "Gradescope base image that has it (the kit was tested with it)" >&2; exit 1; }}
 fi
-"$python" -m venv "$root/venv"
+# The venv lies in /autograder, which the autograder protects from submitted code; the sandbox
+# lets children read the Python installation wherever it lies (grader.sandbox.grants).
+# AUTOGRADER_VENV_OPTIONS: more options of `venv`, such as --system-site-packages on an image
+# that already has the tested TensorFlow (the kit's end-to-end test does so).
+"$python" -m venv ${{AUTOGRADER_VENV_OPTIONS:-}} "$root/venv"
 "$root/venv/bin/python" -m pip install --upgrade pip
 "$root/venv/bin/python" -m pip install -r "$root/source/requirements.txt"
 "$root/venv/bin/python" -m pip install --no-deps -e "$root/source"
-"$root/venv/bin/python" -c "import grader.instructor.gradescope, keras"
+# What grading imports, notebooks' reader included: a missing package fails here, not a student.
+"$root/venv/bin/python" -c "import grader.instructor.gradescope, grader.notebook.extract, keras"
 """
 
 
 def tested_versions() -> dict[str, str]:
-    """The version of each run-time package in this environment (what the kit was tested
-    with), and of Python as major.minor."""
+    """Python's version as major.minor (`python`), and `requirements`: requirements.txt's lines,
+    each run-time dependency pinned to the version installed here (what the kit was tested
+    with), its marker kept; one whose marker excludes this Python (tomli on 3.11) as written."""
     import platform
     from importlib.metadata import PackageNotFoundError, version
 
-    versions = {"python": ".".join(platform.python_version_tuple()[:2])}
-    for name in PINNED:
+    lines = []
+    for requirement in runtime_requirements():
+        spec, _, marker = requirement.partition(";")
+        name = REQUIREMENT_NAME.match(spec).group(1)
         try:
-            versions[name] = version(name)
+            pinned = f"{name}=={version(name)}"
         except PackageNotFoundError as error:
+            if marker.strip():  # for another Python than this one
+                lines.append(requirement.strip())
+                continue
             raise ReleaseError(
                 f"{name} is not installed here, so its tested version is unknown: install the "
                 "kit (pip install -e .) before making the autograder"
             ) from error
-    return versions
+        lines.append(f"{pinned}; {marker.strip()}" if marker.strip() else pinned)
+    return {
+        "python": ".".join(platform.python_version_tuple()[:2]),
+        "requirements": "".join(f"{line}\n" for line in lines),
+    }
 
 
 def release_gradescope(target: Path, exercises: list[str], unsandboxed: bool = False) -> Path:
@@ -298,8 +326,7 @@ def release_gradescope(target: Path, exercises: list[str], unsandboxed: bool = F
         }
         (root / "gradescope.json").write_text(json.dumps(config))
         versions = tested_versions()
-        pins = "".join(f"{name}=={versions[name]}\n" for name in PINNED)
-        (root / "requirements.txt").write_text(pins)
+        (root / "requirements.txt").write_text(versions["requirements"])
         setup = SETUP.format(python=versions["python"])
         for name, text in (("run_autograder", RUN_AUTOGRADER), ("setup.sh", setup)):
             (root / name).write_text(text)

@@ -6,7 +6,9 @@ A child may
   installation and `sys.path`, the system's libraries, a few files of `/etc`, its own
   `/proc/<pid>`, the CPU description in `/proc` and `/sys`), minus the kit's own packages
   (`grader`, `solutions`, `attnkit`, `exercises`, or the whole checkout) and the folders the
-  caller protects (the class's submissions, the results, the scratch tree);
+  caller protects (the class's submissions, the results, the scratch tree); the installation
+  (its prefixes and site-packages) is read even inside such a folder (Gradescope's venv in
+  /autograder, a `.venv` in the checkout), less the kit's packages and protected folders in it;
 - read its own inputs (the case files of its parts; they are never written by a child) and
   the folder of the submission it grades;
 - read and write its own scratch folder, and nothing else (`/dev/null` aside);
@@ -215,14 +217,45 @@ def _beneath(root: str, protected: list[str]) -> list[str]:
     return granted
 
 
+def installation_roots() -> list[str]:
+    """The folders of the Python installation itself: its prefixes (a venv's and the base
+    interpreter's) and its site-packages folders, as real paths."""
+    import site
+
+    roots = {sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix}
+    try:
+        roots.update(site.getsitepackages())
+    except AttributeError:  # an old virtualenv's site module
+        pass
+    if site.ENABLE_USER_SITE and site.getusersitepackages():
+        roots.add(site.getusersitepackages())
+    return sorted({os.path.realpath(root) for root in roots if root})
+
+
 def grants(policy: dict, pid: int) -> list[tuple[str, int]]:
-    """The allowlist: (real path, Landlock rights) pairs."""
+    """The allowlist: (real path, Landlock rights) pairs.
+
+    The installation (`installation_roots`) is read wherever it lies, even inside a protected
+    folder: Gradescope's setup.sh makes its venv in /autograder, which the autograder protects,
+    and an instructor's `.venv` often lies in the checkout, which is the kit. Without it a child
+    could import only what the helper had loaded before the fork (`import numpy.testing`
+    failed with "Permission denied"). What the installation holds of the protected (the kit's
+    own packages when they are installed into it, a protected folder inside it) stays refused.
+    """
     protected = protected_paths(policy.get("protected", ()))
-    roots = {sys.prefix, sys.base_prefix, sys.exec_prefix, *SYSTEM_FOLDERS}
+    installed = installation_roots()
+    roots = {*SYSTEM_FOLDERS}
     roots.update(p for p in sys.path if p and os.path.isabs(p))
     read = set()
     for root in roots:
         read.update(_beneath(root, protected))
+    own = [os.path.realpath(KIT / name) for name in KIT_PACKAGES]
+    for root in installed:
+        # Refused within it: each protected path but those that hold it (a venv in /autograder
+        # or in the checkout), and the kit's packages wherever the kit lies; a root that is
+        # itself protected (a venv made in the checkout's own folder) stays refused whole.
+        hidden = [p for p in protected if p == root or not _within(root, p)]
+        read.update(_beneath(root, [*hidden, *own]))
     read.update(os.path.realpath(p) for p in SYSTEM_FILES if os.path.exists(p))
     read.add(f"/proc/{pid}")
     read.update(os.path.realpath(p) for p in policy.get("read", ()))

@@ -168,6 +168,34 @@ def test_the_allowlist_never_holds_the_kit_or_a_protected_folder(tmp_path):
     assert str(tmp_path.resolve() / "work") in paths
 
 
+def test_a_venv_inside_a_protected_folder_is_read_but_not_the_kit_installed_into_it(tmp_path):
+    """Gradescope's layout: the venv in /autograder (protected), the kit's packages installed
+    into its site-packages; and an instructor's venv inside the checkout."""
+    autograder = tmp_path / "autograder"
+    site = autograder / "venv" / "lib" / "python3" / "site-packages"
+    for name in ("numpy/testing", "grader", "solutions"):
+        (site / name).mkdir(parents=True)
+    (autograder / "results").mkdir()
+    in_checkout = KIT.resolve() / ".venv-probe-not-made"  # only its path is used
+    work = tmp_path / "work"
+    work.mkdir()
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(sandbox, "KIT", site)  # the kit as installed into that venv
+        patch.setattr(
+            sandbox,
+            "installation_roots",
+            lambda: [str(autograder / "venv"), str(site), str(in_checkout), str(autograder)],
+        )
+        pairs = sandbox.grants({"workdir": str(work), "protected": [str(autograder)]}, os.getpid())
+    paths = {path for path, _ in pairs}
+    assert str(site / "numpy") in paths and str(autograder / "venv" / "lib") not in paths
+    for hidden in ("grader", "solutions"):
+        assert not any(p == str(site / hidden) or p.startswith(f"{site / hidden}/") for p in paths)
+    # A root that is itself protected (the whole /autograder) is not granted by being a root.
+    assert not any(p in (str(autograder), str(autograder / "results")) for p in paths)
+    assert not any(p.startswith(f"{autograder / 'results'}/") for p in paths)
+
+
 # --- a sandboxed child, end to end ----------------------------------------------------------------
 
 PROBE = """
