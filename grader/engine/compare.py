@@ -63,13 +63,16 @@ def tolerances(case: Case) -> tuple[float, float]:
 
 
 def close(expected: np.ndarray, received: np.ndarray, case: Case) -> np.ndarray:
-    """Where `received` is within the case's tolerance of `expected`. Comparing infinities
-    warns nobody (the difference of two is NaN, which NumPy would otherwise report on the
-    instructor's console in the middle of a batch)."""
+    """Where `received` is within the case's tolerance of `expected`. The tolerance scales with
+    the largest finite expected value (an infinite one would make every value close), and an
+    infinite expected value is met only by the same infinity. Comparing infinities warns
+    nobody (NumPy would otherwise report their NaN difference on the instructor's console)."""
     rtol, atol = tolerances(case)
+    finite = np.isfinite(expected)
     with np.errstate(invalid="ignore", over="ignore"):
-        scale = max(1.0, float(np.max(np.abs(expected), initial=0.0)))
-        return np.abs(received - expected) <= atol * scale + rtol * np.abs(expected)
+        scale = max(1.0, float(np.max(np.abs(np.where(finite, expected, 0.0)), initial=0.0)))
+        near = np.abs(received - expected) <= atol * scale + rtol * np.abs(expected)
+    return np.where(finite, near, received == expected)
 
 
 def matches(expected: np.ndarray, received: np.ndarray, case: Case) -> bool:

@@ -24,15 +24,19 @@ def test_rounding_differences_pass(dtype, noise):
     assert compare.difference(expected, received, case(dtype)) is None
 
 
-def test_infinite_values_compare_without_a_warning():
-    """Two infinities differ by NaN: no NumPy warning may reach the instructor's console."""
+def test_infinite_values_compare_without_a_warning_and_never_widen_the_tolerance():
+    """Two infinities differ by NaN: no NumPy warning may reach the instructor's console. An
+    infinite expected value is met by itself only, and does not make every other value close
+    (it used to scale the tolerance to infinity)."""
     import warnings
 
     expected = np.array([[1.0, -np.inf], [np.inf, 2.0]])
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        compare.close(expected, expected.copy(), case())
-        compare.matches(expected, np.array([[1.0, np.inf], [np.inf, 2.0]]), case())
+        assert compare.close(expected, expected.copy(), case()).all()
+        received = np.array([[1.0, np.inf], [1e300, 7.0]])
+        assert compare.close(expected, received, case()).tolist() == [[True, False], [False, False]]
+        assert not compare.matches(expected, received, case())
 
 
 @pytest.mark.parametrize("dtype", ["float64", "float32"])
