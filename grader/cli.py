@@ -179,7 +179,7 @@ def check(
 
         page = HtmlPage(html_path)
     for record in records:
-        folder = given or _check_folder(record)
+        folder = given or _exercise_file(record).parent
         try:
             # Imports of the kit's own answers are blocked as `grader batch` blocks them, so
             # that the score here is the score there.
@@ -247,10 +247,6 @@ def _exercise_file(record) -> Path:
     edited = [path for path in found if path.stat().st_mtime_ns == newest]
     # Untouched, both alike: the language's own, which grades the same.
     return stubs_folder(kit) / record.file if len(edited) > 1 else edited[0]
-
-
-def _check_folder(record) -> Path:
-    return _exercise_file(record).parent
 
 
 def _again_command(exercise_id, submission, parts, seed, timeout) -> str:

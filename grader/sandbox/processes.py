@@ -177,10 +177,8 @@ class Zygote:
 
     def log_tail(self) -> str:
         try:
-            self._log.seek(0, os.SEEK_END)
-            self._log.seek(max(0, self._log.tell() - LOG_TAIL_CHARS))
-            return self._log.read().decode("utf-8", "replace")
-        except (OSError, ValueError):  # closed already
+            return _tail_of(self._log)
+        except ValueError:  # closed already
             return ""
 
     def close(self) -> None:
@@ -322,8 +320,13 @@ def _exit_words(exitcode: int | None) -> str:
 def _tail(path: Path) -> str:
     try:
         with open_plain_file(path) as handle:
-            handle.seek(0, os.SEEK_END)
-            handle.seek(max(0, handle.tell() - LOG_TAIL_CHARS))
-            return handle.read().decode("utf-8", "replace")
+            return _tail_of(handle)
     except OSError:
         return ""
+
+
+def _tail_of(handle) -> str:
+    """The last LOG_TAIL_CHARS bytes of an open binary file, as text (OSError if unreadable)."""
+    handle.seek(0, os.SEEK_END)
+    handle.seek(max(0, handle.tell() - LOG_TAIL_CHARS))
+    return handle.read().decode("utf-8", "replace")

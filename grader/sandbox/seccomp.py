@@ -116,7 +116,7 @@ NOT_IMPLEMENTED = ("clone3",)
 
 # What a refused call is, for the instructor (grader.engine.labels words these).
 PROCESS, SIGNAL, PTRACE, NETWORK, SYSTEM = "process", "signal", "ptrace", "network", "system"
-OTHERS = "others"  # other processes: their limits, priority, affinity, scheduling
+OTHERS = "others"  # setting another process's limits, priority, affinity, scheduling
 KINDS = {
     **dict.fromkeys(("fork", "vfork", "clone", "execve", "execveat"), PROCESS),
     **dict.fromkeys(("kill", "tkill", "tgkill", "rt_sigqueueinfo", "rt_tgsigqueueinfo"), SIGNAL),
@@ -131,15 +131,10 @@ KINDS = {
         (
             "prlimit64",
             "setpriority",
-            "getpriority",
             "sched_setaffinity",
-            "sched_getaffinity",
             "sched_setscheduler",
             "sched_setparam",
             "sched_setattr",
-            "sched_getparam",
-            "sched_getscheduler",
-            "sched_getattr",
             "ioprio_set",
             "migrate_pages",
             "move_pages",
@@ -172,7 +167,7 @@ def describe_call(number: int, args: tuple[int, ...]) -> str:
     """A refused call in words for the instructor: its name, and the target where it has one."""
     name = name_of(number)
     if KINDS.get(name) in (SIGNAL, OTHERS, PTRACE) and args:
-        target = ctypes.c_int32(args[1] if name in ("setpriority", "getpriority") else args[0])
+        target = ctypes.c_int32(args[1] if name == "setpriority" else args[0])
         return f"{name} on pid {target.value}"
     if name == "socket" and args:
         return f"socket of family {args[0] & 0xFFFFFFFF}"

@@ -97,34 +97,48 @@ def unshare_world(job: dict) -> None:
     """Step one (see the module's docstring); once per process, a no-op for trusted code."""
     if job.get("sandbox") is None or not linux() or "world" in _entered:
         return
-    libc = _libc()
-    uid, gid = os.getuid(), os.getgid()
+    _entered["world"] = True
+    covers = blocked_on_the_way(reachable_paths(job), slot_uid(job))
     if available() is not None:  # the filter alone holds; status() said so to the caller
-        covers = blocked_on_the_way(reachable_paths(job), slot_uid(job))
         if covers:  # never run as root for want of a way to reach the installation
             raise OSError(own_user_problem())
-        _entered["world"] = False
         return
+    uid, gid = os.getuid(), os.getgid()
+    libc = _libc()
+    _unshare(libc, _world_flags())
     if root():
-        covers = blocked_on_the_way(reachable_paths(job), slot_uid(job))
-        _check(libc.unshare(CLONE_NEWNS | CLONE_NEWIPC | CLONE_NEWNET), "unshare")
-        _check(libc.mount(b"none", b"/", None, MS_REC | MS_PRIVATE, None), "mount --make-rprivate")
         _cover(libc, covers)
-    else:
-        _check(libc.unshare(CLONE_NEWUSER | CLONE_NEWIPC | CLONE_NEWNET), "unshare")
-        for name, text in (
-            ("setgroups", "deny"),
-            ("uid_map", f"{uid} {uid} 1"),
-            ("gid_map", f"{gid} {gid} 1"),
-        ):
-            with open(f"/proc/self/{name}", "w") as handle:
-                handle.write(text)
-    _entered["world"] = True
+        return
+    for name, text in (
+        ("setgroups", "deny"),
+        ("uid_map", f"{uid} {uid} 1"),
+        ("gid_map", f"{gid} {gid} 1"),
+    ):
+        with open(f"/proc/self/{name}", "w") as handle:
+            handle.write(text)
+
+
+def _world_flags() -> int:
+    """The namespaces of a child's world: as root a mount namespace (for the covers), as an
+    ordinary user a user namespace (without which it may make none of the others)."""
+    own = CLONE_NEWNS if root() else CLONE_NEWUSER
+    return own | CLONE_NEWIPC | CLONE_NEWNET
+
+
+def _unshare(libc, flags: int) -> None:
+    """New namespaces for this process; a new mount namespace is made private at once, so
+    that nothing mounted in it reaches the machine's."""
+    _check(libc.unshare(flags), "unshare")
+    if flags & CLONE_NEWNS:
+        _check(libc.mount(b"none", b"/", None, MS_REC | MS_PRIVATE, None), "mount --make-rprivate")
 
 
 def installation() -> list[str]:
-    """The folders of the Python installation a child reads (as grader.sandbox.grants does)."""
-    roots = {sys.prefix, sys.base_prefix, sys.exec_prefix}
+    """The folders of the Python installation a child reads, as grader.sandbox.grants reads
+    them: the installation's own roots and the absolute entries of sys.path."""
+    from grader import sandbox
+
+    roots = set(sandbox.installation_roots())
     roots.update(p for p in sys.path if p and os.path.isabs(p))
     return sorted(roots)
 
@@ -240,8 +254,7 @@ def reach_installation(uid: int) -> None:
     if not covers or available() is not None:
         return
     libc = _libc()
-    _check(libc.unshare(CLONE_NEWNS), "unshare")
-    _check(libc.mount(b"none", b"/", None, MS_REC | MS_PRIVATE, None), "mount --make-rprivate")
+    _unshare(libc, CLONE_NEWNS)
     _cover(libc, covers)
 
 
@@ -289,11 +302,7 @@ def _try_in_a_fork() -> str | None:
     if pid == 0:
         message = b""
         try:
-            libc = _libc()
-            flags = CLONE_NEWNS | CLONE_NEWIPC | CLONE_NEWNET
-            _check(libc.unshare(flags if root() else flags | CLONE_NEWUSER), "unshare")
-            if root():
-                _check(libc.mount(b"none", b"/", None, MS_REC | MS_PRIVATE, None), "mount")
+            _unshare(_libc(), _world_flags())  # exactly what a child will do
         except BaseException as error:  # noqa: BLE001 - the answer is the message
             message = str(error).encode()
         finally:
