@@ -133,8 +133,9 @@ def test_check_without_a_sandbox_still_grades_and_says_so_once(monkeypatch):
 
 
 def test_the_file_graded_never_depends_on_the_language(tmp_path, monkeypatch):
-    """The kit's exercises/ and exercises/zh/: the one the student edited last is graded, in
-    English or in Chinese; a file in the current folder comes first."""
+    """The kit's exercises/ and exercises/zh/: untouched (the same code in other words), each
+    language grades its own; once one is edited, that one is graded in English or in Chinese;
+    a file in the current folder comes first."""
     from grader import cli, i18n
     from grader.records import get_exercise
 
@@ -142,16 +143,23 @@ def test_the_file_graded_never_depends_on_the_language(tmp_path, monkeypatch):
     kit = tmp_path / "kit"
     (kit / "exercises" / "zh").mkdir(parents=True)
     english, chinese = kit / "exercises" / record.file, kit / "exercises" / "zh" / record.file
-    english.write_text("# stub\n")
-    chinese.write_text("# stub\n")
+    english.write_text('def f():\n    raise NotImplementedError("Exercise 8-2: do it")\n')
+    chinese.write_text('def f():\n    raise NotImplementedError("练习 8-2：做吧")\n')
     os.utime(english, (1_000, 1_000))
-    os.utime(chinese, (2_000, 2_000))  # the student works in the Chinese one
+    os.utime(chinese, (2_000, 2_000))  # checked out a little later: still untouched
     monkeypatch.setattr("grader.instructor.stubs.KIT", kit)
     monkeypatch.chdir(tmp_path)
-    chosen = []
-    for language in ("en", "zh"):
-        monkeypatch.setattr(i18n, "_language", language)
-        chosen.append(cli._exercise_file(record))
-    assert chosen == [chinese, chinese]
+
+    def chosen():
+        found = []
+        for language in ("en", "zh"):
+            monkeypatch.setattr(i18n, "_language", language)
+            found.append(cli._exercise_file(record))
+        return found
+
+    assert chosen() == [english, chinese]
+    chinese.write_text("def f():\n    return 1\n")  # the student works in the Chinese one
+    os.utime(chinese, (3_000, 3_000))
+    assert chosen() == [chinese, chinese]
     (tmp_path / record.file).write_text("# mine\n")
     assert cli._exercise_file(record) == tmp_path / record.file
