@@ -78,6 +78,9 @@ timeout_option = click.option(
 @lang_option
 def main():
     """Grade the attention chapter's exercises: outputs and gradients, with feedback."""
+    from grader import quiet
+
+    quiet.install()
 
 
 @main.command("list")
