@@ -22,8 +22,8 @@ the clone, as an ordinary user (`attnkit-student`, made here; the test runs as r
   sums them (a result with no max-score counts for nothing).
 
 The total must be the score `grader batch` gives the same student for the same parts. About
-3 minutes on two shared cores (the release 40 s, then per student pip 15 s and five `grader
-check` runs): marked slow.
+6.5 minutes on two busy shared cores (the release and the batch 160 s, then per student pip and
+five `grader check` runs, 80 to 100 s): marked slow.
 """
 
 import csv
