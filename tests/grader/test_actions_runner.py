@@ -2,8 +2,7 @@
 
 The template repository is what `grader release student` writes, with the workflow of
 `grader release actions -e 8-2` in `.github/workflows/`; a student's repository is that
-template with their file of examples/submissions in `exercises/` (bob's `ex8_2.py`; kim's
-notebook as `exercises/ex8_2.ipynb`, beside the untouched `.py` the template ships), committed
+template with their file of examples/submissions in `exercises/` (bob's `ex8_2.py`), committed
 and cloned, so that its files are written as a checkout writes them (all at once: no file is
 newer for having been edited). The workflow's steps are then run as the runner runs them, in
 the clone, as an ordinary user (`attnkit-student`, made here; the test runs as root):
@@ -21,9 +20,8 @@ the clone, as an ordinary user (`attnkit-student`, made here; the test runs as r
 - the reporter: each runner's result read from the variable its `env:` names, and summed as it
   sums them (a result with no max-score counts for nothing).
 
-The total must be the score `grader batch` gives the same student for the same parts. About
-6.5 minutes on two busy shared cores (the release and the batch 160 s, then per student pip and
-five `grader check` runs, 80 to 100 s): marked slow.
+The total must be the score `grader batch` gives the same student for the same parts. One
+student (each costs pip and one `grader check` per part); marked slow.
 """
 
 import csv
@@ -58,9 +56,9 @@ pytestmark = [
 ]
 
 CLASS = KIT / "examples" / "submissions"
-# Partly wrong, so that the scores say which parts passed: bob in the .py file, kim in the
-# notebook the template also ships.
-STUDENTS = {"bob": "ex8_2.py", "kim": "ex8_2.ipynb"}
+# Partly wrong, so that the scores say which parts passed: bob in the .py file. (A notebook in
+# the kit's folder is graded the same way by `grader check`: tests/grader/test_cli.py.)
+STUDENTS = {"bob": "ex8_2.py"}
 # What the `run:` steps see besides the runner's PATH and HOME: pip finds everything installed.
 # How the reporter's `env:` names a step's result.
 STEP_RESULT = re.compile(r"\$\{\{\s*steps\.([\w-]+)\.outputs\.result\s*\}\}")

@@ -97,23 +97,6 @@ def test_a_command_prints_no_start_up_lines(arguments):
     assert not NOISE.search(output), output[-3000:]
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize(
-    "arguments",
-    [
-        ["-m", "grader", "batch", "{tmp}/class", "-e", "8-2", "--out", "{tmp}/batch"]
-        + ["--no-similarity", "--no-pictures", "--jobs", "2"],
-        ["-m", "grader", "release", "gradescope", "{tmp}/autograder.zip", "-e", "8-2"],
-    ],
-    ids=["batch", "release-gradescope"],
-)
-def test_a_long_command_prints_no_start_up_lines(arguments, tmp_path):
-    shutil.copytree(KIT / "examples" / "submissions" / "bob", tmp_path / "class" / "bob")
-    code, output = fresh([word.format(tmp=tmp_path) for word in arguments], timeout=900)
-    assert code == 0, output[-3000:]
-    assert not NOISE.search(output), output[-3000:]
-
-
 def test_a_real_error_still_shows_with_its_traceback():
     code, output = fresh(
         [
