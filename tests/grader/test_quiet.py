@@ -4,7 +4,6 @@ TensorFlow's start-up lines, and a real error still shows."""
 
 import os
 import re
-import shutil
 import subprocess
 import sys
 from pathlib import Path
