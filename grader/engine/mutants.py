@@ -172,10 +172,11 @@ def _free_names(node) -> list[str]:
 Edit = tuple[str, dict, Callable[[ast.AST], ast.AST]]
 
 
-def _edits(node: ast.AST, parameters: set[str]) -> Iterator[Edit]:
-    """Every change of the catalogue that applies to `node`."""
+def _edits(node: ast.AST, parameters: set[str], scope: dict) -> Iterator[Edit]:
+    """Every change of the catalogue that applies to `node` (`scope`: the function's globals,
+    where the helpers it calls are found)."""
     if isinstance(node, ast.Call):
-        yield from _call_edits(node)
+        yield from _call_edits(node, scope)
     elif isinstance(node, ast.BinOp):
         yield from _binop_edits(node, parameters)
     elif isinstance(node, ast.Compare) and len(node.ops) == 1:
@@ -202,29 +203,35 @@ def _edits(node: ast.AST, parameters: set[str]) -> Iterator[Edit]:
             yield "constant", {"value": node.value, "used": node.value * factor}, scale
 
 
-def _call_edits(node: ast.Call) -> Iterator[Edit]:
+def _call_edits(node: ast.Call, scope: dict) -> Iterator[Edit]:
     name = _call_name(node)
     short = name.split(".")[-1]
     keywords = {k.arg: k for k in node.keywords if k.arg}
     method = isinstance(node.func, ast.Attribute) and not _is_module(node.func.value)
-    axis_node = _axis_value(node, method) if name in REDUCERS else None
+    position = _axis_position(node, method, scope)
+    axis_node = _axis_value(node, position) if position is not None else None
+    default = _axis_default(node, scope) if position is not None and axis_node is None else None
+    if axis_node is None and default is not None:
+        axis_node = _const(default)
     if axis_node is not None:
         current = _int_of(axis_node)
         site = f"axis@{id(node)}"
         for axis in [a for a in AXES if a != current] + [None, "batch"]:
 
-            def change(n, axis=axis, site=site, method=method):
+            def change(n, axis=axis, site=site, method=method, position=position, default=default):
+                original = _axis_value(n, position)
+                if original is None:
+                    original = _const(default)
                 if method:
                     n.func.value = _record(site, n.func.value)
                 elif n.args:
                     n.args[0] = _record(site, n.args[0])
-                original = _axis_value(n, method)
                 chosen = ast.Call(
                     ast.Name(PREFIX + "axis", ast.Load()),
                     [ast.Constant(site), original, ast.Constant(axis)],
                     [],
                 )
-                _set_axis(n, chosen, method)
+                _set_axis(n, chosen, position)
                 return n
 
             facts = {"op": short, "axis": axis, "site": site}
@@ -305,24 +312,55 @@ def _is_module(node) -> bool:
 POSITIONAL_AXIS = frozenset({"sum", "max", "min", "mean", "argmax", "argmin", "cumsum", "softmax"})
 
 
-def _axis_value(node: ast.Call, method: bool):
-    """The expression of a call's axis, or None where it has none (it reduces everything, or
-    its second argument is something else)."""
+def _axis_position(node: ast.Call, method: bool, scope: dict) -> int | None:
+    """Where the call takes its axis: its position among the positional arguments, -1 when
+    only by name; None when the call has no axis (it is no reduction or normalisation)."""
+    name = _call_name(node)
+    callee = scope.get(node.func.id) if isinstance(node.func, ast.Name) else None
+    if isinstance(callee, types.FunctionType):
+        try:
+            names = list(inspect.signature(callee).parameters)
+        except (TypeError, ValueError):
+            return None
+        return names.index("axis") if "axis" in names else None
+    if name in POSITIONAL_AXIS:
+        return 0 if method else 1
+    return -1 if name in REDUCERS else None
+
+
+def _axis_default(node: ast.Call, scope: dict) -> int | None:
+    """The default axis of a helper called without one (softmax(x) runs over -1)."""
+    callee = scope.get(node.func.id) if isinstance(node.func, ast.Name) else None
+    if not isinstance(callee, types.FunctionType):
+        return None
+    try:
+        parameter = inspect.signature(callee).parameters.get("axis")
+    except (TypeError, ValueError):
+        return None
+    default = None if parameter is None else parameter.default
+    return default if type(default) is int else None
+
+
+def _axis_value(node: ast.Call, position: int):
+    """The expression of a call's axis, or None where it is not given (a reduction of
+    everything, or the callee's default)."""
     for k in node.keywords:
         if k.arg == "axis":
             return k.value
-    if _call_name(node) not in POSITIONAL_AXIS:
-        return None
-    position = 0 if method else 1
-    return node.args[position] if len(node.args) > position else None
+    if 0 <= position < len(node.args):
+        return node.args[position]
+    return None
 
 
-def _set_axis(node: ast.Call, value: ast.expr, method: bool) -> None:
+def _set_axis(node: ast.Call, value: ast.expr, position: int) -> None:
     for k in node.keywords:
         if k.arg == "axis":
             k.value = value
             return
-    node.args[0 if method else 1] = value
+    if 0 <= position < len(node.args):
+        node.args[position] = value
+    else:
+        node.keywords.append(ast.keyword("axis", value))
 
 
 def _binop_edits(node: ast.BinOp, parameters: set[str]) -> Iterator[Edit]:
@@ -566,7 +604,7 @@ def _mutants_of(top: Callable, function: Callable, path: tuple[str, ...]) -> Ite
     for index, node in enumerate(nodes):
         if index == 0:
             continue
-        for kind, facts, edit in _edits(node, parameters):
+        for kind, facts, edit in _edits(node, parameters, function.__globals__):
             tree = copy.deepcopy(source.tree)
             copied = list(ast.walk(tree.body[0]))[index]
             replacement = edit(copied)

@@ -108,9 +108,13 @@ def explain(part, cases, expected_outputs, received_outputs, deadline: float | N
         if not failing:
             continue
         hit = _search_target(part, usable, failing, deadline)
-        if hit is not None:
-            for _case, _want, _got, i in failing:
-                found[i] = hit
+        if hit is None:
+            continue
+        mutant, pick, words = hit
+        for failure in failing:
+            # Told on the case's own sizes where they tell it, else as on the first that does.
+            own = _words(mutant, pick, [failure]) or words
+            found[failure[3]] = Found(mutant.kind, own)
     return found
 
 
@@ -124,7 +128,7 @@ def _array(output):
     return array
 
 
-def _search_target(part, usable, failing, deadline) -> Found | None:
+def _search_target(part, usable, failing, deadline):
     reference = find_reference(part, usable)
     if reference is None:
         return None
@@ -138,7 +142,7 @@ def _search_target(part, usable, failing, deadline) -> Found | None:
         if _reproduces(mutant, pick, failing, passing):
             words = _words(mutant, pick, failing)
             if words is not None:
-                return Found(mutant.kind, words)
+                return mutant, pick, words
     return None
 
 
