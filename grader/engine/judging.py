@@ -107,17 +107,30 @@ def _searched(part, cases, expected, received, per_case) -> None:
         [want.output for want in expected],
         [got.output for got in received],
     )
+    outputs = [i for i, checks in enumerate(per_case) if _compared(cases[i], checks)]
+    failing = [i for i in outputs if not per_case[i][0].passed]
+    passing = [i for i in outputs if per_case[i][0].passed]
+    where = search.first_example_only(
+        [want.output for want in expected], [got.output for got in received], cases, failing
+    ) or search.separating(cases, failing, passing)
     for i in unexplained:
         hit = found.get(i)
-        if hit is None:
-            continue
         check = per_case[i][0]
+        if hit is None:
+            if where:
+                check.message = _("{where}; {message}", where=where, message=check.message)
+            continue
         check.mistake = search.describe(hit)
         check.message = (
             _("{message} ({detail})", message=hit.explanation, detail=check.detail)
             if check.detail and not check.hidden
             else hit.explanation
         )
+
+
+def _compared(case, checks) -> bool:
+    """Whether the case's first check compared an output (not a contract, not an error)."""
+    return bool(checks) and not case.raises and case.variant_of < 0 and checks[0].cause is None
 
 
 def _status(checks: list[CheckResult], statuses: set[CaseStatus]) -> Status:

@@ -398,12 +398,12 @@ def _words(mutant, pick, failing) -> str | None:
     if kind == "boundary":
         if facts["strict"]:
             return _(
-                "off by one at a boundary: a position exactly on the boundary is counted as "
-                "inside, where it must be outside (< where you wrote ≤)"
+                "off by one at a boundary: a value exactly on the boundary is counted as inside, "
+                "where it must be outside (≤ or ≥ where < or > is right)"
             )
         return _(
-            "off by one at a boundary: a position exactly on the boundary is left out, where it "
-            "must be counted (≤ where you wrote <)"
+            "off by one at a boundary: a value exactly on the boundary is left out, where it "
+            "must be counted (< or > where ≤ or ≥ is right)"
         )
     if kind == "off by one":
         return _("an index or a range is off by one (one position too far or too short)")
@@ -420,8 +420,8 @@ def _words(mutant, pick, failing) -> str | None:
         )
     if kind == "order":
         return _(
-            "two steps are in the wrong order: the result is right for the steps, but the "
-            "formula applies them the other way round"
+            "two steps are in the wrong order: each step is right, but the formula applies "
+            "them the other way round"
         )
     return None
 
@@ -434,3 +434,117 @@ def _same_axis(shape, first, second) -> bool:
 def describe(found: Found) -> str:
     """The name results keep for a mistake found by search."""
     return SEARCHED + found.kind
+
+
+# Where it goes wrong, when no mutant explains it ------------------------------------------
+
+
+def _size(case: Case, *names: str) -> int | None:
+    for name, value in _SIZE.findall(case.label):
+        if name in names:
+            return int(value)
+    return None
+
+
+def _batched(case: Case) -> bool | None:
+    size = _size(case, "B", "batch")
+    return None if size is None else size > 1
+
+
+def _queries_keys_differ(case: Case) -> bool | None:
+    tq, tk = _size(case, "Tq", "m", "N"), _size(case, "Tk", "n", "M")
+    return None if tq is None or tk is None else tq != tk
+
+
+def _masked(case: Case) -> bool:
+    label = case.label.lower()
+    given = any(
+        case.inputs.get(name) is not None or case.params.get(name) is not None
+        for name in ("mask", "valid_lens", "keep", "lengths")
+    )
+    return given or "mask" in label or "valid_lens" in label
+
+
+def _single(case: Case) -> bool | None:
+    found = [int(value) for _name, value in _SIZE.findall(case.label)]
+    return None if not found else 1 in found
+
+
+def _float32(case: Case) -> bool:
+    return case.dtype in ("float32", "float16", "bfloat16")
+
+
+# (what tells the cases apart, what it says when it alone separates failing from passing)
+SEPARATORS = (
+    (
+        _batched,
+        N_(
+            "it fails only on cases with more than one example (B > 1) and passes those with "
+            "one: the examples of a batch mix, or one example's values are used for all"
+        ),
+    ),
+    (
+        _queries_keys_differ,
+        N_(
+            "it fails only where the numbers of queries and keys differ and passes where they "
+            "are equal: queries and keys (or their lengths) are swapped somewhere"
+        ),
+    ),
+    (
+        _masked,
+        N_(
+            "it fails only on the cases with a mask or lengths and passes the others: the "
+            "masking is wrong, the rest is right"
+        ),
+    ),
+    (
+        _single,
+        N_(
+            "it fails only on cases where some size is 1: a squeeze, or a broadcast that "
+            "goes wrong when an axis has length 1"
+        ),
+    ),
+    (
+        _float32,
+        N_(
+            "it fails only in float32 and passes in float64: precision is lost (a cast, a "
+            "float32 constant, an unstable formula) or the dtype changes on the way"
+        ),
+    ),
+)
+
+
+def separating(cases, failing: list[int], passing: list[int]) -> str | None:
+    """What alone tells the failing cases of a part from its passing ones (every failing case
+    has it, no passing case does, and no other feature splits them so), or None."""
+    if not failing or not passing:
+        return None
+    splits = []
+    for feature, words in SEPARATORS:
+        fail = [feature(cases[i]) for i in failing]
+        ok = [feature(cases[i]) for i in passing]
+        if None in fail or None in ok:
+            continue
+        if all(fail) and not any(ok):
+            splits.append(words)
+    return _(splits[0]) if len(splits) == 1 else None
+
+
+def first_example_only(expected, received, cases, failing: list[int]) -> str | None:
+    """Words for outputs right on the first example of every failing batch and wrong on
+    another (each failing case has a batch of several), or None."""
+    if not failing:
+        return None
+    for i in failing:
+        want, got = _array(expected[i]), _array(received[i])
+        case = cases[i]
+        if want is None or got is None or want.shape != got.shape or want.ndim < 2:
+            return None
+        if not _batched(case) or want.shape[0] < 2:
+            return None
+        if not compare.matches(want[:1], got[:1], case) or compare.matches(want[1:], got[1:], case):
+            return None
+    return _(
+        "only the first example of each batch is right: the others get wrong values (an "
+        "index 0 where the batch index belongs, or a loop over the batch that stops early)"
+    )

@@ -60,7 +60,9 @@ def test_an_elementwise_function_of_the_family_is_named():
     found, cases, expected, received = explained(
         "additive", "AdditiveScore", additive, lambda c: additive(c, _sigmoid)
     )
-    failing = [i for i, (e, r) in enumerate(zip(expected, received)) if not np.allclose(e, r)]
+    failing = [
+        i for i, (e, r) in enumerate(zip(expected, received, strict=True)) if not np.allclose(e, r)
+    ]
     assert failing and set(found) == set(failing)
     words = found[failing[0]].explanation
     assert "sigmoid" in words and "tanh" in words
