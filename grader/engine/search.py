@@ -18,6 +18,7 @@ functions its record's mistakes recompute are tried first.
 
 from __future__ import annotations
 
+import hashlib
 import inspect
 import re
 import time
@@ -29,10 +30,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from grader.engine import compare, mutants
+from grader.engine.diagnosis import SEARCHED
 from grader.engine.spec import Case, call_with_case
 from grader.i18n import N_, _
 
-SEARCHED = "found: "
 # Seconds a part's search may take at most (the part's own timeout is longer).
 BUDGET = 4.0
 _SIZE = re.compile(r"(?<![\w.])([A-Za-z][\w]*)=(\d+)(?![\w.])")
@@ -183,16 +184,19 @@ def find_reference(part, usable) -> tuple[Callable, int | None] | None:
     expected output on every usable case, or None."""
     case = usable[0][0]
     key = (part.name, case.target, tuple(sorted(case.inputs)), tuple(sorted(case.weights)))
-    if key in _REFERENCES:
-        known = _REFERENCES[key]
-        if known is None or _gives_expected(*known, usable):
-            return known
+    known = _REFERENCES.get(key)
+    if known is not None and _gives_expected(*known, usable):
+        return known
+    # None found for these very expected outputs: not searched again (a class of students).
+    unknown = key + (hashlib.sha256(b"".join(u[1].tobytes() for u in usable)).hexdigest(),)
+    if unknown in _REFERENCES:
+        return None
     for function in _candidates(part, case):
         for pick in (None, 0, 1):
             if _gives_expected(function, pick, usable):
                 _REFERENCES[key] = (function, pick)
                 return function, pick
-    _REFERENCES[key] = None
+    _REFERENCES[unknown] = None
     return None
 
 

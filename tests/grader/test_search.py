@@ -119,3 +119,65 @@ def test_a_reference_that_does_not_give_the_expected_output_is_never_used():
         lambda c: additive(c, _sigmoid),
     )
     assert found == {}
+
+
+def test_what_alone_separates_failing_from_passing_cases_is_said():
+    from grader.engine.spec import Case
+
+    def case(label, dtype="float64"):
+        return Case("f", "function", label, dtype=dtype)
+
+    cases = [
+        case("B=1 Tq=3 Tk=5"),
+        case("B=2 Tq=3 Tk=3"),
+        case("B=3 Tq=4 Tk=4"),
+        case("B=1 Tq=2 Tk=2"),
+    ]
+    said = search.separating(cases, failing=[1, 2], passing=[0, 3])
+    assert said is not None and "B > 1" in said
+    # Two features split them (B > 1 and Tq ≠ Tk both): no evidence for either, nothing said.
+    both = [case("B=2 Tq=3 Tk=5"), case("B=3 Tq=4 Tk=2"), case("B=1 Tq=2 Tk=2")]
+    assert search.separating(both, failing=[0, 1], passing=[2]) is None
+    assert search.separating(cases, failing=[0, 1, 2, 3], passing=[]) is None
+
+
+def test_right_on_the_first_example_only_is_said_only_when_so_on_every_failing_case():
+    from grader.engine.spec import Case
+
+    rng = np.random.default_rng(1)
+    cases = [Case("f", "function", "B=3 T=4"), Case("f", "function", "B=2 T=4")]
+    expected = [rng.normal(size=(3, 4)), rng.normal(size=(2, 4))]
+    first_only = [np.repeat(e[:1], len(e), axis=0) for e in expected]
+    assert "first example" in search.first_example_only(expected, first_only, cases, [0, 1])
+    wrong_first = [f.copy() for f in first_only]
+    wrong_first[1][0] += 1.0
+    assert search.first_example_only(expected, wrong_first, cases, [0, 1]) is None
+
+
+def test_a_student_reads_the_search_first_in_english_and_chinese(tmp_path):
+    """End to end: `grader check`'s rendering of a file whose mistake no record names."""
+    from grader import KIT
+    from grader.engine.grading import grade
+    from grader.i18n import speaking
+    from grader.instructor.report import render
+    from grader.records import get_exercise
+    from tests.support.grading import submit
+
+    text = (KIT / "solutions" / "lab_additive.py").read_text(encoding="utf-8")
+    assert "features = ops.tanh(" in text
+    text = text.replace("features = ops.tanh(", "features = ops.sigmoid(")
+    record = get_exercise("additive")
+    for language, words in (("en", ("sigmoid", "tanh")), ("zh", ("sigmoid", "tanh", "公式"))):
+        folder = tmp_path / language
+        folder.mkdir()
+        with speaking(language):
+            result = grade(
+                "additive",
+                submit(folder, "additive", text, ""),
+                parts=["AdditiveScore"],
+            )
+            shown = render(record, result, color=False)
+        lines = shown.splitlines()
+        start = next(i for i, line in enumerate(lines) if "AdditiveScore" in line)
+        first = lines[start + 1]
+        assert all(word in first for word in words), shown
