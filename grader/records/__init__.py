@@ -86,9 +86,7 @@ def get_exercise(exercise_id: str) -> Exercise:
     # the exercise whose file name it starts with, the longest such.
     if Path(exercise_id).is_file():
         starts = [
-            record
-            for record in EXERCISES.values()
-            if wanted.startswith(_key(record.file) + "-")
+            record for record in EXERCISES.values() if wanted.startswith(_key(record.file) + "-")
         ]
         if starts:
             return max(starts, key=lambda record: len(_key(record.file)))
