@@ -406,6 +406,12 @@ def _binop_edits(node: ast.BinOp, parameters: set[str]) -> Iterator[Edit]:
 
         yield "multiplied", {"names": named(right)}, multiply
 
+        def floor(n):
+            n.op = ast.FloorDiv()
+            return n
+
+        yield "integer division", {}, floor
+
         def squared(n):
             n.right = ast.BinOp(n.right, ast.Mult(), copy.deepcopy(n.right))
             return n

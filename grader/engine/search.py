@@ -373,6 +373,11 @@ def _words(mutant, pick, failing) -> str | None:
             "you multiplied where the formula divides{by}",
             by=_(" by {names}", names=_names(names)) if names else "",
         )
+    if kind == "integer division":
+        return _(
+            "a division drops its fraction: // (or int()) where the formula divides exactly "
+            "(in Python 3, / keeps the fraction)"
+        )
     if kind == "divided twice":
         return _(
             "you divided twice{by}: once is right",
