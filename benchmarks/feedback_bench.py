@@ -180,10 +180,13 @@ def measure_set(directory: Path, show: bool) -> int:
                 )
             continue
         wrong += 1
-        graded = {p.name for p in record.parts}
-        broken = [name for name in entry.get("parts", []) if name in graded]
+        # An author names functions and classes; a part may grade several (its targets).
+        part_of = {t: p.name for p in record.parts for t in (p.name, *p.targets)}
+        broken = list(dict.fromkeys(part_of[n] for n in entry.get("parts", []) if n in part_of))
         lost = [name for name in broken if result.part(name).score < result.part(name).max_score]
         lost_all += bool(broken) and len(lost) == len(broken)
+        if not broken:
+            problems.append(f"  wrong file naming no graded part: {entry['file']} {entry['parts']}")
         if broken and len(lost) < len(broken):
             problems.append(
                 f"  wrong file kept points: {entry['file']} "
