@@ -150,7 +150,10 @@ def check(
     given = _submission(submission) if submission is not None else None
     named = [Path(value) for value in exercise_ids if Path(value).is_file()]
     if given is None and len(named) == 1 and len(records) == 1:  # `grader check exercises/ex8_2.py`
-        given = named[0] if named[0].suffix == ".ipynb" else named[0].parent
+        # That very file, whatever it is called (`ex8_2 (1).py` beside an `ex8_2.py`), or
+        # the notebook named.
+        own = named[0].name == records[0].file
+        given = named[0] if named[0].suffix == ".ipynb" or not own else named[0].parent
     for name in parts:
         if len(records) != 1 or name not in [p.name for p in records[0].parts]:
             known = ", ".join(p.name for r in records for p in r.parts)

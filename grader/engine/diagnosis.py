@@ -35,6 +35,8 @@ from grader.i18n import N_, _
 # "Tq=3" in a label; not "0.5=x" nor a part of a word.
 _SIZE = re.compile(r"(?<![\w.])([A-Za-z][\w]*)=(\d+)(?![\w.])")
 SLIP = "slip: "
+# The prefix of a mistake found by grader.engine.search (a mutant of the reference).
+SEARCHED = "found: "
 # Sizes nothing is ever scaled by: the batch.
 NEVER_A_SCALE = frozenset({"B", "batch"})
 

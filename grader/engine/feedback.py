@@ -99,8 +99,16 @@ def problems(part: PartResult) -> list[CheckResult]:
     counts: dict[str, int] = {}
     for check in failed:
         counts[problem_key(check)] = counts.get(problem_key(check), 0) + 1
-    # Within a rank, the problem seen on the most cases first.
-    failed.sort(key=lambda check: (rank(check), -counts[problem_key(check)], check_kind(check)))
+    # Within a rank, an output's problem before a gradient's (which is mostly the output's
+    # seen again), then the problem seen on the most cases first.
+    failed.sort(
+        key=lambda check: (
+            rank(check),
+            check_kind(check) == 3,
+            -counts[problem_key(check)],
+            check_kind(check),
+        )
+    )
     distinct, seen = [], set()
     for check in failed:
         key = problem_key(check)

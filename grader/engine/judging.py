@@ -13,7 +13,7 @@ from dataclasses import replace
 
 import numpy as np
 
-from grader.engine import compare, contracts, framework_errors, properties
+from grader.engine import compare, contracts, framework_errors, properties, search
 from grader.engine.labels import shown_label, shown_report
 from grader.engine.protocol import CaseOutput, import_failure, read_case_outputs
 from grader.engine.results import CheckResult, PartResult
@@ -68,15 +68,69 @@ def judge_part(part, cases, expected, outcome: Outcome, timeout: float, source=N
         limit = limit_in_log(printable(tail[-600:])) if tail else None
         return part_failure(part, Status.ERROR, message, limit=limit)
 
-    checks = []
-    for case, want, got in zip(cases, expected, received, strict=True):
-        checks.extend(judge_case(part, case, want, got, source))
+    per_case = [
+        judge_case(part, case, want, got, source)
+        for case, want, got in zip(cases, expected, received, strict=True)
+    ]
+    _searched(part, cases, expected, received, per_case)
+    checks = [check for case_checks in per_case for check in case_checks]
     checks += properties.judge_relations(part, cases, received)
     statuses = {
         contracts.expected_statuses(case, got) for case, got in zip(cases, received, strict=True)
     }
     status = _status(checks, statuses)
     return PartResult(part.name, part.points, status, checks)
+
+
+# The differences a mistake found by search may replace: none but that values differ, or a
+# guess that needs less evidence than a search's (a constant factor, all zeros).
+_REPLACEABLE = frozenset({None, "constant factor", "all zeros"})
+
+
+def _searched(part, cases, expected, received, per_case) -> None:
+    """Where a case's output check says no more than that values differ, a mistake found by
+    grader.engine.search that reproduces every failing output says what it is."""
+    unexplained = [
+        i
+        for i, case_checks in enumerate(per_case)
+        if case_checks
+        and not case_checks[0].passed
+        and case_checks[0].cause is None
+        and case_checks[0].mistake in _REPLACEABLE
+        and received[i].output is not None
+    ]
+    if not unexplained:
+        return
+    found = search.explain(
+        part,
+        cases,
+        [want.output for want in expected],
+        [got.output for got in received],
+    )
+    outputs = [i for i, checks in enumerate(per_case) if _compared(cases[i], checks)]
+    failing = [i for i in outputs if not per_case[i][0].passed]
+    passing = [i for i in outputs if per_case[i][0].passed]
+    where = search.first_example_only(
+        [want.output for want in expected], [got.output for got in received], cases, failing
+    ) or search.separating(cases, failing, passing)
+    for i in unexplained:
+        hit = found.get(i)
+        check = per_case[i][0]
+        if hit is None:
+            if where:
+                check.message = _("{where}; {message}", where=where, message=check.message)
+            continue
+        check.mistake = search.describe(hit)
+        check.message = (
+            _("{message} ({detail})", message=hit.explanation, detail=check.detail)
+            if check.detail and not check.hidden
+            else hit.explanation
+        )
+
+
+def _compared(case, checks) -> bool:
+    """Whether the case's first check compared an output (not a contract, not an error)."""
+    return bool(checks) and not case.raises and case.variant_of < 0 and checks[0].cause is None
 
 
 def _status(checks: list[CheckResult], statuses: set[CaseStatus]) -> Status:

@@ -82,6 +82,21 @@ def test_check_of_a_file_grades_that_file(tmp_path):
     assert data["score"] == 10.0
 
 
+@pytest.mark.parametrize("name", ["ex8_2 (1).py", "ex8_2__einsum.py", "ex8_2-final.py"])
+def test_check_of_a_file_saved_under_another_name_grades_that_file(tmp_path, name):
+    """A download or a copy keeps the exercise's name with something after it; the file named
+    is graded, not the ex8_2.py beside it (here the untouched stub, which would score 0)."""
+    from tests.support.unprivileged import REPO
+
+    solution = (REPO / "solutions" / "ex8_2.py").read_text()
+    (tmp_path / name).write_text(solution)
+    (tmp_path / "ex8_2.py").write_text((REPO / "exercises" / "ex8_2.py").read_text())
+    result = run("check", str(tmp_path / name), "--format", "json")
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.output)["score"] == 10.0
+    assert run("show", "ex8_2__einsum").exit_code == 2  # a typed id is not guessed at
+
+
 @pytest.mark.ex8_2
 def test_check_exit_codes_and_json(tmp_path):
     stub = run("check", "8-2", "--format", "json")
