@@ -14,7 +14,8 @@ their mistake breaks; how many first read (the first line under the first failed
 `grader check` prints it) a diagnosis beyond "values differ"; and, from DIR/judgments.json
 (written by a judge who compares each first line with the author's words: "right", "vague" or
 "misleading"), how many of those point at the real mistake and how many elsewhere. Lines no
-judge has seen yet are counted as unjudged and written to DIR/unjudged.json.
+judge has seen yet are counted as unjudged and written to DIR/unjudged.<lang>.json. `--lang zh`
+measures the Chinese feedback.
 
 It prints the fraction of planted mistakes whose first line of feedback is more than "N of M
 values differ" (a named mistake, a property, a diagnosis, an explained error; goal: at least
@@ -157,6 +158,7 @@ def measure_set(directory: Path, show: bool) -> int:
     import shutil
 
     from grader.engine.grading import grade
+    from grader.i18n import language
     from grader.records import get_exercise
 
     manifest = json.loads((directory / "manifest.json").read_text(encoding="utf-8"))
@@ -214,7 +216,7 @@ def measure_set(directory: Path, show: bool) -> int:
         rows.append((entry["file"], line))
         if show:
             print(f"{entry['file']:<48} {line}")
-    (directory / "unjudged.json").write_text(
+    (directory / f"unjudged.{language()}.json").write_text(
         json.dumps(unjudged, ensure_ascii=False, indent=1), encoding="utf-8"
     )
     read = sum(1 for _ in rows)
@@ -228,7 +230,7 @@ def measure_set(directory: Path, show: bool) -> int:
     for verdict in ("right", "vague", "misleading"):
         count = verdicts.get(verdict, 0)
         print(f"first line judged {verdict}: {count}/{read} = {count / max(read, 1):.0%}")
-    print(f"first lines not judged yet: {len(unjudged)} (written to unjudged.json)")
+    print(f"first lines not judged yet: {len(unjudged)} (written to unjudged.{language()}.json)")
     for line in problems:
         print(line)
     return 1 if kept < correct else 0
@@ -239,7 +241,11 @@ def main() -> int:
     parser.add_argument("--only", action="append", default=[], help="exercise id (repeatable)")
     parser.add_argument("--show", action="store_true", help="print each first line")
     parser.add_argument("--set", type=Path, help="a folder of submissions with a manifest.json")
+    parser.add_argument("--lang", default="en", help="the language of the feedback (en, zh)")
     options = parser.parse_args()
+    from grader.i18n import use
+
+    use(options.lang)
     if options.set is not None:
         return measure_set(options.set.resolve(), options.show)
     return measure(options.only, options.show)
