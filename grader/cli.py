@@ -286,7 +286,8 @@ def _module_folder(record, chosen: Path):
     notebook, a scratch folder holding its code cells as the exercise's module, read as the
     batch reads it, with the written answers beside it."""
     if chosen.suffix != ".ipynb":
-        yield chosen if chosen.is_dir() else chosen.parent
+        # A file under another name than the exercise's is graded as itself (grade takes one).
+        yield chosen.parent if chosen.is_file() and chosen.name == record.file else chosen
         return
     import tempfile
 
