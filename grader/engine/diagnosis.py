@@ -61,21 +61,43 @@ LENGTHS_MINUS_ONE = N_(
 )
 
 
+# The slips that are a ratio of the received to the expected values.
+RATIO_SLIPS = ("scaled by another size", "scale missing", "scaled twice")
+# The fewest distinct nonzero expected values that must share a ratio before it is named.
+RATIO_VALUES = 3
+
+
+def ratio_evidence(expected: np.ndarray) -> bool:
+    """Whether `expected` can show a ratio: at least RATIO_VALUES distinct nonzero values. One
+    wrong number is always some multiple of the right one (an extra bias, another size, a
+    subtraction for a product, float16 rounding); only several sharing it point at a scale."""
+    values = np.asarray(expected, np.float64)
+    values = values[np.isfinite(values) & (values != 0.0)]
+    return len(np.unique(np.round(values, 9))) >= RATIO_VALUES
+
+
 def diagnose(
     expected: np.ndarray,
     received: np.ndarray,
     case: Case,
     agree,
     recompute: Recompute | None = None,
+    *,
+    ratio: bool = True,
 ) -> tuple | None:
     """(name, explanation) of the first slip that explains `received`, or None. `agree(a, b)`
     says whether two arrays of the expected shape agree within the case's tolerance;
-    `recompute`: the part's declaration of how its reference is recomputed, if any."""
+    `recompute`: the part's declaration of how its reference is recomputed, if any. A ratio
+    slip (RATIO_SLIPS) needs `ratio` and `ratio_evidence`; the others explain every value by
+    construction (a transpose, an axis, a bias) and need no more."""
     if recompute is not None and (not recompute.targets or case.target in recompute.targets):
         found = _recomputed_slip(expected, received, case, agree, recompute)
         if found:
             return SLIP + found[0], found[1]
-    for slip in (_scaled_by_a_size, _normalised_elsewhere, _axes_swapped, _bias_or_residual):
+    slips = (_normalised_elsewhere, _axes_swapped, _bias_or_residual)
+    if ratio and ratio_evidence(expected):
+        slips = (_scaled_by_a_size, *slips)
+    for slip in slips:
         found = slip(expected, received, case, agree)
         if found:
             return SLIP + found[0], found[1]

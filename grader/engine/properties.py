@@ -24,7 +24,7 @@ from dataclasses import replace
 
 import numpy as np
 
-from grader.engine.compare import matches
+from grader.engine.compare import judgeable, matches
 from grader.engine.labels import label_text, shown_label
 from grader.engine.protocol import CaseOutput
 from grader.engine.results import CheckResult
@@ -48,18 +48,26 @@ def add_variants(part, cases: list[Case], rng) -> None:
                 cases.append(variant)
 
 
-def judge_relations(part, cases: list[Case], received: list[CaseOutput]) -> list[CheckResult]:
-    """A check per variant whose case and itself both answered: whether the relation holds."""
+def judge_relations(
+    part, cases: list[Case], received: list[CaseOutput], expected: list[CaseOutput]
+) -> list[CheckResult]:
+    """A check per variant whose case and itself both answered soundly (real numbers of the
+    expected shape, finite where the reference's are: grader.engine.compare.judgeable):
+    whether the relation holds. A relation is silent on an unsound output, whose own check
+    (its shape, its NaN) says what to fix first."""
     relations = {relation.name: relation for relation in part.relations}
     checks = []
-    for variant, got in zip(cases, received, strict=True):
+    for variant, got, want in zip(cases, received, expected, strict=True):
         relation = relations.get(variant.relation)
         if relation is None or not 0 <= variant.variant_of < len(cases):
             continue
         base, base_got = cases[variant.variant_of], received[variant.variant_of]
         if CaseStatus.OK not in (got.status,) or base_got.status != CaseStatus.OK:
             continue  # the case's own check says why it gave no answer
-        if got.output is None or base_got.output is None:
+        if not (
+            judgeable(expected[variant.variant_of].output, base_got.output)
+            and judgeable(want.output, got.output)
+        ):
             continue
         broken = relation.check(base, np.asarray(base_got.output), variant, np.asarray(got.output))
         prefix = f"{base.target}: " if len(part.targets) > 1 else ""
