@@ -279,13 +279,10 @@ def _shape_difference(expected: np.ndarray, received: np.ndarray) -> Difference:
 def _constant_factor(expected, received, case) -> float | None:
     if not diagnosis.ratio_evidence(expected):
         return None
-    energy = float(np.sum(expected * expected))
-    if energy == 0.0:
+    factor = fitted_factor(expected, received)
+    if factor is None or not np.isfinite(factor) or abs(factor - 1.0) < 1e-3:
         return None
-    factor = float(np.sum(expected * received)) / energy
-    if abs(factor - 1.0) < 1e-3 or not matches(expected * factor, received, case):
-        return None
-    return factor
+    return factor if matches(expected * factor, received, case) else None
 
 
 def fitted_factor(expected, received) -> float | None:
@@ -293,8 +290,10 @@ def fitted_factor(expected, received) -> float | None:
     expected, received = (np.asarray(a, np.float64) for a in (expected, received))
     if expected.shape != received.shape:
         return None
-    energy = float(np.sum(expected * expected))
-    return float(np.sum(expected * received)) / energy if energy else None
+    with np.errstate(over="ignore", invalid="ignore"):
+        energy = float(np.sum(expected * expected))
+        factor = float(np.sum(expected * received)) / energy if energy else None
+    return factor if factor is not None and np.isfinite(factor) else None
 
 
 def _fmt(value) -> str:

@@ -196,11 +196,14 @@ def _sizes_settings_first(case: Case) -> dict[str, int]:
 
 
 def _scaled_by_a_size(expected, received, case, agree):
-    energy = float(np.sum(expected * expected))
-    if energy == 0.0:
-        return None
-    factor = float(np.sum(expected * received)) / energy
-    if abs(factor - 1.0) < 1e-3 or not agree(expected * factor, received):
+    with np.errstate(over="ignore", invalid="ignore"):
+        energy = float(np.sum(expected * expected))
+        factor = float(np.sum(expected * received)) / energy if energy else math.nan
+    if (
+        not math.isfinite(factor)
+        or abs(factor - 1.0) < 1e-3
+        or not agree(expected * factor, received)
+    ):
         return None
     named = sizes(case)
     by_value: dict[int, list[str]] = {}

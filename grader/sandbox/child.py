@@ -37,6 +37,12 @@ NOT_A_MODULE = reported_text(N_("cannot load {path} as a Python module"))
 NOT_DEFINED = reported_text(N_("{file} defines no `{name}`: keep the names of the stub"))
 RETURNED_NONE = reported_text(N_("{what} returned None: did you forget a `return`?"))
 NOT_NUMBERS = reported_text(N_("{what} returned {kind} (dtype {dtype}); expected numbers"))
+NOT_AN_ARRAY = reported_text(
+    N_(
+        "{what} returned a {kind} that is no array (its items are not all of one shape); "
+        "expected one array of numbers"
+    )
+)
 NOT_ONE_TENSOR = reported_text(
     N_("{what} returned a {kind}, not a tensor: return one tensor, computed with keras.ops")
 )
@@ -230,7 +236,12 @@ def _to_numpy(value, what: str) -> np.ndarray:
     try:
         array = _asarray(keras.ops.convert_to_numpy(value))
     except Exception:
-        array = _asarray(value)
+        try:
+            array = _asarray(value)
+        except (ValueError, TypeError):
+            raise SubmissionError(
+                NOT_AN_ARRAY.format(what=what, kind=type(value).__name__)
+            ) from None
     if array.dtype.kind not in "biuf":
         raise SubmissionError(
             NOT_NUMBERS.format(what=what, kind=type(value).__name__, dtype=array.dtype)
