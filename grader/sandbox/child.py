@@ -270,7 +270,8 @@ def _run_layer(layer_class, case) -> tuple[np.ndarray, dict[str, np.ndarray]]:
 
     layer = layer_class(dtype=case.dtype, **case.params)
     inputs = [keras.ops.convert_to_tensor(x.astype(case.dtype)) for x in case.inputs.values()]
-    layer(*inputs)  # builds the layer, so its weights exist
+    first = [keras.ops.convert_to_tensor(x.astype(case.dtype)) for x in case.first_call.values()]
+    layer(*(first or inputs))  # builds the layer, so its weights exist
     variables = _assign_weights(layer, case)
     output, grads = vector_jacobian(layer, inputs, variables, case.upstream.astype(case.dtype))
     after = {name: _left(x) for name, x in zip(case.inputs, inputs, strict=True)}
