@@ -181,7 +181,8 @@ def difference(
     slip = diagnosis.diagnose(expected, received, case, agree, recompute, ratio=ratio)
     if slip is not None:
         return Difference(slip[1], slip[0], both)
-    if not np.any(received):
+    # All zeros needs several values that are not: one wrong number may be 0 for any reason.
+    if not np.any(received) and diagnosis.ratio_evidence(expected):
         return Difference(
             _("every value is zero: is something not computed yet, or overwritten?"),
             "all zeros",

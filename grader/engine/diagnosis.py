@@ -196,6 +196,9 @@ def _sizes_settings_first(case: Case) -> dict[str, int]:
 
 
 def _scaled_by_a_size(expected, received, case, agree):
+    """A scale by another size of the case (or its root). Evidence: `ratio_evidence` (checked
+    by `diagnose`), one factor that explains every value, and that factor equal to a ratio of
+    two of the case's named sizes (or a size itself); silent otherwise."""
     with np.errstate(over="ignore", invalid="ignore"):
         energy = float(np.sum(expected * expected))
         factor = float(np.sum(expected * received)) / energy if energy else math.nan
@@ -247,7 +250,9 @@ def _scaled_by_a_size(expected, received, case, agree):
 
 
 def _normalised_elsewhere(expected, received, case, agree):
-    """Rows of the expected output sum to one along one axis, the received along another."""
+    """Rows of the expected output sum to one along one axis, the received along another.
+    Evidence: both non-negative, the expected summing to one along exactly one axis, the
+    received along another of size > 1; silent otherwise."""
     if expected.ndim < 2 or np.any(expected < -1e-9) or np.any(received < -1e-9):
         return None
     ones = lambda array, axis: np.allclose(array.sum(axis=axis), 1.0, atol=1e-6)  # noqa: E731
@@ -264,6 +269,8 @@ def _normalised_elsewhere(expected, received, case, agree):
 
 
 def _axes_swapped(expected, received, case, agree):
+    """Two axes of equal size (> 1) swapped. Evidence: the swapped expected output explains
+    every received value (and, the received being wrong, the swap changes something)."""
     for first, second in itertools.combinations(range(expected.ndim), 2):
         if second == expected.ndim - 1 and first == expected.ndim - 2:
             continue  # the last two: compare's own "transposed"
@@ -300,6 +307,8 @@ def swapped_shape(expected_shape: tuple, received_shape: tuple) -> str:
 
 
 def _bias_or_residual(expected, received, case, agree):
+    """An input or weight of more than one value, of the output's shape (a residual) or 1-D
+    (a bias), missing or added twice. Evidence: expected ∓ it explains every received value."""
     arrays = {**case.inputs, **case.weights}
     for name, array in arrays.items():
         array = np.asarray(array, dtype=np.float64)
@@ -331,6 +340,8 @@ def _bias_or_residual(expected, received, case, agree):
 
 
 def _same_values_elsewhere(expected, received, agree) -> bool:
+    """The right values in other places. Evidence: at least 4 values, more than half of them
+    distinct (so that a permutation is no coincidence), the sorted values agreeing."""
     if expected.size < 4 or float(np.ptp(expected)) == 0.0:
         return False
     # Plenty of distinct values, in another order: a permutation, not a coincidence.
