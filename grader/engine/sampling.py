@@ -168,18 +168,29 @@ def raising_function_case(target: str, promise: str, exception="ValueError", **p
 
 
 def layer_case(
-    target, rng, dims, inputs, upstream, weights=None, weights_first=False, fan_in=(), **fields
+    target,
+    rng,
+    dims,
+    inputs,
+    upstream,
+    weights=None,
+    weights_first=False,
+    fan_in=(),
+    lengthless=(),
+    **fields,
 ) -> Case:
     """A layer case declared by shapes (see `normal`): its inputs, then its weights (first if
     `weights_first`), then the upstream gradient of shape `upstream`; labelled by `dims` unless
-    `fields` gives a label; `fields` may also give params and a dtype (see Case)."""
+    `fields` gives a label; `fields` may also give params and a dtype (see Case). `lengthless`
+    names inputs given as arrays that hold no sequence length (lengths (B,), say): the layer's
+    first call (Case.first_call) reuses them as they are."""
     drawn = normal(rng, dims, fan_in, **weights) if weights and weights_first else None
     arrays = normal(rng, dims, **inputs)
     drawn = normal(rng, dims, fan_in, **weights or {}) if drawn is None else drawn
     gradient = normal(rng, dims, upstream=upstream)["upstream"]
     label = fields.pop("label", dims_label(**dims))
     case = Case(target, LAYER, label, arrays, weights=drawn, upstream=gradient, **fields)
-    case.first_call = _other_lengths(rng, dims, inputs)
+    case.first_call = _other_lengths(rng, dims, inputs, lengthless)
     return case
 
 
@@ -187,15 +198,15 @@ def layer_case(
 LENGTHS = ("T", "Tq", "Tk", "N")
 
 
-def _other_lengths(rng, dims, inputs) -> dict[str, np.ndarray]:
+def _other_lengths(rng, dims, inputs, lengthless=()) -> dict[str, np.ndarray]:
     """Inputs like those `inputs` declares, with every sequence length one longer, for the
-    layer's first call (Case.first_call); none where an input is given as an array (its
-    lengths are not known) or no length is declared."""
+    layer's first call (Case.first_call), the `lengthless` arrays as they are; none where
+    another input is given as an array (its lengths are not known) or no length is declared."""
     if not any(
         isinstance(shape, str) and set(shape.split()) & set(LENGTHS) for shape in inputs.values()
     ):
         return {}
-    if not all(isinstance(shape, str) for shape in inputs.values()):
+    if not all(isinstance(shape, str) or name in lengthless for name, shape in inputs.items()):
         return {}
     longer = {name: size + 1 if name in LENGTHS else size for name, size in dims.items()}
     return normal(np.random.default_rng(rng.integers(2**32)), longer, **inputs)

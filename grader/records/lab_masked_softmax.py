@@ -82,8 +82,17 @@ def pooling_case(rng, B, Tq, Tk, d_v, per="batch", first=(0,), dtype="float64", 
     label = draw.scores_label(dims, text + f" {dtype}" * (dtype != "float64"), large=large)
     scores = draw.large_scores(rng, (B, Tq, Tk)) if large else "B Tq Tk"
     inputs = {"scores": scores, "values": "B Tk d_v", "valid_lens": valid_lens.astype(float)}
+    # Lengths (B,) fit longer keys too: the layer is called on other lengths first.
+    lengthless = ("valid_lens",) if per == "batch" else ()
     return draw.layer_case(
-        "MaskedAttentionPooling", rng, dims, inputs, "B Tq d_v", label=label, dtype=dtype
+        "MaskedAttentionPooling",
+        rng,
+        dims,
+        inputs,
+        "B Tq d_v",
+        label=label,
+        dtype=dtype,
+        lengthless=lengthless,
     )
 
 

@@ -152,3 +152,54 @@ def test_a_softmax_shifted_over_padded_positions_too_keeps_full_marks(tmp_path):
     folder = plant(tmp_path, "bahdanau", SHIFT_OVER_PADDING)
     result = grade("bahdanau", folder)
     assert_full_marks(result)
+
+
+# Other correct styles, on the parts with properties: a logsumexp in place of a softmax, NumPy
+# loops in float64, a softmax shifted by the row's maximum then renormalised.
+LOGSUMEXP = (
+    "    weights = ops.softmax(filled, axis=-1)\n",
+    "    weights = ops.exp(filled - ops.logsumexp(filled, axis=-1, keepdims=True))\n",
+)
+WINDOW_LOOPS = (
+    "    dtype = ops.convert_to_tensor(scores).dtype\n"
+    "    source = ops.arange(ops.shape(scores)[-1], dtype=dtype)\n"
+    "    distance = source[None, None, :] - ops.cast(positions, dtype)[:, :, None]\n"
+    "    inside = ops.abs(distance) <= window\n"
+    "    aligned = ops.softmax(ops.where(inside, scores, ops.cast(-1e9, dtype)), axis=-1)\n"
+    "    sigma = window / 2.0\n"
+    "    return aligned * ops.exp(-ops.square(distance) / (2.0 * sigma * sigma))\n",
+    "    import numpy as np\n\n"
+    "    scores = np.asarray(scores, np.float64)\n"
+    "    out = np.zeros_like(scores)\n"
+    "    for b in range(scores.shape[0]):\n"
+    "        for t in range(scores.shape[1]):\n"
+    "            p = float(positions[b, t])\n"
+    "            keep = [s for s in range(scores.shape[2]) if abs(s - p) <= window]\n"
+    "            top = max(scores[b, t, s] for s in keep)\n"
+    "            total = sum(np.exp(scores[b, t, s] - top) for s in keep)\n"
+    "            for s in keep:\n"
+    "                gauss = np.exp(-((s - p) ** 2) / (2 * (window / 2) ** 2))\n"
+    "                out[b, t, s] = np.exp(scores[b, t, s] - top) / total * gauss\n"
+    "    return out\n",
+)
+KERNEL_ROW_SHIFT = (
+    "    return ops.softmax(-ops.square(differences) / (2.0 * bandwidth**2), axis=-1)",
+    "    logits = -ops.square(differences) / (2.0 * bandwidth**2)\n"
+    "    shifted = ops.exp(logits - ops.max(logits, axis=-1, keepdims=True))\n"
+    "    return shifted / ops.sum(shifted, axis=-1, keepdims=True)",
+)
+
+
+@pytest.mark.parametrize(
+    ("exercise_id", "parts", "replacement"),
+    [
+        ("masked-softmax", None, LOGSUMEXP),
+        ("luong", ["local_p_weights"], WINDOW_LOOPS),
+        ("nw", None, KERNEL_ROW_SHIFT),
+    ],
+)
+def test_correct_solutions_in_other_styles_keep_full_marks(
+    tmp_path, exercise_id, parts, replacement
+):
+    result = grade(exercise_id, plant(tmp_path, exercise_id, replacement), parts=parts)
+    assert_full_marks(result)
