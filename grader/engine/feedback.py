@@ -249,8 +249,11 @@ def names_used(path: Path) -> dict[str, set[str]]:
 
 
 def part_lines(part: PartResult, before: list[str] = (), width: int | None = None) -> list[str]:
-    """What is shown under a failed part's line (without --verbose): `before` (the causes),
-    then its first problems, each once, wrapped."""
+    """What is shown under a failed part's line (without --verbose): its first problems, each
+    once, wrapped, and `before` (the parts to fix first). A mistake recognised on the part's
+    own checks (a record's named mistake, a property, a diagnosis) is what the student can act
+    on: it comes before "fix X first" (a part can have its own bug besides the one it
+    inherits), and every one is shown, never left behind "… N more problems" for --verbose."""
     found = problems(part)
     if any(check_kind(check) == 0 for check in found):
         # The output is wrong already: that its gradients differ too says nothing more.
@@ -260,11 +263,19 @@ def part_lines(part: PartResult, before: list[str] = (), width: int | None = Non
         for check in found[1:SHOWN_PROBLEMS]
         if rank(check) <= max(rank(found[0]), Rank.DIAGNOSIS)
     ]
+    chosen = {id(check) for check in shown}
+    shown += [check for check in found if check.mistake and id(check) not in chosen]
+    shown.sort(key=lambda check: next(i for i, c in enumerate(found) if c is check))
+    recognised = [check for check in shown if check.mistake]
+    others = [check for check in shown if not check.mistake]
     lines = []
+    for index, check in enumerate(recognised):
+        lines += wrap(problem_text(check, first=index == 0), width)
     for cause in before:
         lines += wrap(cause, width)
-    for index, check in enumerate(shown):
-        lines += wrap(problem_text(check, first=index == 0 and not before), width)
+    for index, check in enumerate(others):
+        first = index == 0 and not recognised and not before
+        lines += wrap(problem_text(check, first=first), width)
     hidden = len(found) - len(shown)
     if hidden > 0:
         more = n_(
