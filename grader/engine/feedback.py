@@ -240,9 +240,9 @@ def names_used(path: Path) -> dict[str, set[str]]:
     return used
 
 
-def part_lines(part: PartResult, before: list[str] = (), width: int | None = None) -> list[str]:
-    """What is shown under a failed part's line (without --verbose): `before` (the causes),
-    then its first problems, each once, wrapped."""
+def shown_problems(part: PartResult) -> tuple[list[CheckResult], int]:
+    """The problems shown under a failed part (without --verbose), the first the one its text
+    leads with, and how many more there are."""
     found = problems(part)
     if any(check_kind(check) == 0 for check in found):
         # The output is wrong already: that its gradients differ too says nothing more.
@@ -252,12 +252,24 @@ def part_lines(part: PartResult, before: list[str] = (), width: int | None = Non
         for check in found[1:SHOWN_PROBLEMS]
         if rank(check) <= max(rank(found[0]), Rank.DIAGNOSIS)
     ]
+    return shown, len(found) - len(shown)
+
+
+def first_problem(part: PartResult) -> CheckResult | None:
+    """The check a failed part's text names first (its case, its element), if any."""
+    shown, _more = shown_problems(part)
+    return shown[0] if shown else None
+
+
+def part_lines(part: PartResult, before: list[str] = (), width: int | None = None) -> list[str]:
+    """What is shown under a failed part's line (without --verbose): `before` (the causes),
+    then its first problems, each once, wrapped."""
+    shown, hidden = shown_problems(part)
     lines = []
     for cause in before:
         lines += wrap(cause, width)
     for index, check in enumerate(shown):
         lines += wrap(problem_text(check, first=index == 0 and not before), width)
-    hidden = len(found) - len(shown)
     if hidden > 0:
         more = n_(
             "… {count} more problem (--verbose lists every check)",

@@ -69,8 +69,10 @@ def judge_part(part, cases, expected, outcome: Outcome, timeout: float, source=N
         return part_failure(part, Status.ERROR, message, limit=limit)
 
     checks = []
-    for case, want, got in zip(cases, expected, received, strict=True):
-        checks.extend(judge_case(part, case, want, got, source))
+    for index, (case, want, got) in enumerate(zip(cases, expected, received, strict=True)):
+        for check in judge_case(part, case, want, got, source):
+            check.case = index
+            checks.append(check)
     checks += properties.judge_relations(part, cases, received)
     statuses = {
         contracts.expected_statuses(case, got) for case, got in zip(cases, received, strict=True)
