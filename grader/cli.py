@@ -830,11 +830,14 @@ def stubs(check_only, exercise_ids):
         changed += sync_translated_stubs(write=not check_only, ids=list(exercise_ids) or None)
     except MarkerError as error:
         raise click.ClickException(str(error)) from None
-    verb = "differs from its solution" if check_only else "written"
     for path in changed:
-        click.echo(f"{path}: {verb}")
+        click.echo(
+            _("{path}: differs from its solution", path=path)
+            if check_only
+            else _("{path}: written", path=path)
+        )
     if not changed:
-        click.echo("every stub matches its solution")
+        click.echo(_("every stub matches its solution"))
     sys.exit(1 if check_only and changed else 0)
 
 

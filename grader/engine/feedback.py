@@ -248,12 +248,10 @@ def names_used(path: Path) -> dict[str, set[str]]:
     return used
 
 
-def part_lines(part: PartResult, before: list[str] = (), width: int | None = None) -> list[str]:
-    """What is shown under a failed part's line (without --verbose): its first problems, each
-    once, wrapped, and `before` (the parts to fix first). A mistake recognised on the part's
-    own checks (a record's named mistake, a property, a diagnosis) is what the student can act
-    on: it comes before "fix X first" (a part can have its own bug besides the one it
-    inherits), and every one is shown, never left behind "… N more problems" for --verbose."""
+def shown_problems(part: PartResult) -> tuple[list[CheckResult], list[CheckResult], int]:
+    """The problems shown under a failed part (without --verbose): those recognised on the
+    part's own checks (a record's named mistake, a property, a diagnosis), every one of them,
+    and the others, the first few; and how many more there are."""
     found = problems(part)
     if any(check_kind(check) == 0 for check in found):
         # The output is wrong already: that its gradients differ too says nothing more.
@@ -268,6 +266,22 @@ def part_lines(part: PartResult, before: list[str] = (), width: int | None = Non
     shown.sort(key=lambda check: next(i for i, c in enumerate(found) if c is check))
     recognised = [check for check in shown if check.mistake]
     others = [check for check in shown if not check.mistake]
+    return recognised, others, len(found) - len(shown)
+
+
+def first_problem(part: PartResult) -> CheckResult | None:
+    """The check a failed part's text names first (its case, its element), if any."""
+    recognised, others, _more = shown_problems(part)
+    return (recognised or others or [None])[0]
+
+
+def part_lines(part: PartResult, before: list[str] = (), width: int | None = None) -> list[str]:
+    """What is shown under a failed part's line (without --verbose): its first problems, each
+    once, wrapped, and `before` (the parts to fix first). A mistake recognised on the part's
+    own checks is what the student can act on: it comes before "fix X first" (a part can have
+    its own bug besides the one it inherits), and every one is shown, never left behind
+    "… N more problems" for --verbose."""
+    recognised, others, hidden = shown_problems(part)
     lines = []
     for index, check in enumerate(recognised):
         lines += wrap(problem_text(check, first=index == 0), width)
@@ -276,7 +290,6 @@ def part_lines(part: PartResult, before: list[str] = (), width: int | None = Non
     for index, check in enumerate(others):
         first = index == 0 and not recognised and not before
         lines += wrap(problem_text(check, first=first), width)
-    hidden = len(found) - len(shown)
     if hidden > 0:
         more = n_(
             "… {count} more problem (--verbose lists every check)",

@@ -74,7 +74,11 @@ def judge_part(part, cases, expected, outcome: Outcome, timeout: float, source=N
     ]
     _unearned_ratios(part, cases, expected, received, per_case)
     _searched(part, cases, expected, received, per_case)
-    checks = [check for case_checks in per_case for check in case_checks]
+    checks = []
+    for index, case_checks in enumerate(per_case):
+        for check in case_checks:
+            check.case = index
+            checks.append(check)
     checks += properties.judge_relations(part, cases, received, expected)
     statuses = {
         contracts.expected_statuses(case, got) for case, got in zip(cases, received, strict=True)

@@ -77,9 +77,7 @@ def judge_relations(
             continue
         broken = relation.check(base, np.asarray(base_got.output), variant, np.asarray(got.output))
         prefix = f"{base.target}: " if len(part.targets) > 1 else ""
-        shown = _(
-            "property: {name}, {label}", name=tr(relation.name), label=shown_label(base.label)
-        )
+        shown = _("{name}, {label}", name=tr(relation.name), label=shown_label(base.label))
         check = CheckResult(
             prefix + shown,
             broken is None,

@@ -163,7 +163,7 @@ RECORD = Exercise(
             mistakes=(
                 Mistake.of(
                     "one position too many",
-                    "Position j is valid for j < valid_len; you kept j <= valid_len.",
+                    "Position j is valid for j < valid_lens[b]; you kept j <= valid_lens[b].",
                     ref.sequence_mask,
                     compare="<=",
                 ),
