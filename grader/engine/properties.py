@@ -19,7 +19,7 @@ And one property of a single run, on a layer's gradients (a `Property` with `gra
 
 Every tolerance is the one outputs are compared with (grader.engine.compare.matches), or, for
 an "exactly zero" or "sums to one", the rounding of the case's dtype at the magnitude of the
-values involved (grader.reference.attention.rounding): a correct solution written another way
+values involved (grader.engine.compare.rounding): a correct solution written another way
 never loses a point to rounding.
 """
 
@@ -29,14 +29,13 @@ from dataclasses import replace
 
 import numpy as np
 
-from grader.engine.compare import judgeable, matches
+from grader.engine.compare import judgeable, matches, rounding
 from grader.engine.labels import label_text, shown_label
 from grader.engine.protocol import CaseOutput
 from grader.engine.results import CheckResult
 from grader.engine.spec import Case, Property, Relation
 from grader.engine.status import CaseStatus
 from grader.i18n import N_, _, tr
-from grader.reference.attention import rounding
 
 
 def add_variants(part, cases: list[Case], rng) -> None:

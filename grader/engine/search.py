@@ -212,8 +212,9 @@ def _candidates(part, case: Case) -> list[Callable]:
     """The reference functions that could compute `case`: the part's own recomputation and its
     mistakes' functions first, then every other function whose required arguments the case
     names, those named like the target first."""
-    import grader.reference as package
-
+    package = _reference_package()
+    if package is None:
+        return []
     first: list[Callable] = []
     if getattr(part, "recompute", None) is not None:
         first.append(part.recompute.function)
@@ -235,9 +236,26 @@ def _candidates(part, case: Case) -> list[Callable]:
 def _reference_modules() -> list[str]:
     import pkgutil
 
-    import grader.reference as package
+    return [m.name for m in pkgutil.iter_modules(_reference_package().__path__)]
 
-    return [m.name for m in pkgutil.iter_modules(package.__path__)]
+
+def _reference_package():
+    """grader.reference where it is this grader's own (a student kit has none: its records
+    are compiled to data, and the search is the instructor's grader's), else None."""
+    import importlib
+    import importlib.util
+    from pathlib import Path
+
+    import grader
+
+    here = Path(grader.__file__).resolve().parent
+    try:
+        spec = importlib.util.find_spec("grader.reference")
+    except (ImportError, ValueError):
+        return None
+    if spec is None or spec.origin is None or not Path(spec.origin).resolve().is_relative_to(here):
+        return None
+    return importlib.import_module("grader.reference")
 
 
 def _functions_in(compute) -> list[Callable]:

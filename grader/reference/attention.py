@@ -7,6 +7,7 @@ case's arrays by name and one argument changed (`Mistake.of`).
 
 import numpy as np
 
+from grader.engine.compare import rounding
 from grader.i18n import N_, _
 
 
@@ -16,20 +17,6 @@ def as64(x):
 
 # How many units in the last place a correct computation written another way may be off, at
 # the magnitude of the values it combines (sums, a max subtracted, float64 inside).
-ROUNDING_ULPS = 64
-
-
-def rounding(dtype, *values) -> float:
-    """The most a property may let rounding account for: ROUNDING_ULPS of `dtype`'s epsilon,
-    at the magnitude of the values involved (at least 1). An "exactly zero" or "sums to one"
-    of a docstring is met up to this, so that no correct solution written another way (a
-    softmax that subtracts a maximum taken over masked keys too, which leaves 8e-17 in their
-    gradient) loses a point to rounding, while any real leak (a weight of 1e-3) is far above."""
-    finite = [np.abs(as64(v))[np.isfinite(as64(v))] for v in values]
-    scale = max([1.0] + [float(v.max()) for v in finite if v.size])
-    return ROUNDING_ULPS * float(np.finfo(np.dtype(str(dtype))).eps) * scale
-
-
 def sigmoid(x):
     return 1.0 / (1.0 + np.exp(-as64(x)))
 
