@@ -4,6 +4,18 @@ rendered as `grader check` shows it to a student.
     python benchmarks/feedback_bench.py              # every planted mistake (a few minutes)
     python benchmarks/feedback_bench.py --only mha   # the planted mistakes of some exercises
     python benchmarks/feedback_bench.py --show       # print each first line too
+    python benchmarks/feedback_bench.py --set tests/mistakes/heldout   # a set of submissions
+
+A set (--set DIR) is a folder of whole submitted files written by an author who had not seen
+the grader, each `<exercise file stem>__<slug>.py`, with a `manifest.json` that says, per file,
+whether it is correct and, if not, which parts its mistake breaks and what the mistake is. For a
+set it prints: how many correct files keep full marks; how many wrong ones lose every part
+their mistake breaks; how many first read (the first line under the first failed part, as
+`grader check` prints it) a diagnosis beyond "values differ"; and, from DIR/judgments.json
+(written by a judge who compares each first line with the author's words: "right", "vague" or
+"misleading"), how many of those point at the real mistake and how many elsewhere. Lines no
+judge has seen yet are counted as unjudged and written to DIR/unjudged.<lang>.json. `--lang zh`
+measures the Chinese feedback.
 
 It prints the fraction of planted mistakes whose first line of feedback is more than "N of M
 values differ" (a named mistake, a property, a diagnosis, an explained error; goal: at least
@@ -131,11 +143,111 @@ def measure(only: list[str], show: bool) -> int:
     return 1 if lost else 0
 
 
+def first_line(record, result) -> tuple[str, str]:
+    """(part, first line) a student reads first: under the first part that lost points."""
+    for part in record.parts:
+        found = result.part(part.name) if hasattr(result, "part") else None
+        if found is not None and found.score < found.max_score:
+            lines = part_feedback(record, result, part.name)
+            return part.name, lines[0] if lines else ""
+    return "", ""
+
+
+def measure_set(directory: Path, show: bool) -> int:
+    import json
+    import shutil
+
+    from grader.engine.grading import grade
+    from grader.i18n import language
+    from grader.records import get_exercise
+
+    manifest = json.loads((directory / "manifest.json").read_text(encoding="utf-8"))
+    judged_path = directory / "judgments.json"
+    judged = json.loads(judged_path.read_text(encoding="utf-8")) if judged_path.exists() else {}
+    correct = kept = wrong = lost_all = diagnosed = 0
+    verdicts: dict[str, int] = {}
+    unjudged, problems, rows = [], [], []
+    for entry in manifest:
+        record = get_exercise(entry["exercise"])
+        with tempfile.TemporaryDirectory() as folder:
+            shutil.copy(directory / entry["file"], Path(folder) / record.file)
+            result = grade(entry["exercise"], Path(folder))
+        if entry["correct"]:
+            correct += 1
+            kept += result.score == result.max_score
+            if result.score != result.max_score:
+                problems.append(
+                    f"  correct file lost points: {entry['file']} "
+                    f"{result.score:g}/{result.max_score:g}"
+                )
+            continue
+        wrong += 1
+        # An author names functions and classes; a part may grade several (its targets).
+        part_of = {t: p.name for p in record.parts for t in (p.name, *p.targets)}
+        broken = list(dict.fromkeys(part_of[n] for n in entry.get("parts", []) if n in part_of))
+        lost = [name for name in broken if result.part(name).score < result.part(name).max_score]
+        lost_all += bool(broken) and len(lost) == len(broken)
+        if not broken:
+            problems.append(f"  wrong file naming no graded part: {entry['file']} {entry['parts']}")
+        if broken and len(lost) < len(broken):
+            problems.append(
+                f"  wrong file kept points: {entry['file']} "
+                f"(kept {sorted(set(broken) - set(lost))})"
+            )
+        part, line = first_line(record, result)
+        if not line:
+            continue
+        diagnosed += not BARE.match(line)
+        key = f"{entry['file']}\t{line}"
+        verdict = judged.get(key)
+        if verdict is None:
+            unjudged.append(
+                {
+                    "key": key,
+                    "file": entry["file"],
+                    "part": part,
+                    "first_line": line,
+                    "mistake": entry.get("mistake", ""),
+                    "when": entry.get("when", ""),
+                }
+            )
+        else:
+            verdicts[verdict] = verdicts.get(verdict, 0) + 1
+        rows.append((entry["file"], line))
+        if show:
+            print(f"{entry['file']:<48} {line}")
+    (directory / f"unjudged.{language()}.json").write_text(
+        json.dumps(unjudged, ensure_ascii=False, indent=1), encoding="utf-8"
+    )
+    read = sum(1 for _ in rows)
+    print(f"set: {directory}")
+    print(f"correct files keeping full marks: {kept}/{correct}")
+    print(f"wrong files losing every part their mistake breaks: {lost_all}/{wrong}")
+    print(
+        f"first line a diagnosis beyond 'values differ': {diagnosed}/{read} "
+        f"= {diagnosed / max(read, 1):.0%}"
+    )
+    for verdict in ("right", "vague", "misleading"):
+        count = verdicts.get(verdict, 0)
+        print(f"first line judged {verdict}: {count}/{read} = {count / max(read, 1):.0%}")
+    print(f"first lines not judged yet: {len(unjudged)} (written to unjudged.{language()}.json)")
+    for line in problems:
+        print(line)
+    return 1 if kept < correct else 0
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--only", action="append", default=[], help="exercise id (repeatable)")
     parser.add_argument("--show", action="store_true", help="print each first line")
+    parser.add_argument("--set", type=Path, help="a folder of submissions with a manifest.json")
+    parser.add_argument("--lang", default="en", help="the language of the feedback (en, zh)")
     options = parser.parse_args()
+    from grader.i18n import use
+
+    use(options.lang)
+    if options.set is not None:
+        return measure_set(options.set.resolve(), options.show)
     return measure(options.only, options.show)
 
 

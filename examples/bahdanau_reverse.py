@@ -13,8 +13,10 @@ import os
 import time
 from pathlib import Path
 
+from grader import quiet
+
 os.environ.setdefault("KERAS_BACKEND", "tensorflow")
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+quiet.install()  # before TensorFlow: its start-up lines say nothing here
 
 import keras  # noqa: E402
 import numpy as np  # noqa: E402

@@ -14,7 +14,10 @@ Source: NNDL 8.5.1; Sukhbaatar et al. 2015 (bAbI task 1 has the same structure).
 import argparse
 import os
 
+from grader import quiet
+
 os.environ.setdefault("KERAS_BACKEND", "tensorflow")
+quiet.install()  # before TensorFlow: its start-up lines say nothing here
 
 import keras  # noqa: E402
 import numpy as np  # noqa: E402

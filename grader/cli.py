@@ -6,6 +6,7 @@ Exit codes: 0 every part passed, 1 some part did not, 2 a usage error.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sys
@@ -77,6 +78,9 @@ timeout_option = click.option(
 @lang_option
 def main():
     """Grade the attention chapter's exercises: outputs and gradients, with feedback."""
+    from grader import quiet
+
+    quiet.install()
 
 
 @main.command("list")
@@ -146,7 +150,10 @@ def check(
     given = _submission(submission) if submission is not None else None
     named = [Path(value) for value in exercise_ids if Path(value).is_file()]
     if given is None and len(named) == 1 and len(records) == 1:  # `grader check exercises/ex8_2.py`
-        given = named[0].parent
+        # That very file, whatever it is called (`ex8_2 (1).py` beside an `ex8_2.py`), or
+        # the notebook named.
+        own = named[0].name == records[0].file
+        given = named[0] if named[0].suffix == ".ipynb" or not own else named[0].parent
     for name in parts:
         if len(records) != 1 or name not in [p.name for p in records[0].parts]:
             known = ", ".join(p.name for r in records for p in r.parts)
@@ -179,25 +186,28 @@ def check(
 
         page = HtmlPage(html_path)
     for record in records:
-        folder = given or _exercise_file(record).parent
+        chosen = given or _exercise_file(record)
         try:
-            # Imports of the kit's own answers are blocked as `grader batch` blocks them, so
-            # that the score here is the score there.
-            result = grade(
-                record.id,
-                folder,
-                seed=seed,
-                timeout=timeout,
-                parts=parts or None,
-                sandbox=policy,
-                blocked_imports=FORBIDDEN_PACKAGES,
-                observe=page.observer() if page else None,
-            )
+            with _module_folder(record, chosen) as folder:
+                # Imports of the kit's own answers are blocked as `grader batch` blocks them,
+                # so that the score here is the score there.
+                result = grade(
+                    record.id,
+                    folder,
+                    seed=seed,
+                    timeout=timeout,
+                    parts=parts or None,
+                    sandbox=policy,
+                    blocked_imports=FORBIDDEN_PACKAGES,
+                    observe=page.observer() if page else None,
+                )
+                path = Path(result.submission)
+                flags = scan(path) if path.is_file() else []
         except GraderError as error:
             raise click.ClickException(str(error)) from None
+        if chosen.suffix == ".ipynb":
+            result.submission = str(chosen)
         all_passed &= result.passed
-        path = Path(result.submission)
-        flags = scan(path) if path.is_file() else []
         if output_format == "json":
             click.echo(json.dumps(result.to_dict() | _flagged(flags), ensure_ascii=False))
         else:
@@ -232,8 +242,16 @@ def _flagged(flags: list[str]) -> dict:
 
 def _exercise_file(record) -> Path:
     """The file `grader check` and `grader watch` grade when none is named, whatever the
-    language: the one in the current folder (a student working in their exercises folder),
-    else of the kit's `exercises/` and `exercises/zh/`, the one edited last."""
+    language and however the files were written: the one in the current folder (a student
+    working in their exercises folder), else, of the kit's exercise files (`exercises/` and
+    `exercises/zh/`, each as a `.py` file and as a notebook), the one edited.
+
+    The untouched stubs share one code (in other words), so the edited file is the one whose
+    code differs from the code most of them share, found without file times: a fresh clone
+    (GitHub Actions' checkout) writes every file at once, in no telling order. None edited:
+    the language's own `.py` file, which grades the same. Several edited: the last edited."""
+    from collections import Counter
+
     from grader.instructor.stubs import package_dir
 
     here = Path.cwd() / record.file
@@ -241,29 +259,82 @@ def _exercise_file(record) -> Path:
         return here
     kit = package_dir("exercises")
     own = stubs_folder(kit) / record.file
-    found = [path for path in (kit / record.file, kit / "zh" / record.file) if path.is_file()]
-    if len(found) < 2 or _same_code(*found):
-        # Untouched (the two stubs differ in their words only): the language's own, which
-        # grades the same.
-        return own if own.is_file() or not found else found[0]
-    return max(found, key=lambda path: path.stat().st_mtime_ns)
+    notebook = Path(record.file).with_suffix(".ipynb").name
+    found = [
+        folder / name
+        for folder in (kit, kit / "zh")
+        for name in (record.file, notebook)
+        if (folder / name).is_file()
+    ]
+    if not found:
+        return own
+    shapes = {path: _code_shape(path) for path in found}
+    counted = Counter(shape for shape in shapes.values() if shape is not None).most_common(2)
+    shared = counted[0] if counted else (None, 0)
+    if shared[1] >= 2 and (len(counted) < 2 or counted[1][1] < shared[1]):
+        edited = [path for path in found if shapes[path] != shared[0]]
+    else:  # no code most files share (two files that differ): times must say
+        edited = found if len(found) > 1 and len(set(shapes.values())) > 1 else []
+    if not edited:
+        return own if own.is_file() else found[0]
+    return max(edited, key=lambda path: path.stat().st_mtime_ns)
 
 
-def _same_code(first: Path, second: Path) -> bool:
-    """Whether two files hold the same code, whatever their comments and strings say."""
+@contextlib.contextmanager
+def _module_folder(record, chosen: Path):
+    """The folder to grade `chosen` in (a folder, or an exercise file or notebook): for a
+    notebook, a scratch folder holding its code cells as the exercise's module, read as the
+    batch reads it, with the written answers beside it."""
+    if chosen.suffix != ".ipynb":
+        # A file under another name than the exercise's is graded as itself (grade takes one).
+        yield chosen.parent if chosen.is_file() and chosen.name == record.file else chosen
+        return
+    import tempfile
+
+    from grader.engine import safe_files
+    from grader.notebook.extract import NotebookError, notebook_code
+
+    with tempfile.TemporaryDirectory(prefix="attnkit-check-") as scratch:
+        try:
+            code = notebook_code(safe_files.read_plain_path(chosen), chosen.name)
+        except (NotebookError, safe_files.RefusedFile) as error:
+            raise click.ClickException(str(error)) from None
+        safe_files.write_new(Path(scratch), record.file, code.encode("utf-8"))
+        answers = chosen.parent / "answers"
+        if answers.is_dir() and not answers.is_symlink():
+            safe_files.copy_tree(answers, Path(scratch) / "answers")
+        yield Path(scratch)
+
+
+def _code_shape(path: Path) -> str | None:
+    """A file's code without its words (strings and docstrings blanked, comments gone), the
+    same for a stub in any language and for its notebook; None when it does not parse."""
     import ast
 
-    def shape(path: Path) -> str:
-        tree = ast.parse(path.read_bytes())
-        for node in ast.walk(tree):
-            if isinstance(node, ast.Constant) and isinstance(node.value, str):
-                node.value = ""
-        return ast.dump(tree)
-
     try:
-        return shape(first) == shape(second)
+        data = path.read_bytes()
+        if path.suffix == ".ipynb":
+            from grader.notebook.extract import notebook_code
+
+            data = notebook_code(data, path.name)
+        tree = ast.parse(data)
     except (OSError, SyntaxError, ValueError):
-        return False
+        return None
+    for node in ast.walk(tree):
+        body = getattr(node, "body", None)
+        if isinstance(body, list):  # docstrings: the notebook has the module's as markdown
+            node.body = [
+                statement
+                for statement in body
+                if not (
+                    isinstance(statement, ast.Expr)
+                    and isinstance(statement.value, ast.Constant)
+                    and isinstance(statement.value.value, str)
+                )
+            ] or [ast.Pass()]
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            node.value = ""
+    return ast.dump(tree)
 
 
 def _again_command(exercise_id, submission, parts, seed, timeout) -> str:
@@ -759,11 +830,14 @@ def stubs(check_only, exercise_ids):
         changed += sync_translated_stubs(write=not check_only, ids=list(exercise_ids) or None)
     except MarkerError as error:
         raise click.ClickException(str(error)) from None
-    verb = "differs from its solution" if check_only else "written"
     for path in changed:
-        click.echo(f"{path}: {verb}")
+        click.echo(
+            _("{path}: differs from its solution", path=path)
+            if check_only
+            else _("{path}: written", path=path)
+        )
     if not changed:
-        click.echo("every stub matches its solution")
+        click.echo(_("every stub matches its solution"))
     sys.exit(1 if check_only and changed else 0)
 
 

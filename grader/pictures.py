@@ -18,6 +18,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from grader.engine import compare
+from grader.engine.feedback import first_problem
 from grader.engine.labels import shown_label
 from grader.engine.protocol import read_case_outputs
 from grader.engine.status import CaseStatus, Status
@@ -38,11 +40,24 @@ MAPS = {
     "gaussian_weights": (N_("attention weights"), QUERY, KEY),
     "PointerScores": (N_("pointer scores"), "output step", "input position"),
 }
-COMPARISON_TITLE = N_("{target}: the case furthest from the reference ({label}{where})")
+COMPARISON_TITLE = N_(
+    "{target}: the case the text names ({label}{where}), its element {element} outlined"
+)
 MAP_INDEX = N_(", map {index}")
 AT_WORK_TITLE = N_("your {target} at work:\n{what}, {label}")
-# Larger maps are cropped to their top-left corner: a picture is for reading, cell by cell.
+# Larger maps are summarised: a window of this many rows and columns around the element the text
+# names (top-left when none is named), its ticks the map's own indices. A picture is for
+# reading, cell by cell.
 MOST_CELLS = 24
+# Sizes, in inches at DPI: a cell keeps room for its tick label, a panel for its colour bar and
+# axis labels; no figure is wider than a notebook's cell shows unscaled (scaled down, its labels
+# would shrink below the size set here).
+DPI = 100
+CELL = 0.2
+LABEL_POINTS = 8
+MOST_WIDTH = 10.5
+PANEL_EXTRA_WIDTH, PANEL_EXTRA_HEIGHT = 1.6, 1.3
+SMALLEST_PANEL = 1.6
 
 
 @dataclass(frozen=True)
@@ -65,12 +80,47 @@ def available() -> bool:
     return True
 
 
-def worst_map(cases, expected, received):
+@dataclass(frozen=True)
+class NamedMap:
+    """The 2-D slice of one case's output that a picture shows, and the element it outlines."""
+
+    case: object  # grader.engine.spec.Case
+    expected: np.ndarray
+    received: np.ndarray
+    index: int  # which map of the case's output (its leading axes, flattened)
+    cell: tuple[int, int]  # (row, column) of the outlined element in that map
+    element: tuple[int, ...]  # the same element's index in the whole output, as the text says
+
+
+def named_map(cases, expected, received, check) -> NamedMap | None:
+    """The map of the case that `check` (the text's first problem) checked, with the element
+    the text names: the one furthest from the reference among those outside the tolerance, as
+    grader.engine.compare finds it. None when that case's output is no map to draw (hidden, of
+    the wrong shape, not finite) or is right (the problem is elsewhere: a gradient)."""
+    if check is None or check.case is None or not 0 <= check.case < len(cases):
+        return None
+    case, want, got = cases[check.case], expected[check.case], received[check.case]
+    pair = _map_pair(case, want, got)
+    if pair is None:
+        return None
+    want_maps, got_maps = pair
+    ok = compare.close(want_maps, got_maps, case)
+    if ok.all():
+        return None
+    gaps = np.where(ok, -1.0, np.abs(got_maps - want_maps))
+    index, row, column = (int(i) for i in np.unravel_index(int(np.argmax(gaps)), gaps.shape))
+    shape = np.shape(want.output)
+    flat = index * want_maps.shape[1] * want_maps.shape[2] + row * want_maps.shape[2] + column
+    element = tuple(int(i) for i in np.unravel_index(flat, shape))
+    return NamedMap(case, want_maps[index], got_maps[index], index, (row, column), element)
+
+
+def worst_map(cases, expected, received) -> NamedMap | None:
     """Among the public cases whose output is an attention map, the one and the 2-D slice where
-    the student's answer is furthest from the reference: (case, expected 2-D, received 2-D,
-    leading index), or None when no such case has a finite answer of the right shape."""
+    the student's answer is furthest from the reference, or None when no such case has a finite
+    answer of the right shape. For a problem that names no case (a relation between cases)."""
     worst, found = -1.0, None
-    for case, want, got in zip(cases, expected, received, strict=True):
+    for number, (case, want, got) in enumerate(zip(cases, expected, received, strict=True)):
         pair = _map_pair(case, want, got)
         if pair is None:
             continue
@@ -78,8 +128,15 @@ def worst_map(cases, expected, received):
         gaps = np.max(np.abs(got_maps - want_maps), axis=(-2, -1))
         index = int(np.argmax(gaps))
         if gaps[index] > worst:
-            worst, found = float(gaps[index]), (case, want_maps[index], got_maps[index], index)
-    return found
+            worst, found = float(gaps[index]), number
+    if found is None:
+        return None
+    return named_map(cases, expected, received, _CaseOnly(found))
+
+
+@dataclass(frozen=True)
+class _CaseOnly:
+    case: int
 
 
 def example_map(cases, received):
@@ -114,14 +171,21 @@ def _map_pair(case, want, got):
     return want_array.reshape(flat), got_array.reshape(flat)
 
 
-def comparison_figure(target, label, expected, received, index):
-    """Three heatmaps: the reference's map, the student's, and student minus reference."""
+def comparison_figure(target, label, expected, received, index, cell=(0, 0), element=None):
+    """Three heatmaps: the reference's map, the student's, and student minus reference, with
+    the element at `cell` (row, column) outlined; side by side where they fit a notebook's
+    width, else one above the other."""
     from matplotlib.figure import Figure
 
     what, rows, columns = MAPS[target]
-    expected, received = _crop(expected), _crop(received)
-    figure = Figure(figsize=(11.5, 3.6), dpi=100, layout="constrained")
-    axes = figure.subplots(1, 3)
+    full = expected.shape
+    window = _window(full, cell)
+    expected, received = expected[window], received[window]
+    width, height = _panel_size(expected.shape)
+    across = 3 * width <= MOST_WIDTH
+    size = (3 * width, height + 0.5) if across else (width, 3 * height + 0.5)
+    figure = Figure(figsize=size, dpi=DPI, layout="constrained")
+    axes = figure.subplots(1, 3) if across else figure.subplots(3, 1)
     low = min(expected.min(), received.min())
     high = max(expected.max(), received.max(), low + 1e-12)
     difference = received - expected
@@ -133,11 +197,18 @@ def comparison_figure(target, label, expected, received, index):
     )
     for axis, (title, values, colours, vmin, vmax) in zip(axes, panels, strict=True):
         image = axis.imshow(values, cmap=colours, vmin=vmin, vmax=vmax, aspect="auto")
-        axis.set_title(title)
-        _label(axis, values, rows, columns)
-        figure.colorbar(image, ax=axis, shrink=0.85)
+        axis.set_title(title, fontsize=LABEL_POINTS + 1)
+        _label(axis, window, full, rows, columns)
+        _outline(axis, cell[0] - window[0].start, cell[1] - window[1].start)
+        bar = figure.colorbar(image, ax=axis, shrink=0.85)
+        bar.ax.tick_params(labelsize=LABEL_POINTS)
     where = MAP_INDEX.format(index=index) if index else ""
-    figure.suptitle(COMPARISON_TITLE.format(target=target, label=label, where=where))
+    shown = list(element) if element is not None else list(cell)
+    figure.suptitle(
+        COMPARISON_TITLE.format(target=target, label=label, where=where, element=shown),
+        fontsize=LABEL_POINTS + 2,
+        wrap=True,
+    )
     return figure
 
 
@@ -146,13 +217,19 @@ def at_work_figure(target, label, values):
     from matplotlib.figure import Figure
 
     what, rows, columns = MAPS[target]
-    values = _crop(values)
-    figure = Figure(figsize=(4.8, 3.8), dpi=100, layout="constrained")
+    full = values.shape
+    window = _window(full, (0, 0))
+    values = values[window]
+    width, height = _panel_size(values.shape)
+    figure = Figure(figsize=(max(width, 3.2), height + 0.4), dpi=DPI, layout="constrained")
     axis = figure.subplots()
     image = axis.imshow(values, cmap="viridis", aspect="auto")
-    axis.set_title(AT_WORK_TITLE.format(target=target, what=what, label=label), fontsize=10)
-    _label(axis, values, rows, columns)
-    figure.colorbar(image, ax=axis, shrink=0.85)
+    axis.set_title(
+        AT_WORK_TITLE.format(target=target, what=what, label=label), fontsize=LABEL_POINTS + 1
+    )
+    _label(axis, window, full, rows, columns)
+    bar = figure.colorbar(image, ax=axis, shrink=0.85)
+    bar.ax.tick_params(labelsize=LABEL_POINTS)
     return figure
 
 
@@ -164,21 +241,72 @@ def png(figure) -> bytes:
     return buffer.getvalue()
 
 
-def _crop(values: np.ndarray) -> np.ndarray:
-    return values[:MOST_CELLS, :MOST_CELLS]
+def _window(shape, cell) -> tuple[slice, slice]:
+    """At most MOST_CELLS rows and columns of a map of `shape`, around `cell`."""
+
+    def around(size, at):
+        start = min(max(0, at - MOST_CELLS // 2), max(0, size - MOST_CELLS))
+        return slice(start, min(size, start + MOST_CELLS))
+
+    return around(shape[0], cell[0]), around(shape[1], cell[1])
 
 
-def _label(axis, values, rows, columns) -> None:
-    axis.set_xlabel(columns)
-    axis.set_ylabel(rows)
-    axis.set_xticks(range(values.shape[1]))
-    axis.set_yticks(range(values.shape[0]))
-    axis.tick_params(labelsize=7)
+def _panel_size(shape) -> tuple[float, float]:
+    """A panel's inches for a (shown) map of `shape`: CELL per cell, within bounds."""
+    rows, columns = shape
+    width = max(SMALLEST_PANEL, CELL * columns) + PANEL_EXTRA_WIDTH
+    height = max(SMALLEST_PANEL * 0.75, CELL * rows) + PANEL_EXTRA_HEIGHT
+    return width, height
+
+
+def _tick_step(count: int, largest: int, points_per_cell: float, across: bool) -> int:
+    """Every how many cells a tick label fits without touching the next one."""
+    digits = len(str(max(largest, 0)))
+    # A digit is about 0.6 of the font size wide; a label's height is the font size.
+    needed = (0.6 * digits * LABEL_POINTS if across else LABEL_POINTS) + 3
+    for step in (1, 2, 5, 10, 20, 50, 100):
+        if step * points_per_cell >= needed or step >= count:
+            return step
+    return 100
+
+
+def _label(axis, window, full, rows, columns) -> None:
+    """Axis names (with the part shown, for a window of a larger map), and tick labels at the
+    map's own indices, as many as fit at a readable size."""
+    for span, size, name, across in (
+        (window[1], full[1], columns, True),
+        (window[0], full[0], rows, False),
+    ):
+        count = span.stop - span.start
+        if count < size:
+            name += f" ({span.start}–{span.stop - 1} of 0–{size - 1})"
+        inches = max(CELL * count, SMALLEST_PANEL * (1 if across else 0.75))
+        step = _tick_step(count, span.stop - 1, 72 * inches / count, across)
+        positions = list(range((-span.start) % step, count, step))
+        labels = [str(span.start + p) for p in positions]
+        if across:
+            axis.set_xlabel(name, fontsize=LABEL_POINTS + 1)
+            axis.set_xticks(positions, labels)
+        else:
+            axis.set_ylabel(name, fontsize=LABEL_POINTS + 1)
+            axis.set_yticks(positions, labels)
+    axis.tick_params(labelsize=LABEL_POINTS)
+
+
+def _outline(axis, row: int, column: int) -> None:
+    from matplotlib.patches import Rectangle
+
+    axis.add_patch(
+        Rectangle((column - 0.5, row - 0.5), 1, 1, fill=False, edgecolor="red", linewidth=1.8)
+    )
 
 
 class PictureCollector:
     """`observe` for grader.engine.grading.grade: a picture for each part that has a map to
-    show, of the worst case when it failed, of the student's layer at work when it passed."""
+    show: when it failed, of the case and element its text names first (of the case furthest
+    from the reference where that problem names no case; none where the named case has no map
+    to draw, rather than another case than the text's); when it passed, of the student's layer
+    at work."""
 
     def __init__(self):
         self.pictures: list[Picture] = []
@@ -204,16 +332,29 @@ class PictureCollector:
                 alt = title.replace("\n", " ")
                 self.pictures.append(Picture(part.name, alt, png(figure), "at work"))
             return
-        found = worst_map(cases, expected, received)
+        named = first_problem(judged)
+        if named is not None and named.case is not None:
+            found = named_map(cases, expected, received, named)
+        else:
+            found = worst_map(cases, expected, received)
         if found is not None:
-            case, want, got, index = found
-            figure = comparison_figure(case.target, case.label, want, got, index)
-            where = _(MAP_INDEX, index=index) if index else ""
+            case = found.case
+            figure = comparison_figure(
+                case.target,
+                case.label,
+                found.expected,
+                found.received,
+                found.index,
+                found.cell,
+                found.element,
+            )
+            where = _(MAP_INDEX, index=found.index) if found.index else ""
             title = _(
                 COMPARISON_TITLE,
                 target=case.target,
                 label=shown_label(case.label),
                 where=where,
+                element=list(found.element),
             )
             self.pictures.append(Picture(part.name, title, png(figure), "difference"))
 

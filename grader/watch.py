@@ -6,11 +6,16 @@ costs only the forked child's run of the student's code. The file is polled (its
 modification time, then its bytes), which needs no extra package and works in any editor, on any
 file system. After the first full result, only what changed is printed: the parts whose status,
 score or first failing message changed, then the score.
+
+Grading runs beside the polling (a thread), so a save during a run that has not ended (code that
+hangs, waiting for its time limit) gives that run up at once: its child and every process the
+child started are killed (grader.sandbox.processes.cancel_runs), and the new contents are graded.
 """
 
 from __future__ import annotations
 
 import hashlib
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -68,13 +73,20 @@ def changes(previous: ExerciseResult, current: ExerciseResult) -> list[str]:
 
 
 class Watcher:
-    """Grades `path` when its contents change; `poll()` returns the lines to print, or None."""
+    """Grades `path` when its contents change; `poll()` returns the lines to print, or None.
+
+    A change starts a run in the background (giving up the one in progress); `poll()` returns
+    its lines once it has ended.
+    """
 
     def __init__(self, record: Exercise, path: Path, seed: int = 0):
         self.record, self.path, self.seed = record, Path(path), seed
         self.stamp: tuple | None = None
         self.digest = b""
         self.result: ExerciseResult | None = None
+        self.running: threading.Thread | None = None
+        self.ended: list = []  # the running thread's Graded, or the exception it raised
+        self.gave_up = False  # a run was given up since the last lines printed
 
     def _changed(self) -> bool:
         try:
@@ -92,19 +104,57 @@ class Watcher:
         self.digest = digest
         return True
 
+    @property
+    def busy(self) -> bool:
+        return self.running is not None
+
     def poll(self) -> list[str] | None:
-        if not self._changed():
+        if self._changed():
+            self.stop()
+            self._start()
+        if self.running is None or self.running.is_alive():
             return None
+        self.running = None
+        (ended,) = self.ended
+        if isinstance(ended, BaseException):
+            raise ended
+        return self._lines(ended)
+
+    def stop(self) -> None:
+        """Give up the run in progress, if any, and wait until its children are gone."""
+        from grader.sandbox.processes import allow_runs, cancel_runs
+
+        if self.running is None:
+            return
+        if self.running.is_alive():
+            cancel_runs()
+            self.running.join()
+            allow_runs()
+            self.gave_up = True
+        self.running = None
+
+    def _start(self) -> None:
+        self.ended = []
+        self.running = threading.Thread(target=self._grade, daemon=True)
+        self.running.start()
+
+    def _grade(self) -> None:
         from grader.notebook.live import grade_path
 
-        graded = grade_path(self.record, self.path, self.seed, pictures=False)
+        try:
+            self.ended.append(grade_path(self.record, self.path, self.seed, pictures=False))
+        except BaseException as error:  # noqa: BLE001 - raised again in the polling thread
+            self.ended.append(error)
+
+    def _lines(self, graded) -> list[str]:
         previous, self.result = self.result, graded.result
-        if previous is None:
+        gave_up, self.gave_up = self.gave_up, False
+        if previous is None or graded.result is None:
             return graded.text().splitlines()
-        return [
-            _("{time} {name} saved:", time=time.strftime("%H:%M:%S"), name=self.path.name),
-            *changes(previous, graded.result),
-        ]
+        heading = _("{time} {name} saved:", time=time.strftime("%H:%M:%S"), name=self.path.name)
+        if gave_up:
+            heading += " " + _("(the run before was stopped: the file changed while it ran)")
+        return [heading, *changes(previous, graded.result)]
 
 
 def watch(record: Exercise, path: Path, echo: Callable[[str], None], interval: float = 0.1):
@@ -114,8 +164,11 @@ def watch(record: Exercise, path: Path, echo: Callable[[str], None], interval: f
     warm_up()
     watcher = Watcher(record, path)
     echo(_("watching {path} (Ctrl+C stops)", path=path))
-    while True:
-        lines = watcher.poll()
-        if lines:
-            echo("\n".join(lines))
-        time.sleep(interval)
+    try:
+        while True:
+            lines = watcher.poll()
+            if lines:
+                echo("\n".join(lines))
+            time.sleep(interval)
+    finally:  # Ctrl+C during a run: its children go with it
+        watcher.stop()

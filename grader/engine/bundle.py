@@ -184,8 +184,11 @@ def cases_to_bundle(cases: list[Case]) -> tuple[list[dict], dict[str, np.ndarray
                 "promise": case.promise,
                 "variant_of": case.variant_of,
                 "relation": case.relation,
+                "first_call": list(case.first_call),
             }
         )
+        for name, value in case.first_call.items():
+            arrays[f"case{index}/first/{name}"] = value
         for name, value in case.inputs.items():
             arrays[f"case{index}/input/{name}"] = value
         for name, value in case.weights.items():
@@ -215,6 +218,9 @@ def cases_from_bundle(described: list[dict], arrays: dict[str, np.ndarray]) -> l
                 promise=info.get("promise", ""),
                 variant_of=info.get("variant_of", -1),
                 relation=info.get("relation", ""),
+                first_call={
+                    name: arrays[f"case{index}/first/{name}"] for name in info.get("first_call", [])
+                },
             )
         )
     return cases

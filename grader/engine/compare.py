@@ -29,7 +29,11 @@ GENERIC = frozenset(
         N_("NaN"),
     }
 )
-DIAGNOSED = diagnosis.SLIP
+# The prefixes of the names of the engine's own diagnoses (str.startswith takes them all).
+DIAGNOSED = (diagnosis.SLIP, diagnosis.SEARCHED)
+# The diagnoses that are a ratio of the received to the expected values: earned only by several
+# values, across the part's failing cases (grader.engine.judging).
+RATIOS = frozenset({"constant factor", *(diagnosis.SLIP + name for name in diagnosis.RATIO_SLIPS)})
 # What a scalar that differs (and no more is known) is told.
 VALUE_WRONG = N_("the value differs from the reference")
 
@@ -54,6 +58,23 @@ class Difference:
         return self.message
 
 
+ROUNDING_ULPS = 64
+
+
+def rounding(dtype, *values) -> float:
+    """The most a property may let rounding account for: ROUNDING_ULPS of `dtype`'s epsilon,
+    at the magnitude of the values involved (at least 1). An "exactly zero" or "sums to one"
+    of a docstring is met up to this, so that no correct solution written another way (a
+    softmax that subtracts a maximum taken over masked keys too, which leaves 8e-17 in their
+    gradient) loses a point to rounding, while any real leak (a weight of 1e-3) is far above."""
+    finite = [
+        np.abs(np.asarray(v, dtype=np.float64))[np.isfinite(np.asarray(v, dtype=np.float64))]
+        for v in values
+    ]
+    scale = max([1.0] + [float(v.max()) for v in finite if v.size])
+    return ROUNDING_ULPS * float(np.finfo(np.dtype(str(dtype))).eps) * scale
+
+
 def tolerances(case: Case) -> tuple[float, float]:
     rtol, atol = TOLERANCES.get(case.dtype, TOLERANCES["float32"])
     return (
@@ -68,6 +89,8 @@ def close(expected: np.ndarray, received: np.ndarray, case: Case) -> np.ndarray:
     infinite expected value is met only by the same infinity. Comparing infinities warns
     nobody (NumPy would otherwise report their NaN difference on the instructor's console)."""
     rtol, atol = tolerances(case)
+    # Booleans and integers are numbers too (NumPy refuses to subtract booleans).
+    expected, received = (np.asarray(a, dtype=np.float64) for a in (expected, received))
     finite = np.isfinite(expected)
     with np.errstate(invalid="ignore", over="ignore"):
         scale = max(1.0, float(np.max(np.abs(np.where(finite, expected, 0.0)), initial=0.0)))
@@ -76,7 +99,30 @@ def close(expected: np.ndarray, received: np.ndarray, case: Case) -> np.ndarray:
 
 
 def matches(expected: np.ndarray, received: np.ndarray, case: Case) -> bool:
-    return expected.shape == received.shape and bool(np.all(close(expected, received, case)))
+    if not (numeric(expected) and numeric(received)):
+        return False
+    return np.shape(expected) == np.shape(received) and bool(
+        np.all(close(expected, received, case))
+    )
+
+
+def numeric(array) -> bool:
+    """Whether `array` holds real numbers (booleans and integers included): complex numbers,
+    strings and objects are no answer to compare."""
+    return np.asarray(array).dtype.kind in "biuf"
+
+
+def judgeable(expected, received) -> bool:
+    """Whether a property may be judged on `received`: real numbers of the expected shape,
+    finite wherever the expected output is. Otherwise the output's own check says what is
+    wrong (a shape, NaN), and a property broken only because of that would hide it."""
+    if received is None or expected is None or not numeric(received):
+        return False
+    received, expected = np.asarray(received), np.asarray(expected)
+    if received.shape != expected.shape:
+        return False
+    with np.errstate(invalid="ignore"):
+        return bool(np.all(np.isfinite(received.astype(np.float64)) | ~np.isfinite(expected)))
 
 
 def difference(
@@ -85,11 +131,26 @@ def difference(
     case: Case,
     mistakes: tuple[Mistake, ...] = (),
     recompute: Recompute | None = None,
+    *,
+    ratio: bool = True,
 ) -> Difference | None:
     """None when they agree; otherwise where they differ and, if recognised, the mistake (of
-    `mistakes`, else a slip of grader.engine.diagnosis, recomputing by `recompute` if given)."""
+    `mistakes`, else a slip of grader.engine.diagnosis, recomputing by `recompute` if given).
+
+    A ratio ("every value is 1.33 times the expected one", a scale by another size) is said
+    only on `diagnosis.ratio_evidence`: several distinct nonzero values sharing it, since any
+    one wrong number is some multiple of the right one. `ratio=False` says no ratio at all:
+    a part whose failing cases do not share one (grader.engine.judging) has not earned it."""
     expected = np.asarray(expected, dtype=np.float64)
     received = np.asarray(received)
+    if not numeric(received):
+        return Difference(
+            _(
+                "expected real numbers of shape {shape}, received values of dtype {dtype}",
+                shape=expected.shape,
+                dtype=received.dtype,
+            )
+        )
     if received.shape != expected.shape:
         return _shape_difference(expected, received)
     received = received.astype(np.float64)
@@ -135,16 +196,17 @@ def difference(
         if candidate is not None and matches(np.asarray(candidate, np.float64), received, case):
             return Difference(tr(mistake.explanation), mistake.name, both)
     agree = lambda a, b: matches(a, b, case)  # noqa: E731
-    slip = diagnosis.diagnose(expected, received, case, agree, recompute)
+    slip = diagnosis.diagnose(expected, received, case, agree, recompute, ratio=ratio)
     if slip is not None:
         return Difference(slip[1], slip[0], both)
-    if not np.any(received):
+    # All zeros needs several values that are not: one wrong number may be 0 for any reason.
+    if not np.any(received) and diagnosis.ratio_evidence(expected):
         return Difference(
             _("every value is zero: is something not computed yet, or overwritten?"),
             "all zeros",
             located,
         )
-    factor = _constant_factor(expected, received, case)
+    factor = _constant_factor(expected, received, case) if ratio else None
     if factor is not None:
         return Difference(
             _(
@@ -158,12 +220,30 @@ def difference(
 
 
 def gradient_difference(
-    expected: np.ndarray, received: np.ndarray, case: Case, wrt: str
+    expected: np.ndarray,
+    received: np.ndarray,
+    case: Case,
+    wrt: str,
+    output_right: bool = True,
+    *,
+    ratio: bool = True,
 ) -> Difference | None:
-    found = difference(expected, received, case)
+    """Like `difference`, for the gradient with respect to `wrt`. "Something cuts the
+    gradient" needs its evidence: the output itself right (`output_right`: else a zero
+    gradient may be the wrong output's own, truly zero for this input, and nothing was cut),
+    the received gradient zero everywhere, and the expected one beyond the tolerance at some
+    of those places (where the reference's gradient is zero too, nothing can be cut)."""
+    found = difference(expected, received, case, ratio=ratio)
     if found is None:
         return None
-    if np.asarray(received).shape == expected.shape and not np.any(received) and np.any(expected):
+    received = np.asarray(received)
+    if (
+        output_right
+        and numeric(received)
+        and received.shape == expected.shape
+        and not np.any(received)
+        and not np.all(close(expected, received, case))
+    ):
         return Difference(
             _(
                 "the gradient with respect to {wrt} is zero, but the output depends on it: "
@@ -203,18 +283,36 @@ def _shape_difference(expected: np.ndarray, received: np.ndarray) -> Difference:
         )
     swapped = diagnosis.swapped_shape(expected.shape, received.shape)
     if swapped:
-        return Difference(f"{message}: {swapped}", DIAGNOSED + "axes swapped")
+        return Difference(f"{message}: {swapped}", diagnosis.SLIP + "axes swapped")
+    if received.ndim == 0:
+        return Difference(
+            message
+            + _(
+                ": a single number, where an array is expected (a squeeze, a sum or an "
+                ".item() too many?)"
+            )
+        )
     return Difference(message)
 
 
 def _constant_factor(expected, received, case) -> float | None:
-    energy = float(np.sum(expected * expected))
-    if energy == 0.0:
+    if not diagnosis.ratio_evidence(expected):
         return None
-    factor = float(np.sum(expected * received)) / energy
-    if abs(factor - 1.0) < 1e-3 or not matches(expected * factor, received, case):
+    factor = fitted_factor(expected, received)
+    if factor is None or not np.isfinite(factor) or abs(factor - 1.0) < 1e-3:
         return None
-    return factor
+    return factor if matches(expected * factor, received, case) else None
+
+
+def fitted_factor(expected, received) -> float | None:
+    """The one factor that maps `expected` onto `received` best (least squares), or None."""
+    expected, received = (np.asarray(a, np.float64) for a in (expected, received))
+    if expected.shape != received.shape:
+        return None
+    with np.errstate(over="ignore", invalid="ignore"):
+        energy = float(np.sum(expected * expected))
+        factor = float(np.sum(expected * received)) / energy if energy else None
+    return factor if factor is not None and np.isfinite(factor) else None
 
 
 def _fmt(value) -> str:

@@ -35,6 +35,8 @@ from grader.i18n import N_, _
 # "Tq=3" in a label; not "0.5=x" nor a part of a word.
 _SIZE = re.compile(r"(?<![\w.])([A-Za-z][\w]*)=(\d+)(?![\w.])")
 SLIP = "slip: "
+# The prefix of a mistake found by grader.engine.search (a mutant of the reference).
+SEARCHED = "found: "
 # Sizes nothing is ever scaled by: the batch.
 NEVER_A_SCALE = frozenset({"B", "batch"})
 
@@ -61,21 +63,43 @@ LENGTHS_MINUS_ONE = N_(
 )
 
 
+# The slips that are a ratio of the received to the expected values.
+RATIO_SLIPS = ("scaled by another size", "scale missing", "scaled twice")
+# The fewest distinct nonzero expected values that must share a ratio before it is named.
+RATIO_VALUES = 3
+
+
+def ratio_evidence(expected: np.ndarray) -> bool:
+    """Whether `expected` can show a ratio: at least RATIO_VALUES distinct nonzero values. One
+    wrong number is always some multiple of the right one (an extra bias, another size, a
+    subtraction for a product, float16 rounding); only several sharing it point at a scale."""
+    values = np.asarray(expected, np.float64)
+    values = values[np.isfinite(values) & (values != 0.0)]
+    return len(np.unique(np.round(values, 9))) >= RATIO_VALUES
+
+
 def diagnose(
     expected: np.ndarray,
     received: np.ndarray,
     case: Case,
     agree,
     recompute: Recompute | None = None,
+    *,
+    ratio: bool = True,
 ) -> tuple | None:
     """(name, explanation) of the first slip that explains `received`, or None. `agree(a, b)`
     says whether two arrays of the expected shape agree within the case's tolerance;
-    `recompute`: the part's declaration of how its reference is recomputed, if any."""
+    `recompute`: the part's declaration of how its reference is recomputed, if any. A ratio
+    slip (RATIO_SLIPS) needs `ratio` and `ratio_evidence`; the others explain every value by
+    construction (a transpose, an axis, a bias) and need no more."""
     if recompute is not None and (not recompute.targets or case.target in recompute.targets):
         found = _recomputed_slip(expected, received, case, agree, recompute)
         if found:
             return SLIP + found[0], found[1]
-    for slip in (_scaled_by_a_size, _normalised_elsewhere, _axes_swapped, _bias_or_residual):
+    slips = (_normalised_elsewhere, _axes_swapped, _bias_or_residual)
+    if ratio and ratio_evidence(expected):
+        slips = (_scaled_by_a_size, *slips)
+    for slip in slips:
         found = slip(expected, received, case, agree)
         if found:
             return SLIP + found[0], found[1]
@@ -174,11 +198,17 @@ def _sizes_settings_first(case: Case) -> dict[str, int]:
 
 
 def _scaled_by_a_size(expected, received, case, agree):
-    energy = float(np.sum(expected * expected))
-    if energy == 0.0:
-        return None
-    factor = float(np.sum(expected * received)) / energy
-    if abs(factor - 1.0) < 1e-3 or not agree(expected * factor, received):
+    """A scale by another size of the case (or its root). Evidence: `ratio_evidence` (checked
+    by `diagnose`), one factor that explains every value, and that factor equal to a ratio of
+    two of the case's named sizes (or a size itself); silent otherwise."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        energy = float(np.sum(expected * expected))
+        factor = float(np.sum(expected * received)) / energy if energy else math.nan
+    if (
+        not math.isfinite(factor)
+        or abs(factor - 1.0) < 1e-3
+        or not agree(expected * factor, received)
+    ):
         return None
     named = sizes(case)
     by_value: dict[int, list[str]] = {}
@@ -222,7 +252,9 @@ def _scaled_by_a_size(expected, received, case, agree):
 
 
 def _normalised_elsewhere(expected, received, case, agree):
-    """Rows of the expected output sum to one along one axis, the received along another."""
+    """Rows of the expected output sum to one along one axis, the received along another.
+    Evidence: both non-negative, the expected summing to one along exactly one axis, the
+    received along another of size > 1; silent otherwise."""
     if expected.ndim < 2 or np.any(expected < -1e-9) or np.any(received < -1e-9):
         return None
     ones = lambda array, axis: np.allclose(array.sum(axis=axis), 1.0, atol=1e-6)  # noqa: E731
@@ -239,6 +271,8 @@ def _normalised_elsewhere(expected, received, case, agree):
 
 
 def _axes_swapped(expected, received, case, agree):
+    """Two axes of equal size (> 1) swapped. Evidence: the swapped expected output explains
+    every received value (and, the received being wrong, the swap changes something)."""
     for first, second in itertools.combinations(range(expected.ndim), 2):
         if second == expected.ndim - 1 and first == expected.ndim - 2:
             continue  # the last two: compare's own "transposed"
@@ -275,6 +309,8 @@ def swapped_shape(expected_shape: tuple, received_shape: tuple) -> str:
 
 
 def _bias_or_residual(expected, received, case, agree):
+    """An input or weight of more than one value, of the output's shape (a residual) or 1-D
+    (a bias), missing or added twice. Evidence: expected ∓ it explains every received value."""
     arrays = {**case.inputs, **case.weights}
     for name, array in arrays.items():
         array = np.asarray(array, dtype=np.float64)
@@ -306,6 +342,8 @@ def _bias_or_residual(expected, received, case, agree):
 
 
 def _same_values_elsewhere(expected, received, agree) -> bool:
+    """The right values in other places. Evidence: at least 4 values, more than half of them
+    distinct (so that a permutation is no coincidence), the sorted values agreeing."""
     if expected.size < 4 or float(np.ptp(expected)) == 0.0:
         return False
     # Plenty of distinct values, in another order: a permutation, not a coincidence.

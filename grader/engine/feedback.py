@@ -99,8 +99,16 @@ def problems(part: PartResult) -> list[CheckResult]:
     counts: dict[str, int] = {}
     for check in failed:
         counts[problem_key(check)] = counts.get(problem_key(check), 0) + 1
-    # Within a rank, the problem seen on the most cases first.
-    failed.sort(key=lambda check: (rank(check), -counts[problem_key(check)], check_kind(check)))
+    # Within a rank, an output's problem before a gradient's (which is mostly the output's
+    # seen again), then the problem seen on the most cases first.
+    failed.sort(
+        key=lambda check: (
+            rank(check),
+            check_kind(check) == 3,
+            -counts[problem_key(check)],
+            check_kind(check),
+        )
+    )
     distinct, seen = [], set()
     for check in failed:
         key = problem_key(check)
@@ -240,9 +248,10 @@ def names_used(path: Path) -> dict[str, set[str]]:
     return used
 
 
-def part_lines(part: PartResult, before: list[str] = (), width: int | None = None) -> list[str]:
-    """What is shown under a failed part's line (without --verbose): `before` (the causes),
-    then its first problems, each once, wrapped."""
+def shown_problems(part: PartResult) -> tuple[list[CheckResult], list[CheckResult], int]:
+    """The problems shown under a failed part (without --verbose): those recognised on the
+    part's own checks (a record's named mistake, a property, a diagnosis), every one of them,
+    and the others, the first few; and how many more there are."""
     found = problems(part)
     if any(check_kind(check) == 0 for check in found):
         # The output is wrong already: that its gradients differ too says nothing more.
@@ -252,12 +261,35 @@ def part_lines(part: PartResult, before: list[str] = (), width: int | None = Non
         for check in found[1:SHOWN_PROBLEMS]
         if rank(check) <= max(rank(found[0]), Rank.DIAGNOSIS)
     ]
+    chosen = {id(check) for check in shown}
+    shown += [check for check in found if check.mistake and id(check) not in chosen]
+    shown.sort(key=lambda check: next(i for i, c in enumerate(found) if c is check))
+    recognised = [check for check in shown if check.mistake]
+    others = [check for check in shown if not check.mistake]
+    return recognised, others, len(found) - len(shown)
+
+
+def first_problem(part: PartResult) -> CheckResult | None:
+    """The check a failed part's text names first (its case, its element), if any."""
+    recognised, others, _more = shown_problems(part)
+    return (recognised or others or [None])[0]
+
+
+def part_lines(part: PartResult, before: list[str] = (), width: int | None = None) -> list[str]:
+    """What is shown under a failed part's line (without --verbose): its first problems, each
+    once, wrapped, and `before` (the parts to fix first). A mistake recognised on the part's
+    own checks is what the student can act on: it comes before "fix X first" (a part can have
+    its own bug besides the one it inherits), and every one is shown, never left behind
+    "… N more problems" for --verbose."""
+    recognised, others, hidden = shown_problems(part)
     lines = []
+    for index, check in enumerate(recognised):
+        lines += wrap(problem_text(check, first=index == 0), width)
     for cause in before:
         lines += wrap(cause, width)
-    for index, check in enumerate(shown):
-        lines += wrap(problem_text(check, first=index == 0 and not before), width)
-    hidden = len(found) - len(shown)
+    for index, check in enumerate(others):
+        first = index == 0 and not recognised and not before
+        lines += wrap(problem_text(check, first=first), width)
     if hidden > 0:
         more = n_(
             "… {count} more problem (--verbose lists every check)",

@@ -191,7 +191,10 @@ def cause_frame(
     """(the caller's frame to report instead, the frame that raised), or (None, None) when the
     error belongs where it was raised. A frame hands the blame to its caller when it is a
     helper (not the case's target nor a layer's call) whose failing line uses what it was
-    given: an argument, or (read from the parsed `source`) a name computed from one."""
+    given (an argument, or, read from the parsed `source`, a name computed from one), and the
+    caller made what it passes (`_caller_made`). A caller that passes on its own arguments
+    unchanged made nothing (they are the grader's inputs), so the mistake is the helper's, and
+    so is the place; without the parsed source nothing shows the caller made anything."""
     own = {case.target, "call"}
     index = len(frames) - 1
     while index > 0 and frames[index].function not in own:
@@ -199,23 +202,62 @@ def cause_frame(
         given = _given(frame, source)
         if not given & set(re.findall(r"[A-Za-z_]\w*", frame.code)):
             break
+        if not _caller_made(frames[index - 1], frame.function, source):
+            break
         index -= 1
     if index >= len(frames) - 1:
         return None, None
     return frames[index], frames[-1]
 
 
-def _given(frame: Frame, source: Path | None) -> set[str]:
-    """The frame's arguments, and the names its function assigns from them before its failing
-    line (from the parsed file: `keep = ops.cast(mask, "bool")` makes keep given too)."""
-    given = set(frame.arguments)
+def _caller_made(caller: Frame, callee: str, source: Path | None) -> bool:
+    """Whether `caller`'s line passes `callee` a value it made: an expression (not a bare
+    name), or a name it assigned before that line (read from the parsed `source`). Only its own
+    arguments passed on as they came is "made nothing"; a line that cannot be read is so too."""
+    try:
+        line = ast.parse(caller.code.strip().removeprefix("return ").strip())
+    except SyntaxError:
+        return False
+    calls = [
+        node
+        for node in ast.walk(line)
+        if isinstance(node, ast.Call)
+        and (getattr(node.func, "id", None) or getattr(node.func, "attr", None)) == callee
+    ]
+    if not calls:
+        return False
+    assigned = _function_assignments(caller, source)
+    passed = [arg for call in calls for arg in (*call.args, *(k.value for k in call.keywords))]
+    return any(
+        not isinstance(arg, ast.Name) or arg.id in assigned or arg.id not in caller.arguments
+        for arg in passed
+        if not isinstance(arg, ast.Constant)
+    )
+
+
+def _function_assignments(frame: Frame, source: Path | None) -> set[str]:
+    """The names `frame`'s function assigns before its line (from the parsed `source`)."""
+    function = _function_of(frame, source)
+    if function is None:
+        return set()
+    return {
+        name.id
+        for node in ast.walk(function)
+        if isinstance(node, ast.Assign | ast.AugAssign | ast.AnnAssign) and node.lineno < frame.line
+        for target in (node.targets if isinstance(node, ast.Assign) else [node.target])
+        for name in ast.walk(target)
+        if isinstance(name, ast.Name)
+    }
+
+
+def _function_of(frame: Frame, source: Path | None):
     if source is None:
-        return given
+        return None
     try:
         tree = ast.parse(Path(source).read_bytes())
     except (OSError, SyntaxError, ValueError):
-        return given
-    function = next(
+        return None
+    return next(
         (
             node
             for node in ast.walk(tree)
@@ -225,6 +267,13 @@ def _given(frame: Frame, source: Path | None) -> set[str]:
         ),
         None,
     )
+
+
+def _given(frame: Frame, source: Path | None) -> set[str]:
+    """The frame's arguments, and the names its function assigns from them before its failing
+    line (from the parsed file: `keep = ops.cast(mask, "bool")` makes keep given too)."""
+    given = set(frame.arguments)
+    function = _function_of(frame, source)
     if function is None:
         return given
     assignments = sorted(

@@ -13,7 +13,7 @@ from dataclasses import replace
 
 import numpy as np
 
-from grader.engine import compare, contracts, framework_errors, properties
+from grader.engine import compare, contracts, framework_errors, properties, search
 from grader.engine.labels import shown_label, shown_report
 from grader.engine.protocol import CaseOutput, import_failure, read_case_outputs
 from grader.engine.results import CheckResult, PartResult
@@ -68,15 +68,147 @@ def judge_part(part, cases, expected, outcome: Outcome, timeout: float, source=N
         limit = limit_in_log(printable(tail[-600:])) if tail else None
         return part_failure(part, Status.ERROR, message, limit=limit)
 
+    per_case = [
+        judge_case(part, case, want, got, source)
+        for case, want, got in zip(cases, expected, received, strict=True)
+    ]
+    _unearned_ratios(part, cases, expected, received, per_case)
+    _searched(part, cases, expected, received, per_case)
     checks = []
-    for case, want, got in zip(cases, expected, received, strict=True):
-        checks.extend(judge_case(part, case, want, got, source))
-    checks += properties.judge_relations(part, cases, received)
+    for index, case_checks in enumerate(per_case):
+        for check in case_checks:
+            check.case = index
+            checks.append(check)
+    checks += properties.judge_relations(part, cases, received, expected)
     statuses = {
         contracts.expected_statuses(case, got) for case, got in zip(cases, received, strict=True)
     }
     status = _status(checks, statuses)
     return PartResult(part.name, part.points, status, checks)
+
+
+# The differences a mistake found by search may replace: none but that values differ, or a
+# guess that needs less evidence than a search's (a constant factor, all zeros).
+_REPLACEABLE = frozenset({None, "constant factor", "all zeros"})
+
+
+def _searched(part, cases, expected, received, per_case) -> None:
+    """Where a case's output check says no more than that values differ, a mistake found by
+    grader.engine.search that reproduces every failing output says what it is."""
+    unexplained = [
+        i
+        for i, case_checks in enumerate(per_case)
+        if case_checks
+        and not case_checks[0].passed
+        and case_checks[0].cause is None
+        and case_checks[0].mistake in _REPLACEABLE
+        and received[i].output is not None
+    ]
+    if not unexplained:
+        return
+    found = search.explain(
+        part,
+        cases,
+        [want.output for want in expected],
+        [got.output for got in received],
+    )
+    outputs = [i for i, checks in enumerate(per_case) if _output_compared(cases[i], checks)]
+    failing = [i for i in outputs if not per_case[i][0].passed]
+    passing = [i for i in outputs if per_case[i][0].passed]
+    where = search.first_example_only(
+        [want.output for want in expected], [got.output for got in received], cases, failing
+    ) or search.separating(cases, failing, passing)
+    for i in unexplained:
+        hit = found.get(i)
+        check = per_case[i][0]
+        if hit is None:
+            if where:
+                check.message = _("{where}; {message}", where=where, message=check.message)
+            continue
+        check.mistake = search.describe(hit)
+        check.message = (
+            _("{message} ({detail})", message=hit.explanation, detail=check.detail)
+            if check.detail and not check.hidden
+            else hit.explanation
+        )
+
+
+def _output_compared(case, checks) -> bool:
+    """Whether the case's first check compared an output (not a contract, not an error)."""
+    return bool(checks) and not case.raises and case.variant_of < 0 and checks[0].cause is None
+
+
+def _unearned_ratios(part, cases, expected, received, judged) -> None:
+    """Withdraw a ratio ("every value is 1.33 times the expected one", a scale by another size)
+    that the part's failing cases do not share. With several failing checks of one kind (the
+    output, or the gradient with respect to one input) of one target, a ratio is earned only
+    when at least two of them show it and every one that could (grader.engine.diagnosis.
+    ratio_evidence) shows the same; a ratio on one case alone is a coincidence of its numbers.
+    A withdrawn ratio leaves the plain difference (and any other diagnosis) in its place."""
+    groups: dict[tuple, list] = {}
+    for case, want, got, found in zip(cases, expected, received, judged, strict=True):
+        if case.raises or got.status != CaseStatus.OK or got.output is None:
+            continue
+        for index, check in enumerate(found):
+            if check.passed:
+                continue
+            wanted, given, wrt = _compared(check, want, got, case)
+            if wanted is None:
+                continue
+            groups.setdefault((case.target, wrt), []).append(
+                (case, wanted, given, found, index, check)
+            )
+    for (_target, wrt), failing in groups.items():
+        if len(failing) < 2:
+            continue
+        shown = [
+            (_ratio_key(check, wanted, given), check)
+            for _case, wanted, given, _found, _index, check in failing
+            if compare.diagnosis.ratio_evidence(wanted)
+        ]
+        keys = {key for key, _check in shown}
+        if len(shown) >= 2 and len(keys) == 1 and None not in keys:
+            continue
+        for case, wanted, given, found, index, check in failing:
+            if check.mistake not in compare.RATIOS:
+                continue
+            if wrt is None:
+                problem = compare.difference(
+                    wanted, given, case, part.mistakes, part.recompute, ratio=False
+                )
+            else:
+                problem = compare.gradient_difference(
+                    wanted, given, case, wrt.split(":", 1)[-1], ratio=False
+                )
+            replaced = _check(check.name, problem, case.hidden)
+            replaced.hidden = case.hidden
+            found[index] = replaced
+
+
+def _compared(check: CheckResult, want, got, case):
+    """(expected, received, None) for a case's output check, (expected, received, wrt) for one
+    of its gradient checks, or (None, None, None)."""
+    label = shown_label(case.label)
+    prefix = check.name[: -len(label)] if check.name.endswith(label) else ""
+    if prefix.endswith(_("output, {label}", label="")):
+        return want.output, got.output, None
+    for name, grad in want.grads.items():
+        wrt = name.split(":", 1)[-1]
+        if check.name.endswith(_("gradient wrt {wrt}, {label}", wrt=wrt, label=label)):
+            found = got.grads.get(name)
+            return (grad, found, name) if found is not None else (None, None, None)
+    return None, None, None
+
+
+def _ratio_key(check: CheckResult, expected, received):
+    """What a ratio diagnosis says, for comparing it across cases: its name, and for a constant
+    factor the factor (to three digits); None when the check names no ratio."""
+    if check.mistake not in compare.RATIOS:
+        return None
+    if check.mistake != "constant factor":
+        return check.mistake
+    factor = compare.fitted_factor(expected, received)
+    return (check.mistake, None if factor is None else float(f"{factor:.3g}"))
 
 
 def _status(checks: list[CheckResult], statuses: set[CaseStatus]) -> Status:
@@ -176,13 +308,11 @@ def _judge_case(part, case: Case, want: CaseOutput, got: CaseOutput, source=None
             )
         ]
     hidden = case.hidden
-    checks = [
-        _check(
-            prefix + _("output, {label}", label=label),
-            compare.difference(want.output, got.output, case, part.mistakes, part.recompute),
-            hidden,
-        )
-    ]
+    output_problem = compare.difference(
+        want.output, got.output, case, part.mistakes, part.recompute
+    )
+    output_right = output_problem is None
+    checks = [_check(prefix + _("output, {label}", label=label), output_problem, hidden)]
     unchanged = prefix + _("arguments unchanged, {label}", label=label)
     checks += contracts.changed_inputs(case, got, unchanged)
     checks += contracts.precision_lost(case, got, prefix + _("dtype, {label}", label=label))
@@ -199,10 +329,16 @@ def _judge_case(part, case: Case, want: CaseOutput, got: CaseOutput, source=None
                     _("no gradient with respect to {wrt} came back", wrt=wrt)
                 )
             else:
-                problem = compare.gradient_difference(grad, found, case, wrt)
+                problem = compare.gradient_difference(grad, found, case, wrt, output_right)
             name = prefix + _("gradient wrt {wrt}, {label}", wrt=wrt, label=label)
             checks.append(_check(name, problem, hidden))
+    # A property is judged on a sound output only: of the expected shape, real numbers, finite
+    # where the reference's is. Otherwise the output check above says what is wrong, and a
+    # property that broke only because of it would be read first and mislead.
+    sound = compare.judgeable(want.output, got.output)
     for prop in part.properties:
+        if not sound:
+            break
         if prop.gradients and (case.kind != LAYER or not got.grads):
             continue  # no gradients: the gradient checks above say why
         if not prop.targets or case.target in prop.targets:

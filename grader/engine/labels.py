@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import re
 
-from grader.i18n import language, tr
+from grader.i18n import _, language, tr
 
 # One value of a placeholder: a bracketed group ("(2, 3)", "[1, 2]") or a run of characters
 # that are neither spaces nor separators ("valid_lens", "0.5", "√4").
@@ -126,3 +126,17 @@ def label_texts(*texts: str) -> tuple[str, ...]:
 
 
 reported_text, shown_report = REPORTED.add, REPORTED.translate
+
+
+def mistake_words(key: str) -> str:
+    """A recognised mistake in plain words, for a reader (a TA's report). Results keep it as a
+    key ("slip: scale missing", "property: keys in any order", "NaN", or a record's mistake
+    name), which is never shown as it is."""
+    kind, separator, name = key.partition(": ")
+    if separator and kind == "slip":
+        return _("{name} (a slip the grader recognises in any exercise)", name=name)
+    if separator and kind == "property":
+        return _("breaks the property “{name}”", name=tr(name))
+    if key == "NaN":
+        return _("NaN or infinite values")
+    return tr(key)

@@ -15,7 +15,12 @@ its words when they are not:
 
 And one property of a single run, on a layer's gradients (a `Property` with `gradients=True`):
 
-- `gradients_sane`: every gradient finite, and exactly zero with respect to what a mask hides.
+- `gradients_sane`: every gradient finite, and zero with respect to what a mask hides.
+
+Every tolerance is the one outputs are compared with (grader.engine.compare.matches), or, for
+an "exactly zero" or "sums to one", the rounding of the case's dtype at the magnitude of the
+values involved (grader.engine.compare.rounding): a correct solution written another way
+never loses a point to rounding.
 """
 
 from __future__ import annotations
@@ -24,7 +29,7 @@ from dataclasses import replace
 
 import numpy as np
 
-from grader.engine.compare import matches
+from grader.engine.compare import judgeable, matches, rounding
 from grader.engine.labels import label_text, shown_label
 from grader.engine.protocol import CaseOutput
 from grader.engine.results import CheckResult
@@ -48,24 +53,30 @@ def add_variants(part, cases: list[Case], rng) -> None:
                 cases.append(variant)
 
 
-def judge_relations(part, cases: list[Case], received: list[CaseOutput]) -> list[CheckResult]:
-    """A check per variant whose case and itself both answered: whether the relation holds."""
+def judge_relations(
+    part, cases: list[Case], received: list[CaseOutput], expected: list[CaseOutput]
+) -> list[CheckResult]:
+    """A check per variant whose case and itself both answered soundly (real numbers of the
+    expected shape, finite where the reference's are: grader.engine.compare.judgeable):
+    whether the relation holds. A relation is silent on an unsound output, whose own check
+    (its shape, its NaN) says what to fix first."""
     relations = {relation.name: relation for relation in part.relations}
     checks = []
-    for variant, got in zip(cases, received, strict=True):
+    for variant, got, want in zip(cases, received, expected, strict=True):
         relation = relations.get(variant.relation)
         if relation is None or not 0 <= variant.variant_of < len(cases):
             continue
         base, base_got = cases[variant.variant_of], received[variant.variant_of]
         if CaseStatus.OK not in (got.status,) or base_got.status != CaseStatus.OK:
             continue  # the case's own check says why it gave no answer
-        if got.output is None or base_got.output is None:
+        if not (
+            judgeable(expected[variant.variant_of].output, base_got.output)
+            and judgeable(want.output, got.output)
+        ):
             continue
         broken = relation.check(base, np.asarray(base_got.output), variant, np.asarray(got.output))
         prefix = f"{base.target}: " if len(part.targets) > 1 else ""
-        shown = _(
-            "property: {name}, {label}", name=tr(relation.name), label=shown_label(base.label)
-        )
+        shown = _("{name}, {label}", name=tr(relation.name), label=shown_label(base.label))
         check = CheckResult(
             prefix + shown,
             broken is None,
@@ -297,8 +308,11 @@ def gradients_sane(masked=None, key_axes: dict[str, int] | None = None) -> Prope
                 continue  # the gradient checks say what is missing or misshapen
             moved = np.moveaxis(grad, axis, 1)
             leaked = moved[hidden].reshape(int(hidden.sum()), -1)
-            if np.any(leaked != 0):
-                row = int(np.flatnonzero(np.any(leaked != 0, axis=1))[0])
+            # Zero up to rounding at the gradient's own magnitude: a softmax that subtracts a
+            # maximum taken over the masked keys too leaves 8e-17 there, and is right.
+            nonzero = np.abs(leaked) > rounding(case.dtype, grad)
+            if np.any(nonzero):
+                row = int(np.flatnonzero(np.any(nonzero, axis=1))[0])
                 example, key = (int(i) for i in np.argwhere(hidden)[row])
                 size = float(np.abs(leaked[row]).max())
                 return _(

@@ -19,6 +19,7 @@ import numpy as np
 
 from grader.engine.status import CaseStatus, Limit
 from grader.engine.text import printable
+from grader.i18n import _
 
 if TYPE_CHECKING:
     from grader.sandbox.processes import Outcome
@@ -107,11 +108,11 @@ def read_case_outputs(outcome: Outcome, count: int) -> list[CaseOutput]:
     """Parse a child's report; anything malformed raises ValueError (treated as a crash)."""
     reports = outcome.meta.get("cases")
     if not isinstance(reports, list) or len(reports) != count:
-        raise ValueError("the process reported a malformed result")
+        raise ValueError(_("the process reported a malformed result"))
     outputs = []
     for index, report in enumerate(reports):
         if not isinstance(report, dict) or not _is_word(report.get("status"), CaseStatus):
-            raise ValueError("the process reported a malformed result")
+            raise ValueError(_("the process reported a malformed result"))
         status = CaseStatus(report["status"])
         if status != CaseStatus.OK:
             outputs.append(_failure(status, report))
@@ -138,14 +139,14 @@ def import_failure(outcome: Outcome) -> CaseOutput | None:
     if not failure:
         return None
     if not isinstance(failure, dict):
-        raise ValueError("the process reported a malformed result")
+        raise ValueError(_("the process reported a malformed result"))
     return _failure(CaseStatus.ERROR, failure)
 
 
 def _failure(status: CaseStatus, report: dict) -> CaseOutput:
     limit = report.get("limit")
     if limit is not None and not _is_word(limit, Limit):
-        raise ValueError("the process reported a malformed result")
+        raise ValueError(_("the process reported a malformed result"))
     text = {key: printable(report.get(key, "")) for key in FAILURE_FIELDS}
     limit = Limit(limit) if limit is not None else None
     return CaseOutput(status, **text, limit=limit, frames=_frames(report.get("frames", [])))
@@ -158,11 +159,11 @@ def _frames(reported) -> tuple[Frame, ...]:
     """The frames a child reported, checked field by field (plain strings and an int, nothing
     else is accepted); anything else raises ValueError (a malformed report)."""
     if not isinstance(reported, list) or len(reported) > MAX_FRAMES:
-        raise ValueError("the process reported a malformed result")
+        raise ValueError(_("the process reported a malformed result"))
     frames = []
     for frame in reported:
         if not isinstance(frame, dict) or set(frame) != set(_FRAME_FIELDS):
-            raise ValueError("the process reported a malformed result")
+            raise ValueError(_("the process reported a malformed result"))
         line, arguments = frame["line"], frame["arguments"]
         texts = [frame[key] for key in ("file", "function", "code")]
         if (
@@ -172,7 +173,7 @@ def _frames(reported) -> tuple[Frame, ...]:
             or len(arguments) > 50
             or not all(isinstance(name, str) and name.isidentifier() for name in arguments)
         ):
-            raise ValueError("the process reported a malformed result")
+            raise ValueError(_("the process reported a malformed result"))
         file, function, code = (printable(text, 300) for text in texts)
         frames.append(Frame(file, line, function, code, tuple(arguments)))
     return tuple(frames)

@@ -13,6 +13,7 @@ from grader.engine.protocol import FAILURE_FIELDS, CaseOutput, answered, read_ca
 from grader.engine.protocol import failed as failed_report
 from grader.engine.spec import Case, Exercise
 from grader.engine.status import CaseStatus, RunState
+from grader.i18n import _
 from grader.sandbox.processes import Job, Outcome, run_jobs
 
 # In a fixture file, the arrays of the reference's answers are those a child would write, under
@@ -64,7 +65,7 @@ class LiveReference:
         everything = [case for part in record.parts for case in cases[part.name]]
         try:
             if outcome is None or outcome.state != RunState.FINISHED:
-                raise ValueError(outcome.problem if outcome else "it did not run")
+                raise ValueError(outcome.problem if outcome else _("it did not run"))
             if outcome.meta.get("import_error"):
                 raise ValueError(str(outcome.meta["import_error"]))
             outputs = read_case_outputs(outcome, len(everything))

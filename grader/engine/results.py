@@ -40,6 +40,9 @@ class CheckResult:
     detail: str = ""
     # The error as the framework worded it, when `message` is its translation (--verbose).
     raw: str = ""
+    # Which of the part's cases (their order in the record) it checked, where it checked one:
+    # the picture of a failed part shows the case its text names (grader.pictures).
+    case: int | None = None
 
     @property
     def words(self) -> str:

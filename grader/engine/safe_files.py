@@ -29,6 +29,8 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
+from grader.i18n import _
+
 MAX_FILE_BYTES = 32 * 2**20
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 _NONBLOCK = getattr(os, "O_NONBLOCK", 0)
@@ -52,28 +54,34 @@ def refusal(name: str, info: os.stat_result, limit: int = MAX_FILE_BYTES) -> str
     """Why the entry `name` (as `lstat` saw it) is not a file to read, or ""."""
     mode = info.st_mode
     if stat.S_ISLNK(mode):
-        return f"{name} is a symbolic link: hand in the file itself, not a link to it"
+        return _("{name} is a symbolic link: hand in the file itself, not a link to it", name=name)
     if stat.S_ISDIR(mode):
-        return f"{name} is a folder: hand in the file itself"
+        return _("{name} is a folder: hand in the file itself", name=name)
     if stat.S_ISFIFO(mode):
-        return f"{name} is a named pipe (FIFO), not a file: hand in the file itself"
+        return _("{name} is a named pipe (FIFO), not a file: hand in the file itself", name=name)
     if stat.S_ISSOCK(mode):
-        return f"{name} is a socket, not a file: hand in the file itself"
+        return _("{name} is a socket, not a file: hand in the file itself", name=name)
     if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
-        return f"{name} is a device, not a file: hand in the file itself"
+        return _("{name} is a device, not a file: hand in the file itself", name=name)
     if not stat.S_ISREG(mode):
-        return f"{name} is not a plain file: hand in the file itself"
+        return _("{name} is not a plain file: hand in the file itself", name=name)
     # A hard link is read only where anyone may read the file anyway: a link to a file the
     # student could not read (a secret of the machine's) is refused, while a classmate who
     # links an honest student's file into their own folder costs that student nothing (the
     # two are then simply alike, for the similarity report).
     if info.st_nlink != 1 and not mode & stat.S_IROTH:
-        return (
-            f"{name} is a hard link (one file with {info.st_nlink} names) to a file not every "
-            "user may read: hand in a copy of the file itself"
+        return _(
+            "{name} is a hard link (one file with {count} names) to a file not every user may "
+            "read: hand in a copy of the file itself",
+            name=name,
+            count=info.st_nlink,
         )
     if info.st_size > limit:
-        return f"{name} is larger than {limit // 2**20} MiB: hand in the source file only"
+        return _(
+            "{name} is larger than {size} MiB: hand in the source file only",
+            name=name,
+            size=limit // 2**20,
+        )
     return ""
 
 
@@ -103,14 +111,17 @@ def read_plain(folder_fd: int, name: str, shown: str = "", limit: int = MAX_FILE
         info = os.fstat(fd)
         problem = refusal(shown, info, limit)
         if not problem and (info.st_dev, info.st_ino) != (before.st_dev, before.st_ino):
-            problem = f"{shown} changed while it was read: hand it in again"
+            problem = _("{name} changed while it was read: hand it in again", name=shown)
         if problem:
             raise RefusedFile(shown, problem)
         chunks, total = [], 0
         while chunk := os.read(fd, 2**16):
             total += len(chunk)
             if total > limit:
-                raise RefusedFile(shown, f"{shown} grew past {limit // 2**20} MiB while read")
+                raise RefusedFile(
+                    shown,
+                    _("{name} grew past {size} MiB while read", name=shown, size=limit // 2**20),
+                )
             chunks.append(chunk)
         return b"".join(chunks)
     except OSError as error:
@@ -135,10 +146,14 @@ def read_plain_path(path: Path, limit: int = MAX_FILE_BYTES) -> bytes:
 
 def _unreadable(name: str, error: OSError) -> str:
     if error.errno == errno.ELOOP:
-        return f"{name} is a symbolic link: hand in the file itself, not a link to it"
+        return _("{name} is a symbolic link: hand in the file itself, not a link to it", name=name)
     if error.errno == errno.ENOENT:
-        return f"{name} is missing (it vanished while the submission was read)"
-    return f"{name} could not be read ({error.strerror or error}): hand in a plain, readable file"
+        return _("{name} is missing (it vanished while the submission was read)", name=name)
+    return _(
+        "{name} could not be read ({error}): hand in a plain, readable file",
+        name=name,
+        error=error.strerror or error,
+    )
 
 
 @dataclass(frozen=True)
@@ -173,7 +188,9 @@ def _list(fd: int, here: PurePosixPath, ignored, found: list[Entry], most: int) 
             continue  # vanished between the listing and the look
         found.append(Entry(here / name, info))
         if len(found) > most:
-            raise RefusedFile(str(here / name), f"more than {most} files and folders")
+            raise RefusedFile(
+                str(here / name), _("more than {count} files and folders", count=most)
+            )
         if stat.S_ISDIR(info.st_mode):
             try:
                 inner = open_folder(name, dir_fd=fd)
@@ -262,7 +279,12 @@ def copy_tree(
             count, total = count + 1, total + entry.info.st_size
             if count > max_files or total > max_bytes:
                 raise TooLarge(
-                    f"{shown} has more than {max_files} files or {max_bytes // 2**20} MiB"
+                    _(
+                        "{name} has more than {count} files or {size} MiB",
+                        name=shown,
+                        count=max_files,
+                        size=max_bytes // 2**20,
+                    )
                 )
             try:
                 data = _read_at(top, entry.path, relative)

@@ -168,17 +168,48 @@ def raising_function_case(target: str, promise: str, exception="ValueError", **p
 
 
 def layer_case(
-    target, rng, dims, inputs, upstream, weights=None, weights_first=False, fan_in=(), **fields
+    target,
+    rng,
+    dims,
+    inputs,
+    upstream,
+    weights=None,
+    weights_first=False,
+    fan_in=(),
+    lengthless=(),
+    **fields,
 ) -> Case:
     """A layer case declared by shapes (see `normal`): its inputs, then its weights (first if
     `weights_first`), then the upstream gradient of shape `upstream`; labelled by `dims` unless
-    `fields` gives a label; `fields` may also give params and a dtype (see Case)."""
+    `fields` gives a label; `fields` may also give params and a dtype (see Case). `lengthless`
+    names inputs given as arrays that hold no sequence length (lengths (B,), say): the layer's
+    first call (Case.first_call) reuses them as they are."""
     drawn = normal(rng, dims, fan_in, **weights) if weights and weights_first else None
     arrays = normal(rng, dims, **inputs)
     drawn = normal(rng, dims, fan_in, **weights or {}) if drawn is None else drawn
     gradient = normal(rng, dims, upstream=upstream)["upstream"]
     label = fields.pop("label", dims_label(**dims))
-    return Case(target, LAYER, label, arrays, weights=drawn, upstream=gradient, **fields)
+    case = Case(target, LAYER, label, arrays, weights=drawn, upstream=gradient, **fields)
+    case.first_call = _other_lengths(rng, dims, inputs, lengthless)
+    return case
+
+
+# The sizes that are sequence lengths: a layer must take any of them on any call.
+LENGTHS = ("T", "Tq", "Tk", "N")
+
+
+def _other_lengths(rng, dims, inputs, lengthless=()) -> dict[str, np.ndarray]:
+    """Inputs like those `inputs` declares, with every sequence length one longer, for the
+    layer's first call (Case.first_call), the `lengthless` arrays as they are; none where
+    another input is given as an array (its lengths are not known) or no length is declared."""
+    if not any(
+        isinstance(shape, str) and set(shape.split()) & set(LENGTHS) for shape in inputs.values()
+    ):
+        return {}
+    if not all(isinstance(shape, str) or name in lengthless for name, shape in inputs.items()):
+        return {}
+    longer = {name: size + 1 if name in LENGTHS else size for name, size in dims.items()}
+    return normal(np.random.default_rng(rng.integers(2**32)), longer, **inputs)
 
 
 def normal(rng, dims, fan_in=(), **shapes) -> dict[str, np.ndarray]:
@@ -276,9 +307,13 @@ LARGE_SCORES = label_text(N_("large scores (about 1000: numerical stability)"))
 
 
 def large_scores(rng, shape) -> np.ndarray:
-    """Scores about 1000 (1000 + 5 N(0, 1), labelled LARGE_SCORES): an exp() not shifted by
-    the maximum overflows on them."""
-    return 1000.0 + 5.0 * rng.standard_normal(shape)
+    """Scores about a thousand (±1000 + 5 N(0, 1), labelled LARGE_SCORES): an exp() not
+    shifted by the maximum overflows on them. Rows (along the last axis) alternate between
+    +1000 and -1000, so that a maximum taken over the whole array, not per row, leaves a row
+    whose every exp() underflows to 0."""
+    rows = int(np.prod(shape[:-1], dtype=np.int64)) if len(shape) > 1 else 1
+    signs = np.where(np.arange(rows) % 2 == 0, 1.0, -1.0).reshape(tuple(shape[:-1]) + (1,))
+    return signs * 1000.0 + 5.0 * rng.standard_normal(shape)
 
 
 def scores_label(dims, *texts, large: bool = False) -> str:
@@ -314,15 +349,25 @@ def dyadic_weights(rng, shape, units: int = 16) -> np.ndarray:
 
 def cdf_noise(rng, weights) -> np.ndarray:
     """Uniform numbers in [0, 1), one per row of `weights`, where about 4 in 10 are exactly a
-    cumulative sum c_j < 1 of the row and 1 in 10 exactly 0: the boundaries of inverse-CDF
-    sampling."""
+    cumulative sum c_j < 1 of the row, 1 in 10 exactly 0 and 1 in 10 just below a c_j (by
+    JUST_BELOW): the boundaries of inverse-CDF sampling, hit and just missed, so that a
+    boundary drawn after rounding (c or u rounded to a few decimals) is told apart."""
     cdf = np.cumsum(weights, axis=-1)
     noise = rng.random(weights.shape[:-1])
     for index in np.ndindex(noise.shape):
         draw = rng.random()
         inside = [c for c in cdf[index] if c < 1.0]
+        above = [c for c in cdf[index] if JUST_BELOW < c < 1.0]
         if draw < 0.4 and inside:
             noise[index] = inside[int(rng.integers(len(inside)))]
         elif draw < 0.5:
             noise[index] = 0.0
+        elif draw < 0.6 and above:
+            noise[index] = above[int(rng.integers(len(above)))] - JUST_BELOW
     return noise
+
+
+# How far below a boundary c_j a "just missed" u lies: far above float32's spacing near 1
+# (6e-8), so that a correct solution computing in float32 still tells u from c_j, and below
+# the 1e-6 that rounding to six decimals erases.
+JUST_BELOW = 3e-7

@@ -5,6 +5,8 @@ grader.reference (arguments by name from the case, see grader.engine.spec.call_w
 
 from __future__ import annotations
 
+import inspect
+
 import numpy as np
 
 from grader.engine.compare import matches
@@ -143,8 +145,15 @@ def per_target(**formulas):
 
 def check_of(function):
     """A `Property`'s check from a function of grader.reference whose parameters are named like
-    the case's arrays and params, and `output` (the submission's output)."""
-    return lambda case, output: call_with_case(function, case, {"output": lambda _: output})
+    the case's arrays and params, and `output` (the submission's output), and `dtype` (the
+    case's, for its tolerance of rounding) where it asks for one."""
+    wants_dtype = "dtype" in inspect.signature(function).parameters
+
+    def check(case, output):
+        given = {"output": output} | ({"dtype": case.dtype} if wants_dtype else {})
+        return call_with_case(function, case, given)
+
+    return check
 
 
 def agrees_at(index, function, problem: str):

@@ -50,6 +50,10 @@ class Case:
     # in the part's cases, and the name of the relation that made it.
     variant_of: int = -1
     relation: str = ""
+    # A layer's inputs of other sequence lengths, that the same layer object is called on first
+    # (it builds the layer): a mask or a shape kept on the layer from its first call fails the
+    # graded call. Empty: the layer is built on the case's own inputs.
+    first_call: dict[str, np.ndarray] = field(default_factory=dict)
 
 
 def call_with_case(function: Callable, case: Case, changed: Mapping | None = None):

@@ -362,6 +362,9 @@ def write_results(path: Path, results: dict) -> None:
 
 
 def main(argv=None) -> int:
+    from grader import quiet
+
+    quiet.install()
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--root", type=Path, default=Path("/autograder"))
     args = parser.parse_args(argv)

@@ -267,7 +267,9 @@ fi
 "$root/venv/bin/python" -m pip install -r "$root/source/requirements.txt"
 "$root/venv/bin/python" -m pip install --no-deps -e "$root/source"
 # What grading imports, notebooks' reader included: a missing package fails here, not a student.
-"$root/venv/bin/python" -c "import grader.instructor.gradescope, grader.notebook.extract, keras"
+# Without TensorFlow's start-up lines in the log (grader.quiet).
+"$root/venv/bin/python" -c "import grader.quiet; grader.quiet.install()
+import grader.instructor.gradescope, grader.notebook.extract, keras"
 """
 
 

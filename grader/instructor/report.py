@@ -82,7 +82,8 @@ def render(
             for check in ranked:
                 lines += feedback.wrap(feedback.problem_text(check, first=True), width)
                 if check.raw:
-                    lines += feedback.wrap(f"(raw: {check.raw})", width, feedback.INDENT + "  ")
+                    said = _("(the error as raised: {error})", error=check.raw)
+                    lines += feedback.wrap(said, width, feedback.INDENT + "  ")
         else:
             lines += shown.get(part.name, [])
         if verbose:

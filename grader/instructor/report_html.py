@@ -6,6 +6,7 @@ import math
 from collections import Counter, defaultdict
 from urllib.parse import quote
 
+from grader.engine.labels import mistake_words
 from grader.engine.spec import Exercise
 from grader.engine.status import Status
 from grader.engine.untrusted import file_stem
@@ -192,7 +193,7 @@ def report_html(
     )
     mistake_rows = (
         "".join(
-            f"<tr><td>{escape(part)}</td><td>{escape(name)}</td>"
+            f"<tr><td>{escape(part)}</td><td>{escape(mistake_words(name))}</td>"
             f"<td class=num>{len(mistakes[(part, name)])}</td></tr>"
             for part, name in sorted(mistakes, key=lambda k: (-len(mistakes[k]), k))[:15]
         )

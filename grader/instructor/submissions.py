@@ -26,7 +26,7 @@ from pathlib import Path, PurePosixPath
 
 from grader.engine import safe_files
 from grader.engine.filenames import SUFFIXES, as_utf8, name_key
-from grader.i18n import N_, tr
+from grader.i18n import N_, _, tr
 
 MAX_FILES = 2000
 MAX_BYTES = 64 * 2**20
@@ -87,7 +87,7 @@ def discover(submissions: Path) -> list[Student]:
     per student. None at all is an error (NoStudents) that says what was expected, so that a
     download in a layout we do not know is never graded as an empty class."""
     if not submissions.is_dir():
-        raise FileNotFoundError(f"{submissions} is not a folder of submissions")
+        raise FileNotFoundError(_("{path} is not a folder of submissions", path=submissions))
     students, loose = [], []
     for entry in sorted(submissions.iterdir()):
         if entry.name.startswith("."):
@@ -124,7 +124,7 @@ def lms_students(entries: list[Path], taken: set[str]) -> list[Student]:
         key = (canvas["name"], canvas["user"])  # `_late` is Canvas's word; --course decides
         people.setdefault(key, []).append((canvas["file"], entry, (0, int(canvas["number"]))))
     names: dict[str, int] = {}
-    for name, _ in people:
+    for name, _entry in people:
         names[name] = names.get(name, 0) + 1
     students = []
     for (name, user), handed in sorted(people.items()):
@@ -144,9 +144,9 @@ def _newest(handed: list[tuple[str, Path, tuple[int, int]]]) -> list[tuple[str, 
     from grader.records import EXERCISES
 
     wanted = {name_key(Path(r.file).stem + s) for r in EXERCISES.values() for s in SUFFIXES}
-    plain_names = {name for name, _, _ in handed}
+    plain_names = {name for name, _path, _order in handed}
     newest: dict[str, tuple[tuple[int, int], Path]] = {}
-    for name, path, (_, number) in handed:
+    for name, path, (_kind, number) in handed:
         again = CANVAS_AGAIN.match(name) if name else None
         order = (0, number)
         if again:
@@ -222,8 +222,11 @@ def unpack(student: Student, destination: Path) -> dict[str, str]:
     for entry in student.paths():
         if entry.is_symlink():
             raise UnsafeSubmission(
-                f"{entry.name} is a symbolic link, not a submission: hand in the folder "
-                "(or .zip) itself"
+                _(
+                    "{name} is a symbolic link, not a submission: hand in the folder (or .zip) "
+                    "itself",
+                    name=entry.name,
+                )
             )
     try:
         if student.files:
@@ -235,8 +238,12 @@ def unpack(student: Student, destination: Path) -> dict[str, str]:
     except OSError as error:  # unreadable files, special files: this student's entry only
         name = Path(error.filename).name if getattr(error, "filename", None) else student.id
         raise UnsafeSubmission(
-            f"{student.entry.name}: {name} could not be copied ({error.strerror or error}); "
-            "hand in plain, readable files"
+            _(
+                "{entry}: {name} could not be copied ({error}); hand in plain, readable files",
+                entry=student.entry.name,
+                name=name,
+                error=error.strerror or error,
+            )
         ) from None
 
 
@@ -272,7 +279,12 @@ def _extract_zip(archive: Path, destination: Path) -> None:
             members = bundle.infolist()
             if len(members) > MAX_FILES:
                 raise UnsafeSubmission(
-                    f"{archive.name} holds {len(members)} files (at most {MAX_FILES})"
+                    _(
+                        "{name} holds {count} files (at most {most})",
+                        name=archive.name,
+                        count=len(members),
+                        most=MAX_FILES,
+                    )
                 )
             total = 0
             for member in members:
@@ -282,8 +294,11 @@ def _extract_zip(archive: Path, destination: Path) -> None:
                 mode = member.external_attr >> 16
                 if stat.S_ISLNK(mode):
                     raise UnsafeSubmission(
-                        f"{archive.name} contains a symbolic link "
-                        f"({member.filename}); links are not accepted"
+                        _(
+                            "{name} contains a symbolic link ({member}); links are not accepted",
+                            name=archive.name,
+                            member=member.filename,
+                        )
                     )
                 if member.is_dir():
                     target.mkdir(parents=True, exist_ok=True)
@@ -295,32 +310,51 @@ def _extract_zip(archive: Path, destination: Path) -> None:
                         total += len(chunk)
                         if total > MAX_BYTES:
                             raise UnsafeSubmission(
-                                f"{archive.name} unpacks to more than {MAX_BYTES // 2**20} MiB"
+                                _(
+                                    "{name} unpacks to more than {size} MiB",
+                                    name=archive.name,
+                                    size=MAX_BYTES // 2**20,
+                                )
                             )
                         chunks.append(chunk)
                 try:
                     safe_files.write_new(target.parent, target.name, b"".join(chunks))
                 except FileExistsError:
                     raise UnsafeSubmission(
-                        f"{archive.name} holds {member.filename} twice: hand in an archive "
-                        "with each file once"
+                        _(
+                            "{name} holds {member} twice: hand in an archive with each file once",
+                            name=archive.name,
+                            member=member.filename,
+                        )
                     ) from None
     except (zipfile.BadZipFile, zipfile.LargeZipFile, EOFError, NotImplementedError) as error:
-        raise UnsafeSubmission(f"{archive.name} is not a readable zip archive: {error}") from None
+        raise UnsafeSubmission(
+            _("{name} is not a readable zip archive: {error}", name=archive.name, error=error)
+        ) from None
 
 
 def _safe_target(name: str, destination: Path, archive: str) -> Path | None:
     path = PurePosixPath(name.replace("\\", "/"))
     if path.is_absolute() or ".." in path.parts or (path.parts and ":" in path.parts[0]):
         raise UnsafeSubmission(
-            f"{archive} has a member that points outside the archive "
-            f"({name!r}); such archives are refused"
+            _(
+                "{archive} has a member that points outside the archive ({member}); such "
+                "archives are refused",
+                archive=archive,
+                member=repr(name),
+            )
         )
     if not path.parts or IGNORED_PARTS & set(path.parts):
         return None
     target = destination.joinpath(*path.parts)
     if not target.resolve().is_relative_to(destination.resolve()):
-        raise UnsafeSubmission(f"{archive} member {name!r} escapes the scratch folder")
+        raise UnsafeSubmission(
+            _(
+                "{archive} member {member} escapes the scratch folder",
+                archive=archive,
+                member=repr(name),
+            )
+        )
     return target
 
 
@@ -393,25 +427,36 @@ def find_exercise_file(
     found, notebooks = named(plain, (filename,)), named(plain, (notebook,))
     if found and notebooks:
         return ExerciseFile(
-            None, f"both {filename} and {notebook}: hand in exactly one of them, the one to grade"
+            None,
+            _(
+                "both {file} and {notebook}: hand in exactly one of them, the one to grade",
+                file=filename,
+                notebook=notebook,
+            ),
         )
     if notebooks:
         found = notebooks
     renamed = ""
     if not found:
         for path in named(folders, exact):
-            return ExerciseFile(None, f"{path} is a folder: hand in the file itself")
+            return ExerciseFile(None, _("{name} is a folder: hand in the file itself", name=path))
         candidates = near(plain) + near(refused)
         names = ", ".join(sorted(candidates))
         if len(candidates) > 1:
             return ExerciseFile(
                 None,
-                f"no {filename}, and several files of a near name ({names}): name the "
-                f"one to grade {filename}",
+                _(
+                    "no {file}, and several files of a near name ({names}): name the one to "
+                    "grade {file}",
+                    file=filename,
+                    names=names,
+                ),
             )
         if not candidates:
             return ExerciseFile(
-                None, f"no {filename} (or {notebook}) in the submission", missing=True
+                None,
+                _("no {file} (or {notebook}) in the submission", file=filename, notebook=notebook),
+                missing=True,
             )
         if candidates[0] in refused:
             return ExerciseFile(None, refused[candidates[0]])
@@ -421,8 +466,11 @@ def find_exercise_file(
     if len(found) > 1:
         return ExerciseFile(
             None,
-            f"several files named {PurePosixPath(found[0]).name} ({', '.join(found)}): "
-            "keep exactly one",
+            _(
+                "several files named {name} ({paths}): keep exactly one",
+                name=PurePosixPath(found[0]).name,
+                paths=", ".join(found),
+            ),
         )
     chosen = _file_to_grade(scratch, found[0], filename, bool(notebooks))
     return replace(chosen, renamed_from=renamed) if renamed and chosen.path else chosen
@@ -454,9 +502,18 @@ def _file_to_grade(scratch: Path, relative: str, filename: str, notebook: bool) 
         else:
             safe_files.write_new(target.parent, filename, data)
     except FileExistsError:
-        return ExerciseFile(None, f"{target.relative_to(scratch)} is in the way: remove it")
+        return ExerciseFile(
+            None, _("{path} is in the way: remove it", path=target.relative_to(scratch))
+        )
     except OSError as error:
-        return ExerciseFile(None, f"{filename} could not be written: {error.strerror or error}")
+        return ExerciseFile(
+            None,
+            _(
+                "{file} could not be written: {error}",
+                file=filename,
+                error=error.strerror or error,
+            ),
+        )
     return ExerciseFile(target)
 
 

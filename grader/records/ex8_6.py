@@ -17,7 +17,11 @@ ENERGY = [Setting("hebbian", 6, patterns=3), Setting("integer", 8, batch=4),
           Setting("real", 1, bias=True), Setting("hebbian", 10, batch=5, bias=True)]
 UPDATE = [Setting("hebbian", 8), Setting("integer", 6, batch=4, bias=True),
           Setting("real", 7, batch=3, bias=True), Setting("integer", 5, repeats=7),
-          Setting("hebbian", 10, batch=5, patterns=4), Setting("real", 1, bias=True)]
+          Setting("hebbian", 10, batch=5, patterns=4), Setting("real", 1, bias=True),
+          # Orders of another length than the state (shorter, and longer with repeats): one
+          # update per entry of `order`, not a fixed number.
+          Setting("real", 8, batch=4, repeats=3),
+          Setting("real", 4, batch=5, bias=True, repeats=11)]
 TRAJECTORY = [Setting("hebbian", 8, batch=6), Setting("integer", 6, batch=6, bias=True),
               Setting("real", 9, batch=6, bias=True), Setting("integer", 10),
               Setting("hebbian", 12, batch=6, bias=True, patterns=4), Setting("real", 5),

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from functools import partial
 
+import numpy as np
+
 from grader.engine import properties as relations
 from grader.engine import sampling as draw
 from grader.engine import selectors as on
@@ -63,7 +65,12 @@ def global_case(rng, dims, score):
 
 def window_case(rng, dims):
     inputs = draw.normal(rng, dims, scores="B Tq S")
-    inputs["positions"] = rng.uniform(0.05, dims["S"] - 0.05, size=(dims["B"], dims["Tq"]))
+    positions = rng.uniform(0.05, dims["S"] - 0.05, size=(dims["B"], dims["Tq"]))
+    # Some centres on a whole number, the first always: then |s - p_t| = D is hit exactly, and
+    # a window that leaves out its own edges (|s - p_t| < D) is told apart.
+    whole = rng.random(positions.shape) < 0.3
+    whole.flat[0] = True
+    inputs["positions"] = np.where(whole, np.round(positions), positions)
     return Case("local_p_weights", FUNCTION, draw.dims_label(**dims), inputs, {"window": dims["D"]})
 
 

@@ -29,8 +29,9 @@ POOLING = [dict(B=2, Tq=3, Tk=5, d_v=4, first=(2, 5)),
            dict(B=2, Tq=4, Tk=6, d_v=2, per="query", first=(0, 6, 3)),
            dict(B=2, Tq=4, Tk=6, d_v=3, first=(0, 4), dtype="float32"),
            dict(B=2, Tq=3, Tk=5, d_v=2, first=(0, 3), large=True)]
-# Hidden checks draw fresh shapes for these settings.
+# Hidden checks draw fresh shapes for these settings (large scores among them: rows ±1000).
 PER = [dict(per="batch"), dict(per="query")]
+LARGE = [dict(per="query", large=True)]
 KINDS = [dict(kind="causal"), dict(kind="padding"), dict(kind="random")]
 # fmt: on
 
@@ -81,14 +82,25 @@ def pooling_case(rng, B, Tq, Tk, d_v, per="batch", first=(0,), dtype="float64", 
     label = draw.scores_label(dims, text + f" {dtype}" * (dtype != "float64"), large=large)
     scores = draw.large_scores(rng, (B, Tq, Tk)) if large else "B Tq Tk"
     inputs = {"scores": scores, "values": "B Tk d_v", "valid_lens": valid_lens.astype(float)}
+    # Lengths (B,) fit longer keys too: the layer is called on other lengths first.
+    lengthless = ("valid_lens",) if per == "batch" else ()
     return draw.layer_case(
-        "MaskedAttentionPooling", rng, dims, inputs, "B Tq d_v", label=label, dtype=dtype
+        "MaskedAttentionPooling",
+        rng,
+        dims,
+        inputs,
+        "B Tq d_v",
+        label=label,
+        dtype=dtype,
+        lengthless=lengthless,
     )
 
 
-masked_softmax_cases = draw.settings_cases(softmax_case, SOFTMAX, PER + PER[1:])
-from_mask_cases = draw.settings_cases(mask_case, FROM_MASK, KINDS)
-pooling_cases = draw.settings_cases(pooling_case, POOLING, PER, size=4)
+masked_softmax_cases = draw.settings_cases(softmax_case, SOFTMAX, PER + PER[1:] + LARGE)
+from_mask_cases = draw.settings_cases(
+    mask_case, FROM_MASK, KINDS + [dict(kind="random", large=True)]
+)
+pooling_cases = draw.settings_cases(pooling_case, POOLING, PER + LARGE, size=4)
 
 
 PADDED = on.computed(ref.padded_everywhere)
@@ -151,7 +163,7 @@ RECORD = Exercise(
             mistakes=(
                 Mistake.of(
                     "one position too many",
-                    "Position j is valid for j < valid_len; you kept j <= valid_len.",
+                    "Position j is valid for j < valid_lens[b]; you kept j <= valid_lens[b].",
                     ref.sequence_mask,
                     compare="<=",
                 ),

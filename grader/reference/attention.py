@@ -7,6 +7,7 @@ case's arrays by name and one argument changed (`Mistake.of`).
 
 import numpy as np
 
+from grader.engine.compare import rounding
 from grader.i18n import N_, _
 
 
@@ -14,6 +15,8 @@ def as64(x):
     return np.asarray(x, dtype=np.float64)
 
 
+# How many units in the last place a correct computation written another way may be off, at
+# the magnitude of the values it combines (sums, a max subtracted, float64 inside).
 def sigmoid(x):
     return 1.0 / (1.0 + np.exp(-as64(x)))
 
@@ -94,10 +97,12 @@ def some_key_masked(scores, valid_lens=None, mask=None):
     return not kept_keys(scores, valid_lens, mask).all()
 
 
-def masked_weight_problem(output, scores, valid_lens=None, mask=None):
-    """What is wrong with weights that give a masked key a nonzero weight (None if none does)."""
+def masked_weight_problem(output, scores, valid_lens=None, mask=None, dtype="float64"):
+    """What is wrong with weights that give a masked key a nonzero weight (None if none does):
+    nonzero beyond `rounding` of the case's dtype (weights are at most 1)."""
     keep, output = kept_keys(scores, valid_lens, mask), as64(output)
-    leaks = (~keep) & (output != 0.0) if output.shape == keep.shape else np.zeros(0, bool)
+    nonzero = np.abs(output) > rounding(dtype)
+    leaks = (~keep) & nonzero if output.shape == keep.shape else np.zeros(0, bool)
     if not leaks.any():
         return None
     where = [int(i) for i in np.argwhere(leaks)[0]]
@@ -109,14 +114,14 @@ def masked_weight_problem(output, scores, valid_lens=None, mask=None):
     )
 
 
-def kept_rows_sum_problem(output, scores, valid_lens=None, mask=None):
+def kept_rows_sum_problem(output, scores, valid_lens=None, mask=None, dtype="float64"):
     """What is wrong with weights whose rows do not sum to one, or a fully masked row that is
     not all zeros (None if every row is right; another shape is the output check's)."""
     keep, output = kept_keys(scores, valid_lens, mask), as64(output)
     if output.shape != keep.shape:
         return None
     sums, want = output.sum(axis=-1), keep.any(axis=-1).astype(np.float64)
-    bad = ~(np.abs(sums - want) <= 1e-6)
+    bad = ~(np.abs(sums - want) <= max(1e-6, rounding(dtype) * output.shape[-1]))
     if not bad.any():
         return None
     where = tuple(int(i) for i in np.argwhere(bad)[0])

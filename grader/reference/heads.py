@@ -318,7 +318,10 @@ def frequency_problem(weights, output, draws):
     if weights.shape[1] < draws or np.asarray(output).shape != weights.shape[:-1]:
         return None
     alpha = weights[0, 0]
-    counts = np.bincount(np.asarray(output, np.int64).ravel(), minlength=alpha.size)
+    indices = np.asarray(output, np.float64)
+    if np.any((indices < 0) | (indices >= alpha.size) | (indices != np.round(indices))):
+        return None  # not keys at all: sampling_problem says so
+    counts = np.bincount(indices.astype(np.int64).ravel(), minlength=alpha.size)
     frequencies = counts[: alpha.size] / counts.sum()
     worst = int(np.argmax(np.abs(frequencies - alpha)))
     if abs(frequencies[worst] - alpha[worst]) > 0.05:

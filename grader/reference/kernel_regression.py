@@ -3,7 +3,7 @@
 import numpy as np
 
 from grader.i18n import _
-from grader.reference.attention import as64, pool, softmax
+from grader.reference.attention import as64, pool, rounding, softmax
 
 
 def nadaraya_watson(x, x_i, y_i, kernel, bandwidth, keep=None):
@@ -106,11 +106,11 @@ def parametric_pooling(queries, keys, values, w, half=0.5, power=2, axis=-1):
 # ---- properties of the outputs (checks of grader.engine.cases.check_of) ----------------------
 
 
-def rows_sum_to_one(output):
+def rows_sum_to_one(output, dtype="float64"):
     """What is wrong with attention weights whose rows do not sum to one (None if they do)."""
     sums = np.asarray(output, np.float64).sum(axis=-1)
     worst = float(np.max(np.abs(sums - 1.0), initial=0.0))
-    if worst > 1e-6:
+    if worst > max(1e-6, rounding(dtype) * np.shape(output)[-1]):
         return _(
             "a row of weights sums to {total:.6g}, not 1: normalise over the keys (the last axis)",
             total=sums.flat[int(np.argmax(np.abs(sums - 1.0)))],
@@ -118,20 +118,23 @@ def rows_sum_to_one(output):
     return None
 
 
-def weights_in_unit_interval(output):
+def weights_in_unit_interval(output, dtype="float64"):
     """What is wrong with attention weights outside [0, 1] (None if there are none)."""
     output = np.asarray(output, np.float64)
-    if np.any(output < -1e-12) or np.any(output > 1.0 + 1e-12):
+    slack = rounding(dtype)
+    if np.any(output < -slack) or np.any(output > 1.0 + slack):
         return _("a weight lies outside [0, 1]; attention weights are probabilities")
     return None
 
 
-def within_values(values, output):
+def within_values(values, output, dtype="float64"):
     """What is wrong with predictions outside the range of the training outputs `values` (None
-    if there are none); a 0 (an empty window) is allowed."""
+    if there are none), beyond the rounding of the case's dtype at the values' magnitude; a 0
+    (an empty window) is allowed."""
     output = np.asarray(output, np.float64)
-    low, high = values.min() - 1e-9, values.max() + 1e-9
-    outside = ~((output >= low) & (output <= high)) & (output != 0.0)
+    slack = max(1e-9, rounding(dtype, values))
+    low, high = values.min() - slack, values.max() + slack
+    outside = ~((output >= low) & (output <= high)) & (np.abs(output) > slack)
     if np.any(outside):
         index = int(np.argmax(outside))
         return _(

@@ -18,6 +18,7 @@ from grader.reference.attention import (
     location_scores,
     masked_attention,
     masked_softmax,
+    rounding,
     scaled_dot_scores,
     sigmoid,
     softmax,
@@ -292,13 +293,14 @@ def local_p_weights(
     return aligned * np.exp(-(distance**2) / ((2.0 if doubled else 1.0) * sigma**2))
 
 
-def zero_outside_window(positions, window, scores, output):
-    """Property of `local_p_weights`: None when `output` is 0 outside |s - p_t| <= D."""
+def zero_outside_window(positions, window, scores, output, dtype="float64"):
+    """Property of `local_p_weights`: None when `output` is 0 outside |s - p_t| <= D (up to
+    the rounding of the case's dtype at the weights' magnitude)."""
     output = np.asarray(output, dtype=np.float64)
     if output.shape != np.shape(scores):
         return None  # the shape check already says what is wrong
     distance = np.arange(output.shape[-1])[None, None, :] - positions[:, :, None]
-    outside = (np.abs(distance) > window) & (output != 0.0)
+    outside = (np.abs(distance) > window) & (np.abs(output) > rounding(dtype, scores))
     if outside.any():
         b, t, s = (int(i) for i in np.argwhere(outside)[0])
         return _(

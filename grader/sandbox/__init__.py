@@ -69,6 +69,7 @@ import sys
 import tempfile
 
 from grader import KIT
+from grader.i18n import _
 from grader.sandbox import landlock, seccomp, supervisor, world
 
 # Kept from the grader's environment; anything else (tokens, paths of the instructor's) is not.
@@ -138,34 +139,43 @@ def status() -> dict:
 
 
 def describe(state: dict | None = None) -> str:
+    """The protections of `state` in words (the student's language: `grader check` says them)."""
     state = state or status()
     if not state["complete"]:
-        missing = [] if state["files"] else ["Landlock (Linux 5.13 or newer, enabled)"]
+        missing = [] if state["files"] else [_("Landlock (Linux 5.13 or newer, enabled)")]
         if not state["processes"]:
-            missing.append("seccomp (Linux on x86-64 or arm64)")
+            missing.append(_("seccomp (Linux on x86-64 or arm64)"))
         elif not supervisor.can_pass_channel():
-            missing.append("Unix sockets that pass descriptors")
+            missing.append(_("Unix sockets that pass descriptors"))
         if not state.get("own_user", True):
-            missing.append(f"a user of their own for its children: {world.own_user_problem()}")
-        return (
-            f"NOT sandboxed: this machine ({platform.system()} {platform.release()}) lacks "
-            + " and ".join(missing)
-            + "; submitted code could read and write whatever the grader's user can"
+            missing.append(
+                _(
+                    "a user of their own for its children: {why}",
+                    why=world.own_user_problem(),
+                )
+            )
+        return _(
+            "NOT sandboxed: this machine ({system}) lacks {missing}; submitted code could read "
+            "and write whatever the grader's user can",
+            system=f"{platform.system()} {platform.release()}",
+            missing=_(" and ").join(missing),
         )
     words = [
-        f"sandboxed (Landlock ABI {state['landlock_abi']} and an allowlist of system calls): "
-        "files allowlisted",
-        "no new processes",
-        "no socket",
-        "signals, limits and priority of itself only",
-        "no ptrace",
+        _(
+            "sandboxed (Landlock ABI {abi} and an allowlist of system calls): files allowlisted",
+            abi=state["landlock_abi"],
+        ),
+        _("no new processes"),
+        _("no socket"),
+        _("signals, limits and priority of itself only"),
+        _("no ptrace"),
     ]
     if state.get("namespaces"):
-        words.append("IPC and network namespaces of its own")
+        words.append(_("IPC and network namespaces of its own"))
     else:
-        words.append(f"no namespaces ({world.available()})")
+        words.append(_("no namespaces ({why})", why=world.available()))
     if hasattr(os, "geteuid") and os.geteuid() == 0:
-        words.append("each child as a user of its own, without capabilities")
+        words.append(_("each child as a user of its own, without capabilities"))
     return ", ".join(words)
 
 

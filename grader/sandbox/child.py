@@ -37,6 +37,12 @@ NOT_A_MODULE = reported_text(N_("cannot load {path} as a Python module"))
 NOT_DEFINED = reported_text(N_("{file} defines no `{name}`: keep the names of the stub"))
 RETURNED_NONE = reported_text(N_("{what} returned None: did you forget a `return`?"))
 NOT_NUMBERS = reported_text(N_("{what} returned {kind} (dtype {dtype}); expected numbers"))
+NOT_AN_ARRAY = reported_text(
+    N_(
+        "{what} returned a {kind} that is no array (its items are not all of one shape); "
+        "expected one array of numbers"
+    )
+)
 NOT_ONE_TENSOR = reported_text(
     N_("{what} returned a {kind}, not a tensor: return one tensor, computed with keras.ops")
 )
@@ -230,7 +236,12 @@ def _to_numpy(value, what: str) -> np.ndarray:
     try:
         array = _asarray(keras.ops.convert_to_numpy(value))
     except Exception:
-        array = _asarray(value)
+        try:
+            array = _asarray(value)
+        except (ValueError, TypeError):
+            raise SubmissionError(
+                NOT_AN_ARRAY.format(what=what, kind=type(value).__name__)
+            ) from None
     if array.dtype.kind not in "biuf":
         raise SubmissionError(
             NOT_NUMBERS.format(what=what, kind=type(value).__name__, dtype=array.dtype)
@@ -259,7 +270,8 @@ def _run_layer(layer_class, case) -> tuple[np.ndarray, dict[str, np.ndarray]]:
 
     layer = layer_class(dtype=case.dtype, **case.params)
     inputs = [keras.ops.convert_to_tensor(x.astype(case.dtype)) for x in case.inputs.values()]
-    layer(*inputs)  # builds the layer, so its weights exist
+    first = [keras.ops.convert_to_tensor(x.astype(case.dtype)) for x in case.first_call.values()]
+    layer(*(first or inputs))  # builds the layer, so its weights exist
     variables = _assign_weights(layer, case)
     output, grads = vector_jacobian(layer, inputs, variables, case.upstream.astype(case.dtype))
     after = {name: _left(x) for name, x in zip(case.inputs, inputs, strict=True)}

@@ -39,7 +39,7 @@ from grader.engine.labels import reported_text
 from grader.engine.status import RunState
 from grader.i18n import N_
 from grader.sandbox import platforms
-from grader.sandbox.scheduler import InterpreterChild, discard, schedule
+from grader.sandbox.scheduler import Cancelled, InterpreterChild, discard, schedule
 
 HELPER_ATTEMPTS = 3
 LOG_TAIL_CHARS = 1500
@@ -146,6 +146,9 @@ class Zygote:
             env=sandbox.clean_environment(),
         )
         self._lock = threading.Lock()
+        # Held while writing to the helper: a cancel comes from another thread than the run's.
+        self._writing = threading.Lock()
+        self.busy = False  # a request sent, its answer not all read
 
     def alive(self) -> bool:
         return self.process.poll() is None
@@ -156,16 +159,24 @@ class Zygote:
             request["scratch"] = str(scratch)
         with self._lock:
             try:
-                self.process.stdin.write(json.dumps(request) + "\n")
-                self.process.stdin.flush()
+                with self._writing:
+                    if _cancelling.is_set():  # cancelled before its request was sent
+                        raise Cancelled
+                    self.process.stdin.write(json.dumps(request) + "\n")
+                    self.process.stdin.flush()
+                    self.busy = True
                 finished = {}
                 for line in self.process.stdout:
                     message = json.loads(line)
+                    if message.get("cancelled"):
+                        raise Cancelled
                     if message.get("done"):
                         return finished
                     finished[message["key"]] = message
                     if on_report:
                         on_report(message)
+            except Cancelled:
+                raise  # answered in full: the helper is ready for the next request
             except (BrokenPipeError, ValueError) as error:
                 self.close()
                 raise ZygoteError(f"the grading helper process failed: {error}") from error
@@ -174,9 +185,23 @@ class Zygote:
                 # running and the answers still to come must not reach the next request.
                 self.close()
                 raise
+            finally:
+                with self._writing:
+                    self.busy = False
             tail = self.log_tail()
             self.close()
             raise ZygoteError("the grading helper process died; its log:\n" + tail)
+
+    def cancel(self) -> None:
+        """Ask the helper to give up the request in progress (see grader.sandbox.zygote)."""
+        with self._writing:
+            if not self.busy:
+                return
+            try:
+                self.process.stdin.write(json.dumps({"cancel": True}) + "\n")
+                self.process.stdin.flush()
+            except (BrokenPipeError, ValueError):  # the helper is gone: nothing left running
+                pass
 
     def log_tail(self) -> str:
         try:
@@ -196,6 +221,21 @@ class Zygote:
 
 
 _zygote: Zygote | None = None
+# Set by `cancel_runs`, cleared by `allow_runs`: while set, every run in this process is given up.
+_cancelling = threading.Event()
+
+
+def cancel_runs() -> None:
+    """Give up the runs in progress in this process, and any started until `allow_runs`: their
+    children are killed (with every process they started) and `run_jobs` raises Cancelled.
+    Called from another thread than the one waiting for the run (`grader watch`)."""
+    _cancelling.set()
+    if _zygote is not None:
+        _zygote.cancel()
+
+
+def allow_runs() -> None:
+    _cancelling.clear()
 
 
 def zygote() -> Zygote:
@@ -221,8 +261,10 @@ def run_jobs(
 
     `on_done(job, outcome)` is called for each job as its child finishes with it. `scratch`,
     the caller's folder of the jobs' files, is removed by the helper if the caller dies (killed
-    with -9, it cannot remove it itself).
+    with -9, it cannot remove it itself). Raises Cancelled after `cancel_runs`.
     """
+    if _cancelling.is_set():
+        raise Cancelled
     sandbox.protect_this_process()  # the grader's memory holds the expected results
     parallel = max(1, parallel or os.cpu_count() or 1)
     by_key = {job.key: job for job in jobs}
@@ -253,7 +295,13 @@ def run_jobs(
             if job.key not in outcomes:
                 collect({"key": job.key, "state": RunState.GRADER_FAILED, "exitcode": None})
     else:
-        schedule(describe_units(jobs), parallel, InterpreterChild, collect)
+        schedule(
+            describe_units(jobs),
+            parallel,
+            InterpreterChild,
+            collect,
+            cancelled=_cancelling.is_set,
+        )
     for job in jobs:  # a job the scheduler never reported on counts as crashed
         if job.key not in outcomes:
             collect({"key": job.key, "state": RunState.CRASHED, "exitcode": None, "seconds": 0.0})

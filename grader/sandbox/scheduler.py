@@ -400,6 +400,10 @@ def discard(path: str) -> None:
         pass
 
 
+class Cancelled(Exception):
+    """The run was given up (`grader watch`: the file was saved again); its children are dead."""
+
+
 def schedule(
     units: list[dict],
     parallel: int,
@@ -407,6 +411,7 @@ def schedule(
     report=None,
     parent: int | None = None,
     stop=None,
+    cancelled=None,
 ):
     """Run every unit, at most `parallel` children at once, each part within its own timeout.
 
@@ -414,7 +419,8 @@ def schedule(
     user id of its own. The parts a child never started (after a part that hung or crashed) go
     back to the front of the queue, for a fresh child. With `parent` set (in the zygote), the
     run stops and kills every child once that process is gone, so a grader killed with -9 leaves
-    nothing running; likewise once `stop()` says so.
+    nothing running; likewise once `stop()` says so. Once `cancelled()` says so, every child
+    is killed and Cancelled raised: the caller goes on with its next request.
     """
     pending = deque((unit, 0) for unit in units)
     running: list[_Running] = []
@@ -439,6 +445,8 @@ def schedule(
                     raise SystemExit("the grader is gone")
                 if stop is not None and stop():
                     raise SystemExit("asked to stop")
+                if cancelled is not None and cancelled():
+                    raise Cancelled
                 _tick(pending, running, free_slots, start, done)
     finally:
         with _signals_held():

@@ -35,6 +35,8 @@ import platform
 import stat
 import sys
 
+from grader.i18n import _
+
 SLOT_UID_BASE = 61000
 PRIVATE_UID_BASE, PID_SPAN, SLOTS = 1 << 28, 1 << 22, 256
 CLONE_NEWNS, CLONE_NEWIPC, CLONE_NEWNET = 0x00020000, 0x08000000, 0x40000000
@@ -152,11 +154,12 @@ def own_user_problem() -> str | None:
     if not blocked or available() is None:
         return None
     folders = ", ".join(sorted(blocked))
-    return (
-        f"the Python installation lies in folders other users cannot enter ({folders}) "
-        f"and this machine gives no mount namespace to reach it otherwise ({available()}); "
-        "install Python where other users can read it (/usr, /opt), or run the grader as an "
-        "ordinary user"
+    return _(
+        "the Python installation lies in folders other users cannot enter ({folders}) and this "
+        "machine gives no mount namespace to reach it otherwise ({why}); install Python where "
+        "other users can read it (/usr, /opt), or run the grader as an ordinary user",
+        folders=folders,
+        why=available(),
     )
 
 
@@ -212,7 +215,7 @@ def _cover(libc, blocked: dict[str, set[str]]) -> None:
     a blocked folder inside another is bound back, then covered in turn."""
     order = sorted(blocked, key=lambda folder: folder.count("/") - (folder == "/"))
     if "/" in blocked:
-        raise OSError("the root folder itself cannot be entered by other users")
+        raise OSError(_("the root folder itself cannot be entered by other users"))
     opened = {}
     try:
         for folder in order:
@@ -288,9 +291,9 @@ def available() -> str | None:
     """Why children cannot have a world of their own here (None: they can). Tried once, in a
     forked process, as this process's user would."""
     if not linux():
-        return f"{platform.system()} has no Linux namespaces"
+        return _("{system} has no Linux namespaces", system=platform.system())
     if not hasattr(os, "fork"):
-        return "this Python cannot fork to try them"
+        return _("this Python cannot fork to try them")
     if "available" not in _entered:
         _entered["available"] = _try_in_a_fork()
     return _entered["available"]

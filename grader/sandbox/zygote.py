@@ -3,16 +3,50 @@
 Protocol on stdin/stdout, one JSON document per line: the grader sends
 `{"jobs": [units...], "parallel": N}`, a unit being the parts of one submitted exercise; the
 zygote answers one line per part (`{"key", "state", "exitcode", "seconds"}`, and `"log_of"`: the
-part whose log holds the output, where that is another part's) and then `{"done": true}`. It
-exits when stdin closes. Its own stdout is kept for the protocol alone: anything else printed
-goes to stderr, and forked children close it.
+part whose log holds the output, where that is another part's) and then `{"done": true}`.
+`{"cancel": true}`, sent while a request runs, gives it up: its children are killed and the
+answer ends with `{"done": true, "cancelled": true}`; the zygote stays, warm, for the next
+request. Sent in the same stream as the requests, a cancel is never mistaken for one meant for a
+later request: one that comes after its request ended is skipped. It exits when stdin closes.
+Its own stdout is kept for the protocol alone: anything else printed goes to stderr, and forked
+children close it.
 """
 
 import json
 import os
+import select
 import shutil
 import signal
 import sys
+
+
+class Lines:
+    """The lines of the grader's requests on a descriptor, read whole or, during a run, only
+    when some have come (Python's own buffered stdin cannot say whether a line is waiting)."""
+
+    def __init__(self, fd: int):
+        self.fd, self.buffer, self.ended = fd, b"", False
+
+    def _fill(self) -> None:
+        data = os.read(self.fd, 65536)
+        self.ended = not data
+        self.buffer += data
+
+    def next(self) -> bytes | None:
+        """The next line, waiting for it; None once the grader closed the pipe."""
+        while b"\n" not in self.buffer and not self.ended:
+            self._fill()
+        if b"\n" not in self.buffer:
+            return None
+        line, self.buffer = self.buffer.split(b"\n", 1)
+        return line
+
+    def waiting(self) -> list[bytes]:
+        """The whole lines that have come, without waiting."""
+        while not self.ended and select.select([self.fd], [], [], 0)[0]:
+            self._fill()
+        *lines, self.buffer = self.buffer.split(b"\n")
+        return lines
 
 
 def main() -> None:
@@ -22,7 +56,7 @@ def main() -> None:
 
     import grader.sandbox.preload  # noqa: F401 - Keras and the backend, imported before any fork
     from grader.sandbox import protect_this_process
-    from grader.sandbox.scheduler import ForkedChild, schedule
+    from grader.sandbox.scheduler import Cancelled, ForkedChild, schedule
 
     protect_this_process()  # its memory holds every job's paths: no same-user process reads it
 
@@ -42,18 +76,31 @@ def main() -> None:
     signal.signal(signal.SIGTERM, terminate)
     parent = os.getppid()
     scratch = None  # the grader's folder of the last request's files
+    requests = Lines(sys.stdin.fileno())
+
+    def cancelled() -> bool:
+        # During a run the grader sends nothing but cancels.
+        return any(json.loads(line).get("cancel") for line in requests.waiting())
+
     try:
-        for line in sys.stdin:
+        while (line := requests.next()) is not None:
             request = json.loads(line)
+            if request.get("cancel"):  # its request had ended before it came
+                continue
             scratch = request.get("scratch")
-            schedule(
-                request["jobs"],
-                request["parallel"],
-                ForkedChild,
-                report,
-                parent=parent,
-                stop=lambda: bool(stopping),
-            )
+            try:
+                schedule(
+                    request["jobs"],
+                    request["parallel"],
+                    ForkedChild,
+                    report,
+                    parent=parent,
+                    stop=lambda: bool(stopping),
+                    cancelled=cancelled,
+                )
+            except Cancelled:
+                report({"done": True, "cancelled": True})
+                continue
             report({"done": True})
     finally:
         # The grader is gone (or done, and removed it already): what it left is removed here,

@@ -99,3 +99,10 @@ def test_written_to_a_file_it_is_the_same_workflow(tmp_path):
     result = CliRunner().invoke(cli.main, ["release", "actions", "-e", "8-2", "--out", target])
     assert result.exit_code == 0, result.output
     assert target.read_text() == actions_workflow([EXERCISES["8-2"]])
+
+
+def test_every_part_is_worth_whole_points():
+    """The command grader reads max-score with JavaScript's parseInt: 1.5 points would count
+    as 1 in GitHub Classroom."""
+    parts = [(r.id, p.name, p.points) for r in EXERCISES.values() for p in r.parts]
+    assert [part for part in parts if part[2] != int(part[2])] == []

@@ -4,6 +4,7 @@ import json
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
@@ -79,6 +80,21 @@ def test_check_of_a_file_grades_that_file(tmp_path):
     assert result.exit_code == 0, result.output
     data = json.loads(result.output)
     assert data["score"] == 10.0
+
+
+@pytest.mark.parametrize("name", ["ex8_2 (1).py", "ex8_2__einsum.py", "ex8_2-final.py"])
+def test_check_of_a_file_saved_under_another_name_grades_that_file(tmp_path, name):
+    """A download or a copy keeps the exercise's name with something after it; the file named
+    is graded, not the ex8_2.py beside it (here the untouched stub, which would score 0)."""
+    from tests.support.unprivileged import REPO
+
+    solution = (REPO / "solutions" / "ex8_2.py").read_text()
+    (tmp_path / name).write_text(solution)
+    (tmp_path / "ex8_2.py").write_text((REPO / "exercises" / "ex8_2.py").read_text())
+    result = run("check", str(tmp_path / name), "--format", "json")
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.output)["score"] == 10.0
+    assert run("show", "ex8_2__einsum").exit_code == 2  # a typed id is not guessed at
 
 
 @pytest.mark.ex8_2
@@ -163,3 +179,35 @@ def test_the_file_graded_never_depends_on_the_language(tmp_path, monkeypatch):
     assert chosen() == [chinese, chinese]
     (tmp_path / record.file).write_text("# mine\n")
     assert cli._exercise_file(record) == tmp_path / record.file
+
+
+def test_the_edited_file_is_graded_whatever_the_file_times(tmp_path, monkeypatch):
+    """A fresh clone (GitHub Actions' checkout) writes every file at once, the Chinese stubs
+    after the English ones: the file graded is the one whose code differs from the untouched
+    stubs', `.py` or notebook, never the one written last."""
+    from grader import KIT, cli, i18n
+    from grader.notebook.generate import notebook_text
+    from grader.records import get_exercise
+
+    record = get_exercise("8-2")
+    stem = Path(record.file).stem
+    kit = tmp_path / "kit" / "exercises"
+    (kit / "zh").mkdir(parents=True)
+    stubs = [Path("exercises"), Path("exercises") / "zh"]
+    files = [folder / f"{stem}{suffix}" for folder in stubs for suffix in (".py", ".ipynb")]
+    for when, name in enumerate(files):
+        copy = kit.parent / name
+        copy.write_bytes((KIT / name).read_bytes())
+        os.utime(copy, (1_000 + when, 1_000 + when))
+    monkeypatch.setattr("grader.instructor.stubs.KIT", kit.parent)
+    monkeypatch.setattr(i18n, "_language", "en")
+    monkeypatch.chdir(tmp_path)
+    assert cli._exercise_file(record) == kit / record.file  # untouched: the language's own
+    mine = (KIT / "examples" / "submissions" / "bob" / record.file).read_text()
+    for edited in (kit / record.file, kit / f"{stem}.ipynb"):
+        original = edited.read_bytes()
+        text = notebook_text(record, mine) if edited.suffix == ".ipynb" else mine
+        edited.write_text(text, encoding="utf-8")
+        os.utime(edited, (900, 900))  # written before the untouched Chinese stubs
+        assert cli._exercise_file(record) == edited
+        edited.write_bytes(original)

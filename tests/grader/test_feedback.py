@@ -111,6 +111,42 @@ def test_a_part_that_calls_another_failing_part_says_fix_that_one_first(tmp_path
     assert layer[1].strip().startswith("fix split_heads first: MultiHeadAttention calls it")
 
 
+def named(name, mistake, words):
+    return CheckResult(name, False, f"{words} (at index [0])", mistake, detail="at index [0]")
+
+
+def test_a_parts_own_named_mistake_comes_before_fix_that_one_first():
+    """The layer inherits split_heads' failure and has a bug of its own: its own recognised
+    mistake is what it can act on now, read first, with where it shows."""
+    own = named("output, B=2", "scale missing", "You forgot to divide by √d_k.")
+    part = PartResult("MultiHeadAttention", 5, Status.FAILED, [differ("output, B=1"), own])
+    cause = feedback.cause_words("MultiHeadAttention", ["split_heads"])
+    lines = [line.strip() for line in feedback.part_lines(part, [cause], width=300)]
+    assert lines[0].startswith("You forgot to divide by √d_k.") and "at index [0]" in lines[0]
+    assert lines[1].startswith("fix split_heads first")
+    # Without a recognised mistake of its own, the cause still leads.
+    plain = PartResult("MultiHeadAttention", 5, Status.FAILED, [differ("output, B=1")])
+    assert feedback.part_lines(plain, [cause], width=300)[0].strip().startswith("fix split_heads")
+
+
+def test_every_recognised_mistake_is_shown_never_behind_n_more_problems():
+    mistakes = [
+        named("output, case 1", "push before pop", "You pushed v_t and then popped."),
+        named("output, case 2", "property: energy never rises", "The energy rose."),
+        named("gradient wrt x, case 3", "gradient cut", "Something cuts the gradient."),
+    ]
+    part = PartResult("p", 1, Status.FAILED, [differ("output, case 0"), *mistakes])
+    text = "\n".join(feedback.part_lines(part, width=300))
+    for words in ("You pushed v_t", "The energy rose.", "Something cuts the gradient."):
+        assert words in text
+    # Only the unrecognised difference is left for --verbose.
+    assert "1 more problem" in text and "values differ" not in text
+    record = get_exercise("8-4")
+    parts = [PartResult("neural_stack", 2, Status.FAILED, part.checks)]
+    default = render(record, ExerciseResult("8-4", parts, submission="ex8_4.py"), color=False)
+    assert all(words in default for words in ("You pushed v_t", "The energy rose."))
+
+
 SOLVED_BUT_IMPORTS_ATTNKIT = """import attnkit
 import numpy as np
 

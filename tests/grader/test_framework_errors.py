@@ -172,6 +172,29 @@ def test_an_error_of_the_helper_itself_stays_where_it_was_raised():
     assert framework_errors.cause_frame((caller, helper), case) == (caller, helper)
 
 
+def test_a_caller_that_passes_its_own_arguments_on_unchanged_is_never_blamed(tmp_path):
+    """The helper fails on a line that uses its arguments, but its caller passed it the
+    grader's inputs as they came: the mistake is the helper's, so is the place."""
+    from grader.engine.protocol import Frame
+
+    case = Case("masked_softmax", "function", "B=2")
+    helper = Frame("m.py", 3, "helper", "return x + m", ("x", "m"))
+    untouched = Frame(
+        "m.py", 9, "masked_softmax", "return helper(scores, mask)", ("scores", "mask")
+    )
+    assert framework_errors.cause_frame((untouched, helper), case) == (None, None)
+    source = tmp_path / "m.py"
+    source.write_text(
+        "def helper(x, m):\n    pass\n    return x + m\n\n\n"
+        "def masked_softmax(scores, mask):\n    mask = mask[..., None]\n    pass\n"
+        "    return helper(scores, mask)\n"
+    )
+    # The same line, once the caller has changed `mask` before it: the caller made the value.
+    assert framework_errors.cause_frame((untouched, helper), case, source) == (untouched, helper)
+    inline = Frame("m.py", 9, "masked_softmax", "return helper(scores, mask[0])", ("scores",))
+    assert framework_errors.cause_frame((inline, helper), case) == (inline, helper)
+
+
 def test_frames_from_a_child_are_plain_data_or_a_malformed_report():
     from grader.engine import protocol
     from grader.engine.status import CaseStatus

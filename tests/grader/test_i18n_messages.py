@@ -152,3 +152,105 @@ def test_an_unknown_exercise_is_told_in_chinese():
         get_exercise("8-9")
     assert str(raised.value).startswith("未知的练习 '8-9'。已有的练习：8-1, 8-2")
     assert "你是不是想输入 8-" in str(raised.value)
+
+
+# Where a message is made that a student or a TA reads: raised by these, passed to these, or
+# returned by these functions of the grader (a file refused, a submission unusable, the
+# sandbox's protections and why one is missing, the CLI's lines).
+SHOWN_THROUGH = {
+    "RefusedFile",
+    "UnsafeSubmission",
+    "TooLarge",
+    "ExerciseFile",
+    "BadParameter",
+    "UsageError",
+    "ClickException",
+    "echo",
+    "secho",
+    "OSError",
+    "ValueError",
+    "RuntimeError",
+    "FileNotFoundError",
+}
+MADE_BY = {
+    "grader/engine/safe_files.py": ("refusal", "_unreadable"),
+    "grader/sandbox/world.py": ("own_user_problem", "available"),
+    "grader/sandbox/__init__.py": ("describe",),
+}
+# Raised and caught inside the grader, or a programming error: read by nobody but a developer.
+INTERNAL = {
+    ("grader/engine/bundle.py", "{} is not a plain file"),
+    ("grader/instructor/gradebook.py", "not a result"),
+    ("grader/sandbox/landlock.py", "landlock_add_rule failed for {}"),
+    ("grader/sandbox/processes.py", "the jobs of group {} differ in more than their cases"),
+}
+MARKED = {"_", "n_", "N_", "tr", "reported_text", "label_text", "label_texts"}
+SENTENCE = re.compile(r"[A-Za-z]+(?: [A-Za-z]+){2,}")
+
+
+def _called(node) -> str:
+    return getattr(node, "id", None) or getattr(node, "attr", "")
+
+
+def _unmarked_texts(node):
+    """The string literals under `node` outside a call that marks them for the catalog."""
+    import ast
+
+    if isinstance(node, ast.Call) and _called(node.func) in MARKED:
+        return
+    if isinstance(node, ast.JoinedStr):
+        yield "".join(v.value if isinstance(v, ast.Constant) else "{}" for v in node.values)
+        return
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        yield node.value
+        return
+    for child in ast.iter_child_nodes(node):
+        yield from _unmarked_texts(child)
+
+
+def test_every_message_a_student_or_ta_reads_is_in_the_catalog():
+    """An English sentence the grader raises, prints or returns as a message, written as a
+    plain string (an f-string) instead of `_("...")`, never reaches the catalog: it would stay
+    English for a Chinese student. This finds every one in the grader's code."""
+    import ast
+
+    from tests.support.unprivileged import REPO
+
+    found = []
+    for path in sorted((REPO / "grader").rglob("*.py")):
+        where = path.relative_to(REPO).as_posix()
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        shown = [
+            argument
+            for node in ast.walk(tree)
+            if isinstance(node, ast.Call) and _called(node.func) in SHOWN_THROUGH
+            for argument in node.args
+        ]
+        shown += [
+            node.value
+            for function in ast.walk(tree)
+            if isinstance(function, ast.FunctionDef) and function.name in MADE_BY.get(where, ())
+            for node in ast.walk(function)
+            if isinstance(node, ast.Return) and node.value is not None
+        ]
+        for node in shown:
+            for text in _unmarked_texts(node):
+                if SENTENCE.search(text) and (where, text) not in INTERNAL:
+                    found.append(f"{where}: {text!r}")
+    assert not found, "\n".join(found)
+
+
+def test_a_linked_file_is_refused_in_chinese(tmp_path):
+    from grader.engine.safe_files import RefusedFile, read_plain_path
+
+    (tmp_path / "real.py").write_text("x = 1\n")
+    (tmp_path / "ex8_2.py").symlink_to(tmp_path / "real.py")
+    with speaking("zh"), pytest.raises(RefusedFile) as refused:
+        read_plain_path(tmp_path / "ex8_2.py")
+    assert str(refused.value) == "ex8_2.py 是符号链接：请提交文件本身，而不是指向它的链接"
+    with speaking("en"), pytest.raises(RefusedFile) as refused:
+        read_plain_path(tmp_path / "ex8_2.py")
+    assert (
+        str(refused.value)
+        == "ex8_2.py is a symbolic link: hand in the file itself, not a link to it"
+    )

@@ -89,7 +89,7 @@ PLANTED = [
         "sequence_mask",
         SEQUENCE_MASK.format(expression="np.arange(maxlen) <= valid_lens[..., None]"),
         "one position too many",
-        "you kept j <= valid_len",
+        "you kept j <= valid_lens[b]",
     ),
     (
         "sequence_mask",

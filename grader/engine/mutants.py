@@ -1,0 +1,676 @@
+"""Wrong computations derived from a NumPy reference by a small catalogue of operators.
+
+A mutant is the reference function with one change a student could have made: the axis of a
+normalisation or a reduction; an elementwise function for another of its family (tanh for the
+sigmoid, |x| for x²); a term or factor left out or counted twice; two arguments or two indices
+swapped, a transpose missing or added; a comparison or a constant index off by one; two
+consecutive steps in the other order; a normalisation applied twice. Each is made by editing
+the syntax tree of the function's source (or of a helper of grader.reference it calls) and
+compiling the result in a copy of the function's globals: the reference itself never changes.
+
+A mutant knows how to say what it changed in a student's words (`Mutant.words`), from what it
+recorded about the array it touched when it ran (the shape a softmax ran over, say), never by
+quoting the reference's code.
+"""
+
+from __future__ import annotations
+
+import ast
+import copy
+import inspect
+import itertools
+import textwrap
+import types
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+
+import numpy as np
+
+# Functions of a family a student confuses with one another, as names a call can have.
+FAMILIES = (
+    ("tanh", "sigmoid", "relu", "identity"),
+    ("abs", "square"),
+    ("sqrt", "identity", "square"),
+    ("exp", "identity"),
+    ("log", "identity"),
+    ("maximum", "minimum"),
+    ("max", "min", "mean", "sum"),
+    ("argmax", "argmin"),
+    ("sin", "cos"),
+    ("softmax", "sigmoid", "normalise"),
+)
+# Calls whose `axis` picks what is normalised or reduced.
+REDUCERS = frozenset(
+    {
+        "sum",
+        "max",
+        "min",
+        "mean",
+        "prod",
+        "std",
+        "var",
+        "argmax",
+        "argmin",
+        "cumsum",
+        "norm",
+        "softmax",
+        "masked_softmax",
+        "logsumexp",
+        "any",
+        "all",
+        "linalg.norm",
+    }
+)
+NORMALISATIONS = frozenset({"softmax", "masked_softmax", "normalise"})
+AXES = (-1, -2, -3, 0, 1, 2)
+
+
+def _sigmoid(x):
+    return 1.0 / (1.0 + np.exp(-np.asarray(x, dtype=np.float64)))
+
+
+def _relu(x):
+    return np.maximum(x, 0.0)
+
+
+def _identity(x, *args, **kwargs):
+    return x
+
+
+def _softmax(x, axis=-1, **kwargs):
+    x = np.asarray(x, dtype=np.float64)
+    e = np.exp(x - x.max(axis=axis, keepdims=True))
+    return e / e.sum(axis=axis, keepdims=True)
+
+
+def _normalise(x, axis=-1, **kwargs):
+    x = np.asarray(x, dtype=np.float64)
+    return x / x.sum(axis=axis, keepdims=True)
+
+
+def _square(x):
+    return np.square(x)
+
+
+# The stand-ins a mutant calls, by the name FAMILIES gives them (NumPy's where it has one).
+STAND_INS = {
+    "sigmoid": _sigmoid,
+    "relu": _relu,
+    "identity": _identity,
+    "softmax": _softmax,
+    "normalise": _normalise,
+    "square": _square,
+}
+PREFIX = "_mutant_"
+
+
+@dataclass
+class Mutant:
+    """One changed reference. `function` computes like the reference but for the change;
+    `kind` is the operator; `where` the name of the reference function changed (the top one,
+    or a helper it calls, `depth` calls down); `facts` what the change needs to be told in
+    words (filled in when `function` runs: the shape it touched)."""
+
+    kind: str
+    where: str
+    depth: int
+    function: Callable
+    facts: dict = field(default_factory=dict)
+    seen: dict = field(default_factory=dict)
+
+
+def _call_name(node: ast.Call) -> str:
+    """ "sum" for np.sum(...), x.sum(...), sum(...); "linalg.norm" for np.linalg.norm."""
+    func = node.func
+    if isinstance(func, ast.Name):
+        return func.id
+    if isinstance(func, ast.Attribute):
+        if isinstance(func.value, ast.Attribute) and func.value.attr == "linalg":
+            return "linalg." + func.attr
+        return func.attr
+    return ""
+
+
+def _int_of(node) -> int | None:
+    if isinstance(node, ast.Constant) and type(node.value) is int:
+        return node.value
+    if (
+        isinstance(node, ast.UnaryOp)
+        and isinstance(node.op, ast.USub)
+        and isinstance(node.operand, ast.Constant)
+        and type(node.operand.value) is int
+    ):
+        return -node.operand.value
+    return None
+
+
+def _const(value) -> ast.expr:
+    if isinstance(value, int) and value < 0:
+        return ast.UnaryOp(ast.USub(), ast.Constant(-value))
+    if isinstance(value, tuple):
+        return ast.Tuple([_const(v) for v in value], ast.Load())
+    return ast.Constant(value)
+
+
+def _stand_in(name: str) -> ast.expr:
+    if name in STAND_INS:
+        return ast.Name(PREFIX + name, ast.Load())
+    return ast.Attribute(ast.Name(PREFIX + "np", ast.Load()), name, ast.Load())
+
+
+def _record(site: str, node: ast.expr) -> ast.expr:
+    """`node`, recording the shape of its value under `site` when the mutant runs."""
+    return ast.Call(ast.Name(PREFIX + "record", ast.Load()), [ast.Constant(site), node], [])
+
+
+def _free_names(node) -> list[str]:
+    return sorted({n.id for n in ast.walk(node) if isinstance(n, ast.Name)})
+
+
+# An edit: (kind, facts, a function that changes the copied tree's node in place or returns
+# its replacement).
+Edit = tuple[str, dict, Callable[[ast.AST], ast.AST]]
+
+
+def _edits(node: ast.AST, parameters: set[str], scope: dict) -> Iterator[Edit]:
+    """Every change of the catalogue that applies to `node` (`scope`: the function's globals,
+    where the helpers it calls are found)."""
+    if isinstance(node, ast.Call):
+        yield from _call_edits(node, scope)
+    elif isinstance(node, ast.BinOp):
+        yield from _binop_edits(node, parameters)
+    elif isinstance(node, ast.Compare) and len(node.ops) == 1:
+        flips = {ast.Lt: ast.LtE, ast.LtE: ast.Lt, ast.Gt: ast.GtE, ast.GtE: ast.Gt}
+        flip = flips.get(type(node.ops[0]))
+        if flip is not None:
+            strict = type(node.ops[0]) in (ast.Lt, ast.Gt)
+
+            def compare(n, flip=flip):
+                n.ops = [flip()]
+                return n
+
+            yield "boundary", {"strict": strict}, compare
+    elif isinstance(node, ast.Attribute) and node.attr == "T":
+        yield "transpose dropped", {}, lambda n: n.value
+    elif isinstance(node, ast.Subscript):
+        yield from _subscript_edits(node)
+    elif isinstance(node, ast.Constant) and type(node.value) is float and node.value != 0.0:
+        for factor in (2.0, 0.5):
+
+            def scale(n, factor=factor):
+                return ast.Constant(n.value * factor)
+
+            yield "constant", {"value": node.value, "used": node.value * factor}, scale
+
+
+def _call_edits(node: ast.Call, scope: dict) -> Iterator[Edit]:
+    name = _call_name(node)
+    short = name.split(".")[-1]
+    keywords = {k.arg: k for k in node.keywords if k.arg}
+    method = isinstance(node.func, ast.Attribute) and not _is_module(node.func.value)
+    position = _axis_position(node, method, scope)
+    axis_node = _axis_value(node, position) if position is not None else None
+    default = _axis_default(node, scope) if position is not None and axis_node is None else None
+    if axis_node is None and default is not None:
+        axis_node = _const(default)
+    if axis_node is not None:
+        current = _int_of(axis_node)
+        site = f"axis@{id(node)}"
+        for axis in [a for a in AXES if a != current] + [None, "batch"]:
+
+            def change(n, axis=axis, site=site, method=method, position=position, default=default):
+                original = _axis_value(n, position)
+                if original is None:
+                    original = _const(default)
+                if method:
+                    n.func.value = _record(site, n.func.value)
+                elif n.args:
+                    n.args[0] = _record(site, n.args[0])
+                chosen = ast.Call(
+                    ast.Name(PREFIX + "axis", ast.Load()),
+                    [ast.Constant(site), original, ast.Constant(axis)],
+                    [],
+                )
+                _set_axis(n, chosen, position)
+                return n
+
+            facts = {"op": short, "axis": axis, "site": site}
+            yield "axis", facts, change
+    # A function for another of its family.
+    for family in FAMILIES:
+        if short in family and (isinstance(node.func, ast.Attribute) or short in STAND_INS):
+            if short in ("max", "min", "sum", "mean") and axis_node is None and not node.args:
+                break  # x.max() of everything: another reduction is no confusion of a student
+            for other in family:
+                if other == short:
+                    continue
+
+                def swap(n, other=other):
+                    if isinstance(n.func, ast.Attribute) and not _is_module(n.func.value):
+                        # x.max(axis=...) -> np.min(x, axis=...)
+                        n.args = [n.func.value, *n.args]
+                    n.func = _stand_in(other)
+                    return n
+
+                yield "function", {"used": other, "right": short}, swap
+            break
+    # A normalisation applied twice.
+    if short in NORMALISATIONS and node.args:
+
+        def twice(n):
+            inner = copy.deepcopy(n)
+            n.args = [inner, *n.args[1:]]
+            return n
+
+        yield "twice", {"op": short}, twice
+    # Two arguments swapped (of the same kind: both plain names or both expressions).
+    if len(node.args) >= 2 and short not in REDUCERS and short not in ("where", "full", "zeros"):
+
+        def swap_args(n):
+            n.args[0], n.args[1] = n.args[1], n.args[0]
+            return n
+
+        yield "arguments swapped", {"op": short}, swap_args
+    if short == "where" and len(node.args) == 3:
+
+        def polarity(n):
+            n.args[1], n.args[2] = n.args[2], n.args[1]
+            return n
+
+        yield "mask inverted", {}, polarity
+    if short in ("swapaxes", "transpose", "moveaxis") and node.args:
+        yield "transpose dropped", {}, lambda n: n.args[0]
+    # Constant offsets of diagonals, ranges and positions: off by one.
+    for key in ("k",):
+        if key in keywords and _int_of(keywords[key].value) is not None:
+            value = _int_of(keywords[key].value)
+            for delta in (1, -1):
+
+                def shift(n, delta=delta, key=key, value=value):
+                    for k in n.keywords:
+                        if k.arg == key:
+                            k.value = _const(value + delta)
+                    return n
+
+                yield "off by one", {"delta": delta}, shift
+    if short in ("range", "arange") and node.args:
+        for index in range(min(len(node.args), 2)):
+            for delta in (1, -1):
+
+                def shift_bound(n, index=index, delta=delta):
+                    n.args[index] = ast.BinOp(n.args[index], ast.Add(), _const(delta))
+                    return n
+
+                yield "off by one", {"delta": delta}, shift_bound
+
+
+def _is_module(node) -> bool:
+    return isinstance(node, ast.Name) and node.id in ("np", "numpy", "math")
+
+
+# Where a call takes its axis when it is not given by name: np.sum(x, 0), x.sum(0).
+POSITIONAL_AXIS = frozenset({"sum", "max", "min", "mean", "argmax", "argmin", "cumsum", "softmax"})
+
+
+def _axis_position(node: ast.Call, method: bool, scope: dict) -> int | None:
+    """Where the call takes its axis: its position among the positional arguments, -1 when
+    only by name; None when the call has no axis (it is no reduction or normalisation)."""
+    name = _call_name(node)
+    callee = scope.get(node.func.id) if isinstance(node.func, ast.Name) else None
+    if isinstance(callee, types.FunctionType):
+        try:
+            names = list(inspect.signature(callee).parameters)
+        except (TypeError, ValueError):
+            return None
+        return names.index("axis") if "axis" in names else None
+    if name in POSITIONAL_AXIS:
+        return 0 if method else 1
+    return -1 if name in REDUCERS else None
+
+
+def _axis_default(node: ast.Call, scope: dict) -> int | None:
+    """The default axis of a helper called without one (softmax(x) runs over -1)."""
+    callee = scope.get(node.func.id) if isinstance(node.func, ast.Name) else None
+    if not isinstance(callee, types.FunctionType):
+        return None
+    try:
+        parameter = inspect.signature(callee).parameters.get("axis")
+    except (TypeError, ValueError):
+        return None
+    default = None if parameter is None else parameter.default
+    return default if type(default) is int else None
+
+
+def _axis_value(node: ast.Call, position: int):
+    """The expression of a call's axis, or None where it is not given (a reduction of
+    everything, or the callee's default)."""
+    for k in node.keywords:
+        if k.arg == "axis":
+            return k.value
+    if 0 <= position < len(node.args):
+        return node.args[position]
+    return None
+
+
+def _set_axis(node: ast.Call, value: ast.expr, position: int) -> None:
+    for k in node.keywords:
+        if k.arg == "axis":
+            k.value = value
+            return
+    if 0 <= position < len(node.args):
+        node.args[position] = value
+    else:
+        node.keywords.append(ast.keyword("axis", value))
+
+
+def _binop_edits(node: ast.BinOp, parameters: set[str]) -> Iterator[Edit]:
+    op = type(node.op)
+    left, right = _free_names(node.left), _free_names(node.right)
+    named = lambda names: [n for n in names if n in parameters]  # noqa: E731
+    if op in (ast.Add, ast.Sub):
+        yield "term dropped", {"names": named(right)}, lambda n: n.left
+        yield (
+            "term dropped",
+            {"names": named(left)},
+            lambda n: n.right if isinstance(n.op, ast.Add) else ast.UnaryOp(ast.USub(), n.right),
+        )
+
+        def double(n):
+            n.right = ast.BinOp(ast.Constant(2.0), ast.Mult(), n.right)
+            return n
+
+        yield "term doubled", {"names": named(right)}, double
+        other = ast.Sub if op is ast.Add else ast.Add
+
+        def sign(n, other=other):
+            n.op = other()
+            return n
+
+        yield "sign", {"names": named(right), "minus": op is ast.Add}, sign
+    if op is ast.Sub:
+
+        def reverse(n):
+            n.left, n.right = n.right, n.left
+            return n
+
+        yield "reversed", {"op": "-"}, reverse
+    if op is ast.Mult:
+        yield "factor dropped", {"names": named(right)}, lambda n: n.left
+        yield "factor dropped", {"names": named(left)}, lambda n: n.right
+    if op is ast.Div:
+        yield "division dropped", {"names": named(right)}, lambda n: n.left
+
+        def multiply(n):
+            n.op = ast.Mult()
+            return n
+
+        yield "multiplied", {"names": named(right)}, multiply
+
+        def floor(n):
+            n.op = ast.FloorDiv()
+            return n
+
+        yield "integer division", {}, floor
+
+        def squared(n):
+            n.right = ast.BinOp(n.right, ast.Mult(), copy.deepcopy(n.right))
+            return n
+
+        yield "divided twice", {"names": named(right)}, squared
+        sqrt = ast.Call(_stand_in("sqrt"), [node.right], [])
+        yield (
+            "root",
+            {"names": named(right), "root": True},
+            lambda n, s=sqrt: ast.BinOp(n.left, ast.Div(), copy.deepcopy(s)),
+        )
+    if op is ast.Pow:
+        exponent = node.right
+        if isinstance(exponent, ast.Constant) and exponent.value == 2:
+            yield (
+                "function",
+                {"used": "abs", "right": "square"},
+                lambda n: ast.Call(_stand_in("abs"), [n.left], []),
+            )
+        if isinstance(exponent, ast.Constant) and exponent.value == 0.5:
+            yield "root", {"names": named(left), "root": False}, lambda n: n.left
+    if op is ast.MatMult:
+        for side in ("left", "right"):
+            operand = getattr(node, side)
+            if isinstance(operand, ast.Name) and operand.id in parameters:
+
+                def transpose(n, side=side):
+                    value = getattr(n, side)
+                    swapped = ast.Call(
+                        ast.Attribute(ast.Name(PREFIX + "np", ast.Load()), "swapaxes", ast.Load()),
+                        [value, _const(-1), _const(-2)],
+                        [],
+                    )
+                    setattr(n, side, swapped)
+                    return n
+
+                yield "transposed", {"names": [operand.id]}, transpose
+
+        def commute(n):
+            n.left, n.right = n.right, n.left
+            return n
+
+        yield "arguments swapped", {"op": "@"}, commute
+
+
+def _subscript_edits(node: ast.Subscript) -> Iterator[Edit]:
+    """Two index names swapped (k[n, j] for k[n, i]): the other axis of a pair."""
+    index = node.slice
+    if not isinstance(index, ast.Tuple):
+        return
+    names = [(i, e.id) for i, e in enumerate(index.elts) if isinstance(e, ast.Name)]
+    for (a, first), (b, second) in itertools.pairwise(names):
+
+        def swap(n, a=a, b=b):
+            elts = n.slice.elts
+            elts[a], elts[b] = elts[b], elts[a]
+            return n
+
+        yield "indices swapped", {"first": first, "second": second}, swap
+
+
+def _order_edits(body: list[ast.stmt]) -> Iterator[tuple[int, Callable[[list], list]]]:
+    """Two consecutive steps in the other order: `a = f(x); b = g(a)` becomes `a = g(x);
+    b = f(a)` (g applied first), for every plain name x of f's expression."""
+    for i in range(len(body) - 1):
+        first, second = body[i], body[i + 1]
+        if not (
+            isinstance(first, ast.Assign)
+            and isinstance(second, ast.Assign)
+            and len(first.targets) == len(second.targets) == 1
+            and isinstance(first.targets[0], ast.Name)
+        ):
+            continue
+        chained = first.targets[0].id
+        if chained not in _free_names(second.value):
+            continue
+        for source in _free_names(first.value):
+            if source == chained:
+                continue
+
+            def reorder(stmts, i=i, chained=chained, source=source):
+                f, g = stmts[i], stmts[i + 1]
+                g_first = _renamed(g.value, chained, source)
+                f_second = _renamed(f.value, source, chained)
+                stmts[i] = ast.Assign([ast.Name(chained, ast.Store())], g_first)
+                stmts[i + 1] = ast.Assign(copy.deepcopy(g.targets), f_second)
+                return stmts
+
+            yield i, reorder
+
+
+def _renamed(node: ast.expr, old: str, new: str) -> ast.expr:
+    node = copy.deepcopy(node)
+    for n in ast.walk(node):
+        if isinstance(n, ast.Name) and n.id == old:
+            n.id = new
+    return node
+
+
+@dataclass(frozen=True)
+class _Source:
+    tree: ast.Module
+    function: Callable
+
+
+def _parsed(function: Callable) -> _Source | None:
+    try:
+        text = textwrap.dedent(inspect.getsource(function))
+    except (OSError, TypeError):
+        return None
+    tree = ast.parse(text)
+    if not tree.body or not isinstance(tree.body[0], ast.FunctionDef):
+        return None
+    return _Source(tree, function)
+
+
+def _compile(tree: ast.Module, function: Callable, recorder, axis_chooser) -> Callable | None:
+    tree = ast.fix_missing_locations(tree)
+    namespace = dict(function.__globals__)
+    namespace.update({PREFIX + name: value for name, value in STAND_INS.items()})
+    namespace[PREFIX + "np"] = np
+    namespace[PREFIX + "record"] = recorder
+    namespace[PREFIX + "axis"] = axis_chooser
+    try:
+        code = compile(tree, f"<mutant of {function.__name__}>", "exec")
+        exec(code, namespace)  # noqa: S102 - our own reference's edited source, never a submission's
+    except Exception:  # noqa: BLE001 - an edit that does not compile is no mutant
+        return None
+    return namespace[tree.body[0].name]
+
+
+def helpers(function: Callable, depth: int = 2) -> list[tuple[Callable, tuple[str, ...]]]:
+    """(helper, path of names from `function` to it) for the grader.reference functions that
+    `function` calls by name, `depth` calls down, each once."""
+    found, seen = [], {function}
+
+    def visit(f, path, level):
+        source = _parsed(f)
+        if source is None or level >= depth:
+            return
+        for node in ast.walk(source.tree):
+            if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)):
+                continue
+            callee = f.__globals__.get(node.func.id)
+            if (
+                isinstance(callee, types.FunctionType)
+                and callee.__module__.startswith("grader.reference")
+                and callee not in seen
+            ):
+                seen.add(callee)
+                found.append((callee, path + (node.func.id,)))
+                visit(callee, path + (node.func.id,), level + 1)
+
+    visit(function, (), 0)
+    return found
+
+
+def _rebound(function: Callable, path: tuple[str, ...], changed: Callable) -> Callable:
+    """`function` calling `changed` in place of the helper at the end of `path`."""
+    if not path:
+        return changed
+    head, *rest = path
+    inner = function.__globals__[head]
+    replacement = _rebound(inner, tuple(rest), changed)
+    namespace = dict(function.__globals__)
+    namespace[head] = replacement
+    return types.FunctionType(
+        function.__code__,
+        namespace,
+        function.__name__,
+        function.__defaults__,
+        function.__closure__,
+    )
+
+
+def mutants(function: Callable, depth: int = 2) -> Iterator[Mutant]:
+    """Every mutant of `function`: its own body first, then its helpers', nearest first."""
+    targets = [(function, ())] + helpers(function, depth)
+    for changed_function, path in targets:
+        yield from _mutants_of(function, changed_function, path)
+
+
+def _parameters(function: Callable) -> set[str]:
+    try:
+        return set(inspect.signature(function).parameters)
+    except (TypeError, ValueError):
+        return set()
+
+
+def _mutants_of(top: Callable, function: Callable, path: tuple[str, ...]) -> Iterator[Mutant]:
+    source = _parsed(function)
+    if source is None:
+        return
+    parameters = _parameters(function) | _parameters(top)
+    nodes = list(ast.walk(source.tree.body[0]))
+    for index, node in enumerate(nodes):
+        if index == 0:
+            continue
+        for kind, facts, edit in _edits(node, parameters, function.__globals__):
+            tree = copy.deepcopy(source.tree)
+            copied = list(ast.walk(tree.body[0]))[index]
+            replacement = edit(copied)
+            if replacement is not copied and not _replace(tree, copied, replacement):
+                continue
+            mutant = _make(kind, dict(facts), top, function, path, tree)
+            if mutant is not None:
+                yield mutant
+    for block in _blocks(source.tree.body[0]):
+        for i, reorder in _order_edits(block):
+            tree = copy.deepcopy(source.tree)
+            copied_block = _blocks(tree.body[0])[_blocks(source.tree.body[0]).index(block)]
+            reorder(copied_block)
+            mutant = _make("order", {"step": i}, top, function, path, tree)
+            if mutant is not None:
+                yield mutant
+
+
+def _blocks(function_def: ast.FunctionDef) -> list[list[ast.stmt]]:
+    return [
+        n.body for n in ast.walk(function_def) if hasattr(n, "body") and isinstance(n.body, list)
+    ]
+
+
+def _make(kind, facts, top, function, path, tree) -> Mutant | None:
+    seen: dict = {}
+
+    def record(site, value):
+        seen.setdefault(site, np.shape(value))
+        return value
+
+    def choose_axis(site, original, axis):
+        seen.setdefault(site + ":right", original)
+        if axis == "batch":
+            right = -1 if original is None else original
+            return right if isinstance(right, tuple) else (0, right)
+        return axis
+
+    compiled = _compile(tree, function, record, choose_axis)
+    if compiled is None:
+        return None
+    return Mutant(
+        kind,
+        function.__name__,
+        len(path),
+        _rebound(top, path, compiled),
+        facts,
+        seen,
+    )
+
+
+def _replace(tree: ast.AST, old: ast.AST, new: ast.AST) -> bool:
+    for parent in ast.walk(tree):
+        for name, value in ast.iter_fields(parent):
+            if value is old:
+                setattr(parent, name, new)
+                return True
+            if isinstance(value, list):
+                for i, item in enumerate(value):
+                    if item is old:
+                        value[i] = new
+                        return True
+    return False

@@ -1,0 +1,577 @@
+"""Mistake search: the student's computation found among the reference's mutants.
+
+When a part's output differs and no mistake of its record names the difference, the grader
+recomputes the part's NumPy reference (grader.reference) under every mutant of
+grader.engine.mutants and names the first mutant that reproduces the student's output: every
+value, on every case where the student's output differs, and the expected output on every case
+where it does not. That is the evidence a diagnosis needs; with less it says nothing.
+
+All of it runs in the grader's process on the arrays the grader holds: the case's inputs and
+the student's outputs, as the child reported them. The student's code never runs again for it.
+It stops at its deadline.
+
+Which reference function computes a part is found, not declared: a function of
+grader.reference whose arguments the case names (grader.engine.spec.call_with_case) and whose
+output is the expected one on every case of the target. The part's own `Recompute` and the
+functions its record's mistakes recompute are tried first.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import inspect
+import re
+import time
+import types
+import warnings
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+from grader.engine import compare, mutants
+from grader.engine.diagnosis import SEARCHED
+from grader.engine.spec import Case, call_with_case
+from grader.i18n import N_, _
+
+# Seconds a part's search may take at most (the part's own timeout is longer).
+BUDGET = 4.0
+_SIZE = re.compile(r"(?<![\w.])([A-Za-z][\w]*)=(\d+)(?![\w.])")
+_OP_WORDS = {
+    "softmax": N_("the softmax"),
+    "masked_softmax": N_("the softmax"),
+    "normalise": N_("the normalisation"),
+    "sum": N_("the sum"),
+    "max": N_("the maximum"),
+    "min": N_("the minimum"),
+    "mean": N_("the mean"),
+    "argmax": N_("the argmax"),
+    "argmin": N_("the argmin"),
+    "cumsum": N_("the cumulative sum"),
+    "norm": N_("the norm"),
+    "logsumexp": N_("the log-sum-exp"),
+    "prod": N_("the product"),
+}
+_FUNCTION_WORDS = {
+    "tanh": "tanh",
+    "sigmoid": N_("the sigmoid σ"),
+    "relu": "ReLU",
+    "identity": N_("nothing (the value as it is)"),
+    "abs": "|x|",
+    "square": "x²",
+    "sqrt": "√",
+    "exp": "exp",
+    "log": "log",
+    "maximum": N_("the larger of the two"),
+    "minimum": N_("the smaller of the two"),
+    "max": N_("the maximum"),
+    "min": N_("the minimum"),
+    "mean": N_("the mean"),
+    "sum": N_("the sum"),
+    "argmax": N_("the position of the largest"),
+    "argmin": N_("the position of the smallest"),
+    "sin": "sin",
+    "cos": "cos",
+    "softmax": N_("the softmax"),
+    "normalise": N_("a division by the sum"),
+}
+
+
+@dataclass(frozen=True)
+class Found:
+    """A mutant that reproduces the student's output, and what to tell the student."""
+
+    kind: str
+    explanation: str
+
+
+def explain(part, cases, expected_outputs, received_outputs, deadline: float | None = None):
+    """{index of a case: Found} for the cases of `part` whose output differs and that a mutant
+    of the part's reference explains (one mutant per target, explaining all of its failing
+    cases), or {} where none does."""
+    deadline = deadline if deadline is not None else time.monotonic() + BUDGET
+    by_target: dict[str, list[int]] = {}
+    for index, case in enumerate(cases):
+        if case.raises or case.variant_of >= 0:
+            continue
+        by_target.setdefault(case.target, []).append(index)
+    found: dict[int, Found] = {}
+    for indices in by_target.values():
+        usable = []
+        for i in indices:
+            want, got = _array(expected_outputs[i]), _array(received_outputs[i])
+            if want is None or got is None or got.shape != want.shape:
+                continue
+            if not np.all(np.isfinite(got)):
+                continue  # NaN and overflow have their own diagnosis
+            usable.append((cases[i], want, got, i))
+        failing = [u for u in usable if not compare.matches(u[1], u[2], u[0])]
+        if not failing:
+            continue
+        hit = _search_target(part, usable, failing, deadline)
+        if hit is None:
+            continue
+        mutant, pick, words = hit
+        for failure in failing:
+            # Told on the case's own sizes where they tell it, else as on the first that does.
+            own = _words(mutant, pick, [failure]) or words
+            found[failure[3]] = Found(mutant.kind, own)
+    return found
+
+
+def _array(output):
+    if output is None:
+        return None
+    try:
+        array = np.asarray(output, dtype=np.float64)
+    except (TypeError, ValueError):
+        return None
+    return array
+
+
+def _search_target(part, usable, failing, deadline):
+    reference = find_reference(part, usable)
+    if reference is None:
+        return None
+    function, pick = reference
+    passing = [u for u in usable if u not in failing]
+    # Small cases first: a wrong mutant is usually rejected on the first one.
+    failing = sorted(failing, key=lambda u: u[1].size)
+    for mutant in mutants.mutants(function):
+        if time.monotonic() > deadline:
+            return None
+        if _reproduces(mutant, pick, failing, passing):
+            words = _words(mutant, pick, failing)
+            if words is not None:
+                return mutant, pick, words
+    return None
+
+
+def _output(function, pick, case) -> np.ndarray | None:
+    with warnings.catch_warnings(), np.errstate(all="ignore"):
+        warnings.simplefilter("ignore")
+        try:
+            value = call_with_case(function, case)
+        except Exception:  # noqa: BLE001 - a mutant that cannot compute is no explanation
+            return None
+    if pick is not None:
+        if not isinstance(value, tuple) or len(value) <= pick:
+            return None
+        value = value[pick]
+    try:
+        return np.asarray(value, dtype=np.float64)
+    except (TypeError, ValueError):
+        return None
+
+
+def _reproduces(mutant, pick, failing, passing) -> bool:
+    for case, _want, got, _i in failing:
+        value = _output(mutant.function, pick, case)
+        if value is None or value.shape != got.shape or not compare.matches(value, got, case):
+            return False
+    for case, want, _got, _i in passing:
+        value = _output(mutant.function, pick, case)
+        if value is None or value.shape != want.shape or not compare.matches(value, want, case):
+            return False
+    return True
+
+
+_REFERENCES: dict[tuple, tuple[Callable, int | None] | None] = {}
+
+
+def find_reference(part, usable) -> tuple[Callable, int | None] | None:
+    """(function of grader.reference, index of its output in a tuple or None) that gives the
+    expected output on every usable case, or None."""
+    case = usable[0][0]
+    key = (part.name, case.target, tuple(sorted(case.inputs)), tuple(sorted(case.weights)))
+    known = _REFERENCES.get(key)
+    if known is not None and _gives_expected(*known, usable):
+        return known
+    # None found for these very expected outputs: not searched again (a class of students).
+    unknown = key + (hashlib.sha256(b"".join(u[1].tobytes() for u in usable)).hexdigest(),)
+    if unknown in _REFERENCES:
+        return None
+    for function in _candidates(part, case):
+        for pick in (None, 0, 1):
+            if _gives_expected(function, pick, usable):
+                _REFERENCES[key] = (function, pick)
+                return function, pick
+    _REFERENCES[unknown] = None
+    return None
+
+
+def _gives_expected(function, pick, usable) -> bool:
+    for case, want, _got, _i in usable:
+        value = _output(function, pick, case)
+        if value is None or value.shape != want.shape or not compare.matches(value, want, case):
+            return False
+    return True
+
+
+def _candidates(part, case: Case) -> list[Callable]:
+    """The reference functions that could compute `case`: the part's own recomputation and its
+    mistakes' functions first, then every other function whose required arguments the case
+    names, those named like the target first."""
+    package = _reference_package()
+    if package is None:
+        return []
+    first: list[Callable] = []
+    if getattr(part, "recompute", None) is not None:
+        first.append(part.recompute.function)
+    for mistake in getattr(part, "mistakes", ()):
+        first.extend(_functions_in(mistake.compute))
+    every = []
+    for module_name in package.__all__ if hasattr(package, "__all__") else _reference_modules():
+        module = __import__(f"grader.reference.{module_name}", fromlist=["_"])
+        for value in vars(module).values():
+            if isinstance(value, types.FunctionType) and value.__module__ == module.__name__:
+                every.append(value)
+    wanted = _snake(case.target)
+    every.sort(key=lambda f: (not f.__name__.startswith(wanted[:6]), f.__name__))
+    ordered = list(dict.fromkeys(first + every))
+    names = set(case.inputs) | set(case.weights) | set(case.params)
+    return [f for f in ordered if _callable_with(f, names)]
+
+
+def _reference_modules() -> list[str]:
+    import pkgutil
+
+    return [m.name for m in pkgutil.iter_modules(_reference_package().__path__)]
+
+
+def _reference_package():
+    """grader.reference where it is this grader's own (a student kit has none: its records
+    are compiled to data, and the search is the instructor's grader's), else None."""
+    import importlib
+    import importlib.util
+    from pathlib import Path
+
+    import grader
+
+    here = Path(grader.__file__).resolve().parent
+    try:
+        spec = importlib.util.find_spec("grader.reference")
+    except (ImportError, ValueError):
+        return None
+    if spec is None or spec.origin is None or not Path(spec.origin).resolve().is_relative_to(here):
+        return None
+    return importlib.import_module("grader.reference")
+
+
+def _functions_in(compute) -> list[Callable]:
+    """The grader.reference functions a mistake's `compute` closes over."""
+    found = []
+    for cell in getattr(compute, "__closure__", None) or ():
+        value = cell.cell_contents
+        if isinstance(value, types.FunctionType) and value.__module__.startswith(
+            "grader.reference"
+        ):
+            found.append(value)
+    return found
+
+
+def _callable_with(function, names: set[str]) -> bool:
+    try:
+        parameters = inspect.signature(function).parameters.values()
+    except (TypeError, ValueError):
+        return False
+    required = [
+        p.name
+        for p in parameters
+        if p.default is inspect.Parameter.empty
+        and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)
+    ]
+    return bool(required) and all(name in names for name in required)
+
+
+def _snake(name: str) -> str:
+    return re.sub(r"(?<!^)(?=[A-Z])", "_", name).lower()
+
+
+# Words -------------------------------------------------------------------------------------
+
+
+def _sizes(case: Case) -> dict[int, list[str]]:
+    by_value: dict[int, list[str]] = {}
+    for name, value in _SIZE.findall(case.label):
+        by_value.setdefault(int(value), []).append(name)
+    return by_value
+
+
+def _axis_words(shape: tuple, axis, case: Case) -> str | None:
+    """ "axis -2 (Tq = 3)" or "axis -1 (of size 5)"; None where the axis does not exist."""
+    if axis is None:
+        return _("the whole array at once")
+    if isinstance(axis, tuple):
+        return None
+    ndim = len(shape)
+    if not -ndim <= axis < ndim:
+        return None
+    size = shape[axis]
+    names = _sizes(case).get(size, [])
+    negative = axis - ndim if axis >= 0 else axis
+    if len(names) == 1:
+        return _("axis {axis} ({name} = {size})", axis=negative, name=names[0], size=size)
+    return _("axis {axis} (of size {size})", axis=negative, size=size)
+
+
+def _names(names: list[str]) -> str:
+    return ", ".join(names)
+
+
+def _words(mutant, pick, failing) -> str | None:
+    """What the mutant changed, in the student's words, told on the failing case where it can
+    be told most plainly; None where it cannot be told without quoting the reference."""
+    facts, kind = mutant.facts, mutant.kind
+    if kind == "axis":
+        for case, _want, _got, _i in failing:
+            mutant.seen.clear()
+            _output(mutant.function, pick, case)
+            shape = mutant.seen.get(facts["site"])
+            right = mutant.seen.get(facts["site"] + ":right")
+            if shape is None or not isinstance(right, int | np.integer):
+                continue
+            op = _(_OP_WORDS.get(facts["op"], N_("the reduction")))
+            right_words = _axis_words(shape, int(right), case)
+            if facts["axis"] == "batch":
+                if right_words is None or shape[0] == 1:
+                    continue
+                return _(
+                    "{op} runs over the whole batch together (every example at once); it "
+                    "must run over {right} of each example on its own",
+                    op=op,
+                    right=right_words,
+                )
+            used_words = _axis_words(shape, facts["axis"], case)
+            if used_words is None or right_words is None:
+                continue
+            if facts["axis"] is not None and _same_axis(shape, facts["axis"], int(right)):
+                continue
+            return _(
+                "{op} runs over {used}; it must run over {right}",
+                op=op,
+                used=used_words,
+                right=right_words,
+            )
+        return None
+    if kind == "function":
+        used, right = facts["used"], facts["right"]
+        return _(
+            "you used {used} where the formula has {right}",
+            used=_(_FUNCTION_WORDS.get(used, used)),
+            right=_(_FUNCTION_WORDS.get(right, right)),
+        )
+    names = facts.get("names") or []
+    if kind in ("term dropped", "factor dropped"):
+        if not names:
+            return _("a term of the formula is missing from your computation")
+        return _(
+            "the term with {names} is missing: the formula uses {names} here", names=_names(names)
+        )
+    if kind == "term doubled":
+        if not names:
+            return _("a term of the formula is counted twice")
+        return _("the term with {names} is counted twice", names=_names(names))
+    if kind == "sign":
+        if not names:
+            return _("a sign is wrong: a term is subtracted where it is added, or the reverse")
+        return _(
+            "the term with {names} has the wrong sign (added where it is subtracted, or the "
+            "reverse)",
+            names=_names(names),
+        )
+    if kind == "reversed":
+        return _("a difference is taken the other way round (b − a for a − b)")
+    if kind == "division dropped":
+        if not names:
+            return _("a division is missing (a scale or a normalisation)")
+        return _("the division by {names} is missing", names=_names(names))
+    if kind == "multiplied":
+        return _(
+            "you multiplied where the formula divides{by}",
+            by=_(" by {names}", names=_names(names)) if names else "",
+        )
+    if kind == "integer division":
+        return _(
+            "a division drops its fraction: // (or int()) where the formula divides exactly "
+            "(in Python 3, / keeps the fraction)"
+        )
+    if kind == "divided twice":
+        return _(
+            "you divided twice{by}: once is right",
+            by=_(" by {names}", names=_names(names)) if names else "",
+        )
+    if kind == "root":
+        if facts.get("root"):
+            return _(
+                "you divided by the square root{of} where the formula divides by the value itself",
+                of=_(" of {names}", names=_names(names)) if names else "",
+            )
+        return _("a square root is missing: the formula takes √ here")
+    if kind == "transposed":
+        return _(
+            "{names} is used transposed: use it as given, of the shape the docstring states",
+            names=_names(names),
+        )
+    if kind == "transpose dropped":
+        return _("a transpose is missing: two axes must swap here (a matrix and its ᵀ)")
+    if kind in ("arguments swapped", "indices swapped"):
+        return _(
+            "two things are swapped: the roles of two inputs or of two positions (rows for "
+            "columns, queries for keys)"
+        )
+    if kind == "mask inverted":
+        return _("the mask is inverted: it keeps what it must hide and hides what it must keep")
+    if kind == "boundary":
+        if facts["strict"]:
+            return _(
+                "off by one at a boundary: a value exactly on the boundary is counted as inside, "
+                "where it must be outside (≤ or ≥ where < or > is right)"
+            )
+        return _(
+            "off by one at a boundary: a value exactly on the boundary is left out, where it "
+            "must be counted (< or > where ≤ or ≥ is right)"
+        )
+    if kind == "off by one":
+        return _("an index or a range is off by one (one position too far or too short)")
+    if kind == "twice":
+        op = _(_OP_WORDS.get(facts["op"], N_("the normalisation")))
+        return _("{op} is applied twice: the values are normalised a second time", op=op)
+    if kind == "constant":
+        used, right = abs(facts["used"]), abs(facts["value"])
+        return _(
+            "a constant factor of the formula is {used:g} in your computation where it is "
+            "{right:g} (a ½ left out, or counted twice)",
+            used=used,
+            right=right,
+        )
+    if kind == "order":
+        return _(
+            "two steps are in the wrong order: each step is right, but the formula applies "
+            "them the other way round"
+        )
+    return None
+
+
+def _same_axis(shape, first, second) -> bool:
+    ndim = len(shape)
+    return first % ndim == second % ndim
+
+
+def describe(found: Found) -> str:
+    """The name results keep for a mistake found by search."""
+    return SEARCHED + found.kind
+
+
+# Where it goes wrong, when no mutant explains it ------------------------------------------
+
+
+def _size(case: Case, *names: str) -> int | None:
+    for name, value in _SIZE.findall(case.label):
+        if name in names:
+            return int(value)
+    return None
+
+
+def _batched(case: Case) -> bool | None:
+    size = _size(case, "B", "batch")
+    return None if size is None else size > 1
+
+
+def _queries_keys_differ(case: Case) -> bool | None:
+    tq, tk = _size(case, "Tq", "m", "N"), _size(case, "Tk", "n", "M")
+    return None if tq is None or tk is None else tq != tk
+
+
+def _masked(case: Case) -> bool:
+    label = case.label.lower()
+    given = any(
+        case.inputs.get(name) is not None or case.params.get(name) is not None
+        for name in ("mask", "valid_lens", "keep", "lengths")
+    )
+    return given or "mask" in label or "valid_lens" in label
+
+
+def _single(case: Case) -> bool | None:
+    found = [int(value) for _name, value in _SIZE.findall(case.label)]
+    return None if not found else 1 in found
+
+
+def _float32(case: Case) -> bool:
+    return case.dtype in ("float32", "float16", "bfloat16")
+
+
+# (what tells the cases apart, what it says when it alone separates failing from passing)
+SEPARATORS = (
+    (
+        _batched,
+        N_(
+            "it fails only on cases with more than one example (B > 1) and passes those with "
+            "one: the examples of a batch mix, or one example's values are used for all"
+        ),
+    ),
+    (
+        _queries_keys_differ,
+        N_(
+            "it fails only where the numbers of queries and keys differ and passes where they "
+            "are equal: queries and keys (or their lengths) are swapped somewhere"
+        ),
+    ),
+    (
+        _masked,
+        N_(
+            "it fails only on the cases with a mask or lengths and passes the others: the "
+            "masking is wrong, the rest is right"
+        ),
+    ),
+    (
+        _single,
+        N_(
+            "it fails only on cases where some size is 1: a squeeze, or a broadcast that "
+            "goes wrong when an axis has length 1"
+        ),
+    ),
+    (
+        _float32,
+        N_(
+            "it fails only in float32 and passes in float64: precision is lost (a cast, a "
+            "float32 constant, an unstable formula) or the dtype changes on the way"
+        ),
+    ),
+)
+
+
+def separating(cases, failing: list[int], passing: list[int]) -> str | None:
+    """What alone tells the failing cases of a part from its passing ones (every failing case
+    has it, no passing case does, and no other feature splits them so), or None."""
+    if not failing or not passing:
+        return None
+    splits = []
+    for feature, words in SEPARATORS:
+        fail = [feature(cases[i]) for i in failing]
+        ok = [feature(cases[i]) for i in passing]
+        if None in fail or None in ok:
+            continue
+        if all(fail) and not any(ok):
+            splits.append(words)
+    return _(splits[0]) if len(splits) == 1 else None
+
+
+def first_example_only(expected, received, cases, failing: list[int]) -> str | None:
+    """Words for outputs right on the first example of every failing batch and wrong on
+    another (each failing case has a batch of several), or None."""
+    if not failing:
+        return None
+    for i in failing:
+        want, got = _array(expected[i]), _array(received[i])
+        case = cases[i]
+        if want is None or got is None or want.shape != got.shape or want.ndim < 2:
+            return None
+        if not _batched(case) or want.shape[0] < 2:
+            return None
+        if not compare.matches(want[:1], got[:1], case) or compare.matches(want[1:], got[1:], case):
+            return None
+    return _(
+        "only the first example of each batch is right: the others get wrong values (an "
+        "index 0 where the batch index belongs, or a loop over the batch that stops early)"
+    )
