@@ -21,9 +21,10 @@
    reset inside a process, the bytes XLA assigns to the compiled step (arguments, outputs and
    temporaries: `compiled.memory_analysis()`). A size stops with a line saying so when a
    configuration runs out of memory or the time budget (--budget) is spent.
-3. `grader check ID --submission solutions` of every exercise, the score of each. On JAX with an
-   accelerator its children are told JAX_PLATFORMS=cuda, so that a child that cannot reach the
-   GPU fails rather than grade on the CPU.
+3. Every exercise's solution graded by the grader's engine as `grader check ID --submission
+   solutions` grades it, without the sandbox (which opens no device file to a child), the
+   score of each. On JAX with an accelerator the children are told JAX_PLATFORMS=cuda, so that
+   a child that cannot reach the GPU fails rather than grade on the CPU.
 
 The first line says which device ran it, or that there is no accelerator. The exit status is 1
 when a layer check or a solution's grade failed.
@@ -37,10 +38,8 @@ On the GPU machine (no network, no Keras: benchmarks/gpu_carry.sh fetched the wh
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import re
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -596,24 +595,29 @@ def attention_at_length(lengths, batch, heads, model, repeats, budget, lines):
 # ---- the grader ---------------------------------------------------------------------------------
 
 
-def grade_solutions(selection, on_accelerator, timeout):
-    """{id: (score, max, why)} from `grader check SELECTION --submission solutions --format json`
-    (one grader, so one helper process, for every exercise)."""
-    path = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
-    environment = dict(os.environ, PYTHONPATH=path)
+def grade_solutions(selection, on_accelerator, timeout, parts=None):
+    """{id: (score, max, why)}: the kit's own solutions graded by the grader's engine, as
+    `grader check ID --submission solutions` grades them, but without the sandbox (the
+    solutions are this repository's; the sandbox lets a child open no device file, so a
+    sandboxed child could not reach the GPU). On JAX with an accelerator the children are
+    told JAX_PLATFORMS=cuda, so that a child that cannot reach the GPU fails rather than grade
+    on the CPU."""
+    from grader.engine.grading import grade
+    from grader.records import get_exercise
+
     if on_accelerator and BACKEND == "jax":
-        environment["JAX_PLATFORMS"] = "cuda"
-    command = [sys.executable, "-m", "grader", "check", *selection, "--submission", "solutions"]
-    command += ["--format", "json", "--timeout", str(timeout)]
-    done = subprocess.run(command, capture_output=True, text=True, cwd=ROOT, env=environment)
+        os.environ["JAX_PLATFORMS"] = "cuda"
     scores = {}
-    for line in done.stdout.splitlines():
-        if line.startswith("{"):
-            result = json.loads(line)
-            scores[result["exercise"]] = (result.get("score"), result.get("max_score"), "")
-    if not scores:
-        why = (done.stderr.strip().splitlines() or ["no output"])[-1][:160]
-        scores[" ".join(selection)] = (None, None, why)
+    for name in selection:
+        record = get_exercise(name)
+        try:
+            result = grade(
+                record.id, ROOT / "solutions", timeout=timeout, sandbox=None, parts=parts
+            )
+        except Exception as error:  # noqa: BLE001 - reported in the table, the run goes on
+            scores[record.id] = (None, None, f"{type(error).__name__}: {error}"[:160])
+            continue
+        scores[record.id] = (result.score, result.max_score, "")
     return scores
 
 
@@ -735,10 +739,12 @@ def main(argv=None) -> int:
         if "peak_bytes_in_use" in stats:
             lines.append(f"process peak_bytes_in_use: {stats['peak_bytes_in_use'] / 2**20:.0f} MiB")
 
-    selection = ["8-2", "--part", "ScaledDotScore"] if quick else ["--all"]
+    from grader.records import EXERCISES
+
+    selection = ["8-2"] if quick else list(EXERCISES)
     lines += [
         "",
-        "## grader check ID --submission solutions",
+        "## The solutions graded (as grader check ID --submission solutions, unsandboxed)",
         "",
         "children on "
         + (
@@ -752,7 +758,7 @@ def main(argv=None) -> int:
     ]
     show(lines, arguments.out)
     section_started = time.perf_counter()
-    scores = grade_solutions(selection, bool(device), 120)
+    scores = grade_solutions(selection, bool(device), 120, ["ScaledDotScore"] if quick else None)
     for exercise, (score, maximum, why) in scores.items():
         lines.append(f"| {exercise} | {score}/{maximum} {why} |".replace("  |", " |"))
     failed_grades = [e for e, (s, m, _) in scores.items() if s is None or s != m]
