@@ -6,12 +6,24 @@ are float64 in the ops that promote their inputs, `matmul` and `maximum` among t
 `where` do not). TensorFlow's `ops.cast` of a Python float rounds it to float32 first. attnkit
 goes through these instead wherever float64 can reach; for every other dtype they are the plain
 Keras ops.
+
+On JAX, importing attnkit turns on `jax_enable_x64` (unless JAX_ENABLE_X64 says otherwise):
+without it JAX stores a float64 layer's weights and inputs as float32 and computes in float32,
+silently. TensorFlow and PyTorch keep float64 anyway; float32 layers stay float32 (Keras gives
+their weights and inputs the layer's dtype).
 """
+
+import os
 
 import keras
 from keras import ops
 
-__all__ = ["constant", "is_float64", "matmul", "maximum"]
+__all__ = ["constant", "is_float64", "matmul", "maximum", "tanh"]
+
+if keras.backend.backend() == "jax" and "JAX_ENABLE_X64" not in os.environ:
+    import jax
+
+    jax.config.update("jax_enable_x64", True)
 
 
 def is_float64(x) -> bool:
@@ -41,3 +53,18 @@ def maximum(a, b):
         b = ops.convert_to_tensor(b, dtype="float64")
         return ops.where(a >= b, a, b)
     return ops.maximum(a, b)
+
+
+def tanh(x):
+    """Elementwise tanh, in the dtype of `x`: Keras's `ops.tanh` returns float32 for float64 on
+    JAX and PyTorch (its promotion of float64 with a Python float)."""
+    x = ops.convert_to_tensor(x)
+    if not is_float64(x) or keras.backend.backend() == "tensorflow":
+        return ops.tanh(x)
+    if keras.backend.backend() == "jax":
+        import jax.numpy as jnp
+
+        return jnp.tanh(x)
+    import torch
+
+    return torch.tanh(x)

@@ -403,7 +403,7 @@ class NTMCell(keras.layers.Layer):
         """The addressing chain for the heads described by `params` (B, H, P)."""
         w = self.memory_width
         s = 2 * self.shift_range + 1
-        key = ops.tanh(params[..., :w])
+        key = precision.tanh(params[..., :w])
         beta = ops.softplus(params[..., w : w + 1])
         gate = ops.sigmoid(params[..., w + 1 : w + 2])
         gamma = 1.0 + ops.softplus(params[..., w + 2 : w + 3])
@@ -446,7 +446,7 @@ class NTMCell(keras.layers.Layer):
         write_weights = self._address(write_params, memory, write_weights)
         base = self._read_params
         erase = ops.sigmoid(write_params[..., base : base + w])
-        add = ops.tanh(write_params[..., base + w : base + 2 * w])
+        add = precision.tanh(write_params[..., base + w : base + 2 * w])
         memory = memory_write(memory, write_weights, erase, add)
 
         dtype = self.compute_dtype

@@ -63,7 +63,7 @@ class AdditiveScore(BaseScore):
         dtype = query.dtype
         q = precision.matmul(query, ops.cast(self.query_kernel, dtype))  # (B, Tq, u)
         k = precision.matmul(key, ops.cast(self.key_kernel, dtype))  # (B, Tk, u)
-        features = ops.tanh(ops.expand_dims(q, -2) + ops.expand_dims(k, -3))  # (B, Tq, Tk, u)
+        features = precision.tanh(ops.expand_dims(q, -2) + ops.expand_dims(k, -3))  # (B, Tq, Tk, u)
         v = ops.expand_dims(ops.cast(self.score_vector, dtype), -1)  # (u, 1)
         return ops.squeeze(precision.matmul(features, v), -1)
 

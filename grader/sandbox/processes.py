@@ -46,9 +46,12 @@ LOG_TAIL_CHARS = 1500
 
 
 def configure_backend() -> None:
-    """TensorFlow unless the user chose another Keras backend; quiet TensorFlow logs."""
+    """TensorFlow unless the user chose another Keras backend; quiet TensorFlow logs; float64 on
+    JAX, whose children (forked or fresh) read JAX_ENABLE_X64 when they first import it."""
     os.environ.setdefault("KERAS_BACKEND", "tensorflow")
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    if os.environ["KERAS_BACKEND"] == "jax":
+        os.environ["JAX_ENABLE_X64"] = "1"
 
 
 @dataclass

@@ -1,5 +1,7 @@
 """The benchmark scripts run in CI with --quick, so that they cannot rot."""
 
+import importlib.util
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -67,3 +69,29 @@ def test_no_record_is_longer_than_its_solution_without_its_teaching():
     longer = [row[0] for row in rows if int(row[3]) > int(row[4])]
     assert not longer, done.stdout
     assert done.stdout.splitlines()[-1].endswith(": none")
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(importlib.util.find_spec("jax") is None, reason="JAX is not installed")
+def test_gpu_check_quick_passes_its_checks_and_prints_its_tables():
+    """Issue 33: the GPU check, run on the CPU as CI runs it, on JAX (the GPU machine's backend)."""
+    environment = os.environ | {"KERAS_BACKEND": "jax", "JAX_PLATFORMS": "cpu"}
+    done = subprocess.run(
+        [sys.executable, str(BENCHMARKS / "gpu_check.py"), "--quick"],
+        capture_output=True,
+        text=True,
+        env=environment,
+        timeout=600,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr[-3000:]
+    lines = done.stdout.splitlines()
+    assert lines[0].startswith("no accelerator: running on the CPU; Keras backend jax")
+    layer_rows = [line.split(" | ") for line in lines if line.startswith("| ScaledDotScore |")]
+    assert len(layer_rows) == 1 and layer_rows[0][-1] == "yes |", layer_rows
+    assert any(line.startswith("layer checks: 4 passed, 0 failed") for line in lines)
+    header = next(line for line in lines if line.startswith("| T |"))
+    assert "keras f32 s" in header and "auto f32 s" in header and "keras flash bf16 s" in header
+    row = next(line for line in lines if line.startswith("| 64 |")).split(" | ")
+    assert float(row[1]) > 0 and "×" in row[3], row  # Keras's seconds; plain's, as a ratio
+    assert "| 8-2 | 3.0/3.0 |" in lines
+    assert any(line.startswith("grader checks: 1 full marks, 0 not") for line in lines)

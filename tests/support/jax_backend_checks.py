@@ -182,7 +182,23 @@ def check_jax_float32_and_jit():
     np.testing.assert_allclose(results["blockwise"], results["plain"], rtol=1e-9, atol=1e-10)
 
 
+def check_jax_float64_without_asking():
+    """Issue 33: importing attnkit is enough for a float64 layer on JAX to compute in float64
+    (JAX alone would store its weights and inputs as float32), and a float32 layer given
+    float64 inputs still computes in float32."""
+    rng = np.random.default_rng(7)
+    x = rng.normal(size=(2, 5, 6))
+    layer64 = attnkit.MultiHeadAttention(num_heads=2, key_dim=3, dtype="float64")
+    layer64(x[:, :2], x[:, :2])
+    expected, _ = hr.multi_head_attention(x, x, x, layers.random_weights(layer64, rng))
+    out = layer64(x, x)
+    assert dtype_of(out) == "float64", out.dtype
+    np.testing.assert_allclose(np.asarray(out), expected, rtol=1e-10, atol=1e-10)
+    assert dtype_of(attnkit.MultiHeadAttention(num_heads=2, key_dim=3)(x, x)) == "float32"
+
+
 if BACKEND == "jax":
+    check_jax_float64_without_asking()
     check_jax_float32_and_jit()  # first: it turns float64 on (jax_enable_x64) at its end
 check_float64_paths()
 check_float64_self_attention()
