@@ -157,8 +157,20 @@ def test_every_student_gets_a_row_and_the_batch_never_aborts(graded):
     assert set(results) == set(summary.students)
     assert rows[0].keys() == {"student", "8-2", "total", "max_total", "flags"}
     score = {r["student"]: float(r["total"]) for r in rows}
-    assert score["good"] == score["nested"] == score["zipped"] == score["piped"] == 10.0
-    assert score["downloaded"] == score["powershell"] == 10.0
+    full = ("good", "nested", "zipped", "piped", "downloaded", "powershell")
+    why = {s: _first_failures(results[s]) for s in full if score[s] != 10.0}
+    assert all(score[s] == 10.0 for s in full), why
+
+
+def _first_failures(result) -> list[str]:
+    """What a student's failed parts say first (for an assertion's message)."""
+    found = [result.get("flags")]
+    for exercise in result.get("exercises", []):
+        for p in exercise["parts"]:
+            failed = [c["message"] for c in p["checks"] if not c["passed"]]
+            if failed:
+                found.append(f"{p['name']}: {failed[0][:300]}")
+    return found
 
 
 @pytest.mark.parametrize(
