@@ -26,6 +26,8 @@ class Lines:
 
     def __init__(self, fd: int):
         self.fd, self.buffer, self.ended = fd, b"", False
+        # Whole lines read during a run that were not cancels: requests, answered in turn.
+        self.kept: list[bytes] = []
 
     def _fill(self) -> None:
         data = os.read(self.fd, 65536)
@@ -34,6 +36,8 @@ class Lines:
 
     def next(self) -> bytes | None:
         """The next line, waiting for it; None once the grader closed the pipe."""
+        if self.kept:
+            return self.kept.pop(0)
         while b"\n" not in self.buffer and not self.ended:
             self._fill()
         if b"\n" not in self.buffer:
@@ -79,8 +83,15 @@ def main() -> None:
     requests = Lines(sys.stdin.fileno())
 
     def cancelled() -> bool:
-        # During a run the grader sends nothing but cancels.
-        return any(json.loads(line).get("cancel") for line in requests.waiting())
+        # A cancel gives the run up; any other line that came (a request of another thread of
+        # the grader's) is kept and answered in turn, never dropped.
+        found = False
+        for line in requests.waiting():
+            if json.loads(line).get("cancel"):
+                found = True
+            else:
+                requests.kept.append(line)
+        return found
 
     try:
         while (line := requests.next()) is not None:
