@@ -41,10 +41,15 @@ SEARCHED = "found: "
 NEVER_A_SCALE = frozenset({"B", "batch"})
 
 
+def named_sizes(case: Case) -> list[tuple[str, int]]:
+    """Every (name, size) of a case's label ("B=2 Tq=3" gives B 2 and Tq 3), in its order."""
+    return [(name, int(value)) for name, value in _SIZE.findall(case.label)]
+
+
 def sizes(case: Case) -> dict[str, int]:
     """The named sizes of a case (from its label), those above 1 only (a size of 1 scales
     nothing), but the batch's."""
-    found = {name: int(value) for name, value in _SIZE.findall(case.label) if int(value) > 1}
+    found = {name: value for name, value in named_sizes(case) if value > 1}
     return {name: value for name, value in found.items() if name not in NEVER_A_SCALE}
 
 

@@ -106,18 +106,15 @@ def _searched(part, cases, expected, received, per_case) -> None:
     ]
     if not unexplained:
         return
-    found = search.explain(
-        part,
-        cases,
-        [want.output for want in expected],
-        [got.output for got in received],
-    )
+    wanted = [want.output for want in expected]
+    given = [got.output for got in received]
+    found = search.explain(part, cases, wanted, given)
     outputs = [i for i, checks in enumerate(per_case) if _output_compared(cases[i], checks)]
     failing = [i for i in outputs if not per_case[i][0].passed]
     passing = [i for i in outputs if per_case[i][0].passed]
-    where = search.first_example_only(
-        [want.output for want in expected], [got.output for got in received], cases, failing
-    ) or search.separating(cases, failing, passing)
+    where = search.first_example_only(wanted, given, cases, failing) or search.separating(
+        cases, failing, passing
+    )
     for i in unexplained:
         hit = found.get(i)
         check = per_case[i][0]

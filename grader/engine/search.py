@@ -30,13 +30,12 @@ from dataclasses import dataclass
 import numpy as np
 
 from grader.engine import compare, mutants
-from grader.engine.diagnosis import SEARCHED
+from grader.engine.diagnosis import SEARCHED, named_sizes
 from grader.engine.spec import Case, call_with_case
 from grader.i18n import N_, _
 
 # Seconds a part's search may take at most (the part's own timeout is longer).
 BUDGET = 4.0
-_SIZE = re.compile(r"(?<![\w.])([A-Za-z][\w]*)=(\d+)(?![\w.])")
 _OP_WORDS = {
     "softmax": N_("the softmax"),
     "masked_softmax": N_("the softmax"),
@@ -293,8 +292,8 @@ def _snake(name: str) -> str:
 
 def _sizes(case: Case) -> dict[int, list[str]]:
     by_value: dict[int, list[str]] = {}
-    for name, value in _SIZE.findall(case.label):
-        by_value.setdefault(int(value), []).append(name)
+    for name, value in named_sizes(case):
+        by_value.setdefault(value, []).append(name)
     return by_value
 
 
@@ -467,9 +466,9 @@ def describe(found: Found) -> str:
 
 
 def _size(case: Case, *names: str) -> int | None:
-    for name, value in _SIZE.findall(case.label):
+    for name, value in named_sizes(case):
         if name in names:
-            return int(value)
+            return value
     return None
 
 
@@ -493,7 +492,7 @@ def _masked(case: Case) -> bool:
 
 
 def _single(case: Case) -> bool | None:
-    found = [int(value) for _name, value in _SIZE.findall(case.label)]
+    found = [value for _name, value in named_sizes(case)]
     return None if not found else 1 in found
 
 
