@@ -21,7 +21,13 @@ from grader.engine.cases import make_cases
 from grader.instructor.batch import BatchError, BatchOptions, run_batch
 from grader.instructor.stubs import package_dir
 from grader.records import EXERCISES
-from tests.support.grading import descendants, replace_function
+from tests.support.grading import (
+    command_line,
+    descendants,
+    replace_function,
+    running,
+    session_leaders,
+)
 
 pytestmark = pytest.mark.ex8_2
 
@@ -440,12 +446,8 @@ def test_kill_9_loses_nothing_graded_and_leaves_nothing_running(tmp_path):
     for path in (out / "results").glob("*.json"):
         json.loads(path.read_text())  # every file written is whole
     time.sleep(1.0)
-    assert not [
-        (pid, Path(f"/proc/{pid}/cmdline").read_bytes()[:80])
-        for pid in children
-        if Path(f"/proc/{pid}").exists()
-        and "Z" not in (Path(f"/proc/{pid}") / "stat").read_text().split()[2]
-    ]
+    survivors = [pid for pid in children if running(pid)]
+    assert not survivors, [command_line(pid) for pid in survivors]
     deadline = time.monotonic() + 10  # the helper removes the cases once it sees the grader gone
     while list(scratch.glob("attnkit-batch-*")) and time.monotonic() < deadline:
         time.sleep(0.1)
@@ -539,11 +541,8 @@ def test_a_spinning_child_dies_with_its_grader_and_helper(tmp_path):
         deadline, children = time.monotonic() + 300, []
         while time.monotonic() < deadline and len(children) < 2:
             time.sleep(0.2)
-            children = [
-                pid
-                for pid in descendants(process.pid)
-                if os.getsid(pid) == pid and pid != process.pid
-            ]
+            below = [pid for pid in descendants(process.pid) if pid != process.pid]
+            children = session_leaders(below)
         assert children, "the children never started"
     finally:
         os.killpg(process.pid, signal.SIGKILL)
@@ -552,10 +551,5 @@ def test_a_spinning_child_dies_with_its_grader_and_helper(tmp_path):
     alive = children
     while alive and time.monotonic() < deadline:
         time.sleep(0.1)
-        alive = [
-            pid
-            for pid in children
-            if Path(f"/proc/{pid}").exists()
-            and "Z" not in Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[:1]
-        ]
+        alive = [pid for pid in children if running(pid)]
     assert not alive, "children outlived their grader"

@@ -18,7 +18,7 @@ from grader.engine.grading import grade
 from grader.engine.results import ERROR, NOT_IMPLEMENTED, PASSED, TIMEOUT
 from grader.sandbox import platforms
 from grader.sandbox.platforms import FORK, SPAWN, START_METHOD_VARIABLE, StartMethodError
-from tests.support.grading import descendants
+from tests.support.grading import descendants, running
 
 KIT = Path(__file__).resolve().parents[2]
 WINDOWS = KIT / "tests" / "support" / "windows"
@@ -89,21 +89,13 @@ def test_the_tree_of_a_child_is_killed_whole_on_posix():
         platforms.kill_tree(child)
         assert child.wait(timeout=10) == -9
         deadline = time.monotonic() + 10
-        while any(_alive(pid) for pid in grandchildren) and time.monotonic() < deadline:
+        while any(running(pid) for pid in grandchildren) and time.monotonic() < deadline:
             time.sleep(0.05)
-        assert not any(_alive(pid) for pid in grandchildren)
+        assert not any(running(pid) for pid in grandchildren)
     finally:
         if child.poll() is None:
             child.kill()
             child.wait()
-
-
-def _alive(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except OSError:
-        return False
-    return state != "Z"
 
 
 class _Running:

@@ -12,7 +12,7 @@ from grader.engine.spec import FUNCTION, Case
 from grader.engine.status import RunState
 from grader.sandbox import processes, scheduler
 from grader.sandbox.processes import Job, run_jobs
-from tests.support.grading import descendants
+from tests.support.grading import descendants, running
 
 SOURCE = """
 import os
@@ -85,14 +85,6 @@ def test_a_part_that_kills_its_child_is_a_crash_and_the_rest_still_run(folder):
     assert pid_of(outcomes["after"]) > 0
 
 
-def _running(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except OSError:
-        return False
-    return state != "Z"
-
-
 @pytest.mark.skipif(not Path("/proc").is_dir() or not hasattr(os, "fork"), reason="Linux only")
 def test_giving_up_half_way_stops_the_helper_and_every_child_at_once(folder):
     jobs = [job(folder, "quick", "pid", None)]
@@ -116,7 +108,7 @@ def test_giving_up_half_way_stops_the_helper_and_every_child_at_once(folder):
     started = [int(path.name) for path in (folder / "pids").iterdir()]
     assert started  # "quick" at least; the stuck part beside it may not have got that far
     assert seen["children"]
-    assert not [pid for pid in started + seen["children"] if _running(pid)]
+    assert not [pid for pid in started + seen["children"] if running(pid)]
     # The next run gets a fresh helper, not the answers still owed by the old one.
     assert pid_of(run_jobs([job(folder, "again", "pid", None)])["again"]) > 0
 

@@ -18,7 +18,7 @@ from grader.engine.status import Status
 from grader.instructor.stubs import package_dir
 from grader.records import get_exercise
 from grader.watch import Watcher, changes
-from tests.support.grading import descendants
+from tests.support.grading import descendants, running
 from tests.support.unprivileged import REPO
 
 DEMO = package_dir("examples") / "submissions"
@@ -82,16 +82,8 @@ def test_a_save_is_regraded_warm_and_an_unchanged_file_is_not(tmp_path):
     assert seconds < 10, seconds
 
 
-def _running(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except OSError:
-        return False
-    return state != "Z"
-
-
 def _alive_below(pid: int) -> list[int]:
-    return [child for child in descendants(pid) if _running(child)]
+    return [child for child in descendants(pid) if running(child)]
 
 
 @pytest.mark.ex8_2
@@ -143,7 +135,7 @@ def test_a_save_during_a_hanging_run_stops_it_at_once_and_grades_the_new_code(tm
         # The old run would have held the fix back until its part's limit had passed.
         assert graded - hung_at < record.timeout, (graded - hung_at, "".join(lines))
         assert graded - saved < record.timeout / 2, graded - saved
-        assert not _running(hung_child)
+        assert not running(hung_child)
         assert _alive_below(watch.pid) == helpers  # the helper, warm, and nothing below it
     finally:
         watch.send_signal(signal.SIGINT)
@@ -155,7 +147,7 @@ def test_a_save_during_a_hanging_run_stops_it_at_once_and_grades_the_new_code(tm
     reader.join(timeout=5)
     assert "stopped" in lines[-1]
     time.sleep(0.5)
-    assert not [pid for pid in helpers + [hung_child] if _running(pid)]
+    assert not [pid for pid in helpers + [hung_child] if running(pid)]
 
 
 def _cpu_seconds(pid: int) -> float:

@@ -8,6 +8,7 @@ mistakes (the right part fails, with the named message).
 from __future__ import annotations
 
 import functools
+import os
 import textwrap
 from pathlib import Path
 
@@ -92,3 +93,33 @@ def descendants(pid: int) -> list[int]:
                     found.append(int(entry.name))
                     frontier.append(int(entry.name))
     return found
+
+
+def session_leaders(pids: list[int]) -> list[int]:
+    """Those of `pids` that lead a session of their own; a process that has exited since it was
+    listed is skipped, not an error (children come and go while a batch runs)."""
+    leaders = []
+    for pid in pids:
+        try:
+            if os.getsid(pid) == pid:
+                leaders.append(pid)
+        except ProcessLookupError:
+            continue
+    return leaders
+
+
+def running(pid: int) -> bool:
+    """Whether `pid` exists and is not a zombie; one that vanishes while being read is not."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[:1]
+    except OSError:
+        return False
+    return "Z" not in state
+
+
+def command_line(pid: int) -> bytes:
+    """The start of `pid`'s command line, for a message; empty once it has exited."""
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes()[:80]
+    except OSError:
+        return b""
