@@ -20,9 +20,9 @@ import time
 from pathlib import Path
 
 from grader.engine.cases import make_cases
-from grader.engine.grading import grade
 from grader.engine.references import LiveReference
-from grader.instructor.stubs import package_dir
+from grader.grading import grade
+from grader.instructor.course.stubs import package_dir
 from grader.records import EXERCISES
 
 SEED_LABEL = re.compile(r"hidden seed (\d+), ")

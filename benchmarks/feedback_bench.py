@@ -68,7 +68,7 @@ def source_of(exercise: str, module, body) -> tuple[str, str]:
 
 def part_feedback(record, result, part_name: str) -> list[str]:
     """The lines `grader check` prints under the part's own line (no --verbose)."""
-    from grader.instructor.report import render
+    from grader.report import render
 
     lines = render(record, result, color=False).splitlines()
     start = next(i for i, line in enumerate(lines) if line[4:].startswith(f"{part_name}  "))
@@ -92,7 +92,7 @@ def full_mark_alternatives(module) -> list[str]:
 
 
 def measure(only: list[str], show: bool) -> int:
-    from grader.engine.grading import grade
+    from grader.grading import grade
     from grader.records import get_exercise
     from tests.support.grading import submit
 
@@ -157,7 +157,7 @@ def measure_set(directory: Path, show: bool) -> int:
     import json
     import shutil
 
-    from grader.engine.grading import grade
+    from grader.grading import grade
     from grader.i18n import language
     from grader.records import get_exercise
 

@@ -602,7 +602,7 @@ def grade_solutions(selection, on_accelerator, timeout, parts=None):
     sandboxed child could not reach the GPU). On JAX with an accelerator the children are
     told JAX_PLATFORMS=cuda, so that a child that cannot reach the GPU fails rather than grade
     on the CPU."""
-    from grader.engine.grading import grade
+    from grader.grading import grade
     from grader.records import get_exercise
 
     if on_accelerator and BACKEND == "jax":

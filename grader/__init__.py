@@ -1,10 +1,5 @@
 """The grader of the attnkit exercises (`grader` on the command line; see grader.cli)."""
 
-from pathlib import Path
-
-# The kit this grader belongs to: its exercises/, solutions/ (absent in a student kit), ...
-KIT = Path(__file__).resolve().parent.parent
-
 
 def check(exercise_id: str, notebook=None, *, seed: int = 0, lang: str | None = None):
     """In a notebook: `from grader import check; check("8-2")` grades the exercise as it stands

@@ -31,7 +31,7 @@ def _records(ids: tuple[str, ...], everything: bool):
 
 def _submission(value: str) -> Path:
     """A folder (or file) as given; the kit's own `exercises` / `solutions` from anywhere."""
-    from grader.instructor.stubs import package_dir
+    from grader.instructor.course.stubs import package_dir
 
     path = Path(value)
     if value.rstrip("/") == "exercises":  # the stubs of the language in use (exercises/zh)
@@ -103,7 +103,7 @@ def list_exercises():
 @click.argument("exercise_id")
 def show(exercise_id):
     """Explain one exercise: the task, the file to edit, the parts and points."""
-    from grader.instructor.report import render_show
+    from grader.report import render_show
 
     click.echo(render_show(_records((exercise_id,), False)[0]))
 
@@ -163,9 +163,9 @@ def check(
     warm_up()
 
     from grader import sandbox
-    from grader.engine.grading import grade
     from grader.engine.references import GraderError
-    from grader.instructor.report import render
+    from grader.grading import grade
+    from grader.report import render
 
     color = None if sys.stdout.isatty() and not os.environ.get("NO_COLOR") else False
     protections = sandbox.status()
@@ -178,7 +178,7 @@ def check(
             ),
             err=True,
         )
-    from grader.instructor.submissions import FORBIDDEN_PACKAGES, scan
+    from grader.instructor.course.submissions import FORBIDDEN_PACKAGES, scan
 
     all_passed, page = True, None
     if html_path is not None:
@@ -252,7 +252,7 @@ def _exercise_file(record) -> Path:
     the language's own `.py` file, which grades the same. Several edited: the last edited."""
     from collections import Counter
 
-    from grader.instructor.stubs import package_dir
+    from grader.instructor.course.stubs import package_dir
 
     here = Path.cwd() / record.file
     if here.is_file():
@@ -462,7 +462,7 @@ def batch(
     """(Instructors) Grade a whole class: one folder or .zip per student in SUBMISSIONS, or a
     Canvas or Moodle download as it comes."""
     from grader.instructor.batch import BatchError, BatchOptions, run_batch
-    from grader.instructor.late import PolicyError, read_policy
+    from grader.instructor.course.late import PolicyError, read_policy
 
     records = _records(exercise_ids, False)
     try:
@@ -538,7 +538,7 @@ def batch(
 
 def _shown(student: str) -> str:
     """A student id (a folder's name: anything) on one terminal line, without escapes."""
-    from grader.engine.untrusted import clean
+    from grader.vocabulary.untrusted import clean
 
     return clean(student, 120, newlines=False)
 
@@ -681,7 +681,8 @@ def _duration(seconds: float) -> str:
 def merge_command(scores, out_dir):
     """(Instructors) Add the written answers' points of SCORES (the filled review sheet) to the
     gradebook, results, feedback and report; a rerun of the batch keeps them."""
-    from grader.instructor.written import MergeError, merge_into_batch
+    from grader.instructor.batch import merge_into_batch
+    from grader.instructor.review.written import MergeError
 
     try:
         count, notes = merge_into_batch(out_dir, scores)
@@ -724,7 +725,8 @@ def merge_command(scores, out_dir):
 )
 def export_command(system, out_dir, roster, assignment, assignment_id, moodle_id):
     """(Instructors) The grade import file of Canvas or Moodle (or a plain CSV), in OUT/lms/."""
-    from grader.instructor.lms import LmsError, export_grades, read_roster
+    from grader.instructor.course.roster import LmsError, read_roster
+    from grader.instructor.outputs.lms import export_grades
 
     try:
         export = export_grades(
@@ -748,7 +750,7 @@ def release():
 @click.argument("destination", type=click.Path(file_okay=False, path_type=Path))
 def release_student_command(destination):
     """A kit without solutions (public fixtures instead) in DESTINATION."""
-    from grader.instructor.release import ReleaseError, release_student
+    from grader.instructor.course.release import ReleaseError, release_student
 
     try:
         release_student(destination)
@@ -774,7 +776,7 @@ def release_student_command(destination):
 )
 def release_gradescope_command(target, exercise_ids, unsandboxed):
     """A Gradescope autograder zip (setup.sh, run_autograder) in TARGET."""
-    from grader.instructor.release import ReleaseError, release_gradescope
+    from grader.instructor.course.release import ReleaseError, release_gradescope
 
     records = _records(exercise_ids, not exercise_ids)
     try:
@@ -800,7 +802,7 @@ def release_gradescope_command(target, exercise_ids, unsandboxed):
 )
 def release_actions_command(exercise_ids, out_file):
     """A GitHub Actions workflow grading a student repository, one test per part."""
-    from grader.instructor.actions import actions_workflow
+    from grader.instructor.outputs.actions import actions_workflow
 
     text = actions_workflow(_records(exercise_ids, False))
     if out_file is None:
@@ -822,7 +824,7 @@ def release_actions_command(exercise_ids, out_file):
 def stubs(check_only, exercise_ids):
     """(Maintainers) Make exercises/ (stubs and notebooks) and exercises/zh/ from solutions/ (all,
     or the exercises named)."""
-    from grader.instructor.stubs import MarkerError, sync_stubs, sync_translated_stubs
+    from grader.instructor.course.stubs import MarkerError, sync_stubs, sync_translated_stubs
 
     try:
         _records(exercise_ids, not exercise_ids)
@@ -854,7 +856,7 @@ def stubs(check_only, exercise_ids):
 def fixtures(exercise_ids, out_dir, seed):
     """(Maintainers) Save check cases and expected results, for a kit without solutions/."""
     from grader.engine.references import GraderError, LiveReference, write_fixture
-    from grader.instructor.stubs import package_dir
+    from grader.instructor.course.stubs import package_dir
 
     out_dir.mkdir(parents=True, exist_ok=True)
     for record in _records(exercise_ids, not exercise_ids):

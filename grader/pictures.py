@@ -1,7 +1,7 @@
 """Pictures of attention: the reference's weights (or scores), a student's, and their difference.
 
 Drawn in the grader's own process from the float64 arrays a child reported and the grader has
-already read and judged (grader.engine.protocol): nothing a submission produced is unpickled or
+already read and judged (grader.vocabulary.protocol): nothing a submission produced is unpickled or
 run here. matplotlib (the `viz` extra) is imported only when a picture is drawn, through its
 object API (no pyplot, so a notebook's own plotting backend is left alone); without it the
 grader grades the same and shows no pictures.
@@ -20,10 +20,10 @@ import numpy as np
 
 from grader.engine import compare
 from grader.engine.feedback import first_problem
-from grader.engine.labels import shown_label
-from grader.engine.protocol import read_case_outputs
-from grader.engine.status import CaseStatus, Status
 from grader.i18n import N_, _, tr
+from grader.vocabulary.labels import shown_label
+from grader.vocabulary.protocol import read_case_outputs
+from grader.vocabulary.status import CaseStatus, Status
 
 QUERY, KEY = "query position i", "key position j"
 # target -> (what its output is, the name of the row axis, the name of the column axis)
@@ -84,7 +84,7 @@ def available() -> bool:
 class NamedMap:
     """The 2-D slice of one case's output that a picture shows, and the element it outlines."""
 
-    case: object  # grader.engine.spec.Case
+    case: object  # grader.vocabulary.spec.Case
     expected: np.ndarray
     received: np.ndarray
     index: int  # which map of the case's output (its leading axes, flattened)
@@ -302,7 +302,7 @@ def _outline(axis, row: int, column: int) -> None:
 
 
 class PictureCollector:
-    """`observe` for grader.engine.grading.grade: a picture for each part that has a map to
+    """`observe` for grader.grading.grade: a picture for each part that has a map to
     show: when it failed, of the case and element its text names first (of the case furthest
     from the reference where that problem names no case; none where the named case has no map
     to draw, rather than another case than the text's); when it passed, of the student's layer

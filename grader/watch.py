@@ -21,9 +21,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 from grader.engine.results import ExerciseResult
-from grader.engine.spec import Exercise
-from grader.engine.status import Status
 from grader.i18n import _, language, tr
+from grader.vocabulary.spec import Exercise
+from grader.vocabulary.status import Status
 
 # An editor may write a file in several steps: wait this long after a change before reading it.
 SETTLE_SECONDS = 0.03
@@ -32,7 +32,7 @@ SETTLE_SECONDS = 0.03
 def status_words(status: Status) -> str:
     """A part's status in the language in use: the check's table's words, translated; in
     English the status's own word, as watch has always printed it."""
-    from grader.instructor.report import WORDS
+    from grader.report import WORDS
 
     return str(status) if language() == "en" else tr(WORDS.get(status, str(status)))
 

@@ -6,11 +6,11 @@ from pathlib import Path
 
 import numpy as np
 
-from grader.engine.bundle import cases_to_bundle, save_bundle
-from grader.engine.labels import label_text
 from grader.engine.properties import add_variants
-from grader.engine.spec import Case, Exercise
 from grader.i18n import N_
+from grader.vocabulary.bundle import cases_to_bundle, save_bundle
+from grader.vocabulary.labels import label_text
+from grader.vocabulary.spec import Case, Exercise
 
 HIDDEN = label_text(N_("hidden"))
 

@@ -14,8 +14,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from grader.engine import diagnosis
-from grader.engine.spec import LAYER, Case, Mistake, Recompute
 from grader.i18n import N_, _, tr
+from grader.vocabulary.spec import LAYER, Case, Mistake, Recompute
 
 # The names of differences the engine recognises on any exercise (a diagnosis), as against the
 # mistakes a record names; the diagnosis engine's own names start with DIAGNOSED.
@@ -56,23 +56,6 @@ class Difference:
         if reveal and self.detail:
             return _("{message} ({detail})", message=self.message, detail=self.detail)
         return self.message
-
-
-ROUNDING_ULPS = 64
-
-
-def rounding(dtype, *values) -> float:
-    """The most a property may let rounding account for: ROUNDING_ULPS of `dtype`'s epsilon,
-    at the magnitude of the values involved (at least 1). An "exactly zero" or "sums to one"
-    of a docstring is met up to this, so that no correct solution written another way (a
-    softmax that subtracts a maximum taken over masked keys too, which leaves 8e-17 in their
-    gradient) loses a point to rounding, while any real leak (a weight of 1e-3) is far above."""
-    finite = [
-        np.abs(np.asarray(v, dtype=np.float64))[np.isfinite(np.asarray(v, dtype=np.float64))]
-        for v in values
-    ]
-    scale = max([1.0] + [float(v.max()) for v in finite if v.size])
-    return ROUNDING_ULPS * float(np.finfo(np.dtype(str(dtype))).eps) * scale
 
 
 def tolerances(case: Case) -> tuple[float, float]:

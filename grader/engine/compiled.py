@@ -24,10 +24,10 @@ from pathlib import Path
 import numpy as np
 
 from grader.engine import compare
-from grader.engine.bundle import load_bundle, save_bundle
-from grader.engine.labels import LABELS, label_text
-from grader.engine.spec import Case, Exercise, Mistake, Part, Property, WrittenPart
 from grader.i18n import LANGUAGES, N_, language, speaking, tr
+from grader.vocabulary.bundle import load_bundle, save_bundle
+from grader.vocabulary.labels import LABELS, label_text
+from grader.vocabulary.spec import Case, Exercise, Mistake, Part, Property, WrittenPart
 
 # A compiled record lies next to its fixture: `8-2.npz` (cases, expected outputs) and
 # `8-2.record.npz` (this module's).

@@ -15,11 +15,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from grader.engine.protocol import CaseOutput
 from grader.engine.results import CheckResult
-from grader.engine.spec import LAYER, Case
-from grader.engine.status import CaseStatus
 from grader.i18n import N_, _, tr
+from grader.vocabulary.protocol import CaseOutput
+from grader.vocabulary.spec import LAYER, Case
+from grader.vocabulary.status import CaseStatus
 
 
 def judge_raises(case: Case, got: CaseOutput, name: str) -> CheckResult:

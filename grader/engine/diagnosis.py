@@ -9,7 +9,7 @@ right values in the wrong places (heads split or merged in the wrong order), a b
 residual input missing or added twice.
 
 Where a part declares how its output is recomputed (`Part.recompute`, a reference function and
-which of its arguments are weights, the scale and lengths: grader.engine.spec.Recompute), the
+which of its arguments are weights, the scale and lengths: grader.vocabulary.spec.Recompute), the
 reference is also recomputed in the grader's process under each slip of its arguments: a weight
 used transposed, the scores scaled by the square root of another size of the case ("you scaled
 by √value_dim = √3; scale by √key_dim = √2"), valid lengths off by one. A recomputation that does
@@ -29,8 +29,8 @@ import re
 
 import numpy as np
 
-from grader.engine.spec import Case, Recompute, call_with_case
 from grader.i18n import N_, _
+from grader.vocabulary.spec import Case, Recompute, call_with_case
 
 # "Tq=3" in a label; not "0.5=x" nor a part of a word.
 _SIZE = re.compile(r"(?<![\w.])([A-Za-z][\w]*)=(\d+)(?![\w.])")

@@ -19,9 +19,9 @@ from pathlib import Path
 
 from grader.engine.compare import DIAGNOSED, GENERIC
 from grader.engine.results import CheckResult, ExerciseResult, PartResult
-from grader.engine.spec import Exercise
-from grader.engine.status import CaseStatus, Status
 from grader.i18n import N_, _, display_width, n_, tr
+from grader.vocabulary.spec import Exercise
+from grader.vocabulary.status import CaseStatus, Status
 
 SHOWN_PROBLEMS = 2
 # The names of the one check of a part that failed for the whole file (grader.engine.judging).

@@ -1,7 +1,7 @@
 """Errors of TensorFlow, Keras and NumPy that students meet, as one sentence that says what to
 do, with the student's file and line.
 
-The child reports an error as words (exception, message, where: grader.engine.protocol) and the
+The child reports an error as words (exception, message, where: grader.vocabulary.protocol) and the
 student's frames as data; this module reads those in the grader's process, never anything else
 the child made. It points to the frame where the bad value was made, not where it was noticed:
 a helper of the student's that failed on a value its caller passed it (lengths of shape (B,)
@@ -18,9 +18,9 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from grader.engine.protocol import Frame
-from grader.engine.spec import LAYER, Case
 from grader.i18n import N_, _, tr
+from grader.vocabulary.protocol import Frame
+from grader.vocabulary.spec import LAYER, Case
 
 # TensorFlow's prefix and suffix around an op's own message.
 _DEVICE_DUMP = re.compile(r"\{\{function_node [^}]*\}\}\s*")

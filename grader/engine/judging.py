@@ -2,7 +2,7 @@
 PartResult (checks, the mistake recognised, the status).
 
 The status of a part is decided on the case statuses the child reported and the run state the
-scheduler saw (grader.engine.status), never on the words of a message. A part with nothing to
+scheduler saw (grader.vocabulary.status), never on the words of a message. A part with nothing to
 compare (it could not load, import or finish, or the grader failed) is one failing check that
 says why: `part_failure`.
 """
@@ -14,16 +14,15 @@ from dataclasses import replace
 import numpy as np
 
 from grader.engine import compare, contracts, framework_errors, properties, search
-from grader.engine.labels import shown_label, shown_report
-from grader.engine.protocol import CaseOutput, import_failure, read_case_outputs
 from grader.engine.results import CheckResult, PartResult
-from grader.engine.spec import LAYER, Case
-from grader.engine.status import CaseStatus, Limit, RunState, Status
-from grader.engine.text import printable, without_framework_logs
 from grader.i18n import N_, _, tr
 from grader.sandbox import child  # noqa: F401 - registers the words its reports are in
 from grader.sandbox.limits import limit_in_log
-from grader.sandbox.processes import Outcome
+from grader.vocabulary.labels import shown_label, shown_report
+from grader.vocabulary.protocol import CaseOutput, Outcome, import_failure, read_case_outputs
+from grader.vocabulary.spec import LAYER, Case
+from grader.vocabulary.status import CaseStatus, Limit, RunState, Status
+from grader.vocabulary.text import printable, without_framework_logs
 
 GRADER_FAILED_WORDS = N_(
     "not graded: the grader itself failed here, not your code; it will be graded again"

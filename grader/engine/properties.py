@@ -1,6 +1,6 @@
 """Properties between two runs of a submission: what attention must do, checked on outputs.
 
-A record declares them as `Relation`s of a part (grader.engine.spec): each makes, in the
+A record declares them as `Relation`s of a part (grader.vocabulary.spec): each makes, in the
 grader's process, a variant of a case; the child runs the variant like any other case; the grader
 then checks that the two outputs are related as the chapter says they must be, and explains in
 its words when they are not:
@@ -19,7 +19,7 @@ And one property of a single run, on a layer's gradients (a `Property` with `gra
 
 Every tolerance is the one outputs are compared with (grader.engine.compare.matches), or, for
 an "exactly zero" or "sums to one", the rounding of the case's dtype at the magnitude of the
-values involved (grader.engine.compare.rounding): a correct solution written another way
+values involved (grader.vocabulary.rounding): a correct solution written another way
 never loses a point to rounding.
 """
 
@@ -29,13 +29,14 @@ from dataclasses import replace
 
 import numpy as np
 
-from grader.engine.compare import judgeable, matches, rounding
-from grader.engine.labels import label_text, shown_label
-from grader.engine.protocol import CaseOutput
+from grader.engine.compare import judgeable, matches
 from grader.engine.results import CheckResult
-from grader.engine.spec import Case, Property, Relation
-from grader.engine.status import CaseStatus
 from grader.i18n import N_, _, tr
+from grader.vocabulary.labels import label_text, shown_label
+from grader.vocabulary.protocol import CaseOutput
+from grader.vocabulary.rounding import rounding
+from grader.vocabulary.spec import Case, Property, Relation
+from grader.vocabulary.status import CaseStatus
 
 
 def add_variants(part, cases: list[Case], rng) -> None:

@@ -6,15 +6,21 @@ from __future__ import annotations
 import tempfile
 from pathlib import Path
 
-from grader import KIT
-from grader.engine.bundle import cases_from_bundle, cases_to_bundle, load_bundle, save_bundle
 from grader.engine.cases import make_cases, save_cases
-from grader.engine.protocol import FAILURE_FIELDS, CaseOutput, answered, read_case_outputs
-from grader.engine.protocol import failed as failed_report
-from grader.engine.spec import Case, Exercise
-from grader.engine.status import CaseStatus, RunState
 from grader.i18n import _
-from grader.sandbox.processes import Job, Outcome, run_jobs
+from grader.kit import KIT
+from grader.sandbox.processes import Job, run_jobs
+from grader.vocabulary.bundle import cases_from_bundle, cases_to_bundle, load_bundle, save_bundle
+from grader.vocabulary.protocol import (
+    FAILURE_FIELDS,
+    CaseOutput,
+    Outcome,
+    answered,
+    read_case_outputs,
+)
+from grader.vocabulary.protocol import failed as failed_report
+from grader.vocabulary.spec import Case, Exercise
+from grader.vocabulary.status import CaseStatus, RunState
 
 # In a fixture file, the arrays of the reference's answers are those a child would write, under
 # this prefix (and each part's under its name).

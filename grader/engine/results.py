@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from grader.engine.status import CaseStatus, Limit, Status
 from grader.i18n import _
+from grader.vocabulary.status import CaseStatus, Limit, Status
 
 # The part statuses by their old names, which records and tests import.
 PASSED = Status.PASSED

@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from grader.engine.labels import label_text, label_texts
-from grader.engine.spec import FUNCTION, LAYER, Case
 from grader.i18n import N_
 from grader.reference.attention import causal_mask, sequence_mask, softmax
+from grader.vocabulary.labels import label_text, label_texts
+from grader.vocabulary.spec import FUNCTION, LAYER, Case
 
-# The words of this module's case labels, translated where shown (grader.engine.labels).
+# The words of this module's case labels, translated where shown (grader.vocabulary.labels).
 LABEL_TEXTS = label_texts(N_("{name} of shape {shape}"))
 
 

@@ -11,7 +11,7 @@ the student's outputs, as the child reported them. The student's code never runs
 It stops at its deadline.
 
 Which reference function computes a part is found, not declared: a function of
-grader.reference whose arguments the case names (grader.engine.spec.call_with_case) and whose
+grader.reference whose arguments the case names (grader.vocabulary.spec.call_with_case) and whose
 output is the expected one on every case of the target. The part's own `Recompute` and the
 functions its record's mistakes recompute are tried first.
 """
@@ -31,8 +31,8 @@ import numpy as np
 
 from grader.engine import compare, mutants
 from grader.engine.diagnosis import SEARCHED, named_sizes
-from grader.engine.spec import Case, call_with_case
 from grader.i18n import N_, _
+from grader.vocabulary.spec import Case, call_with_case
 
 # Seconds a part's search may take at most (the part's own timeout is longer).
 BUDGET = 4.0
@@ -245,9 +245,9 @@ def _reference_package():
     import importlib.util
     from pathlib import Path
 
-    import grader
+    from grader.kit import KIT
 
-    here = Path(grader.__file__).resolve().parent
+    here = KIT / "grader"
     try:
         spec = importlib.util.find_spec("grader.reference")
     except (ImportError, ValueError):

@@ -1,6 +1,6 @@
 """Functions of a case that a record's declarations use: `when=` conditions (where a mistake can
 be told apart), changed arguments of `Mistake.of`, and property checks built from a function of
-grader.reference (arguments by name from the case, see grader.engine.spec.call_with_case).
+grader.reference (arguments by name from the case, see grader.vocabulary.spec.call_with_case).
 """
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ import inspect
 import numpy as np
 
 from grader.engine.compare import matches
-from grader.engine.spec import Case, call_with_case
 from grader.i18n import tr
+from grader.vocabulary.spec import Case, call_with_case
 
 
 def _array(case: Case, name: str):
@@ -67,7 +67,7 @@ def square(name: str):
 
 def given(predicate):
     """`when=` from a predicate of grader.reference whose parameters are named like the case's
-    arrays and params (see grader.engine.spec.call_with_case)."""
+    arrays and params (see grader.vocabulary.spec.call_with_case)."""
     return lambda case: bool(call_with_case(predicate, case))
 
 

@@ -19,21 +19,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from grader import sandbox
-from grader.engine import untrusted
 from grader.engine.cases import save_cases
-from grader.engine.grading import part_jobs, refused_counts, unloadable
 from grader.engine.judging import cannot_load, grader_failure, judge_part
 from grader.engine.references import LiveReference, default_reference
 from grader.engine.results import ExerciseResult, PartResult
-from grader.engine.spec import Exercise
-from grader.engine.status import Limit
-from grader.engine.text import printable
-from grader.engine.untrusted import file_stem
+from grader.grading import part_jobs, refused_counts, unloadable
 from grader.i18n import N_, tr
-from grader.instructor import gradebook
-from grader.instructor.outcomes import SHARED_FILE
-from grader.instructor.student_page import StudentPage
-from grader.instructor.submissions import (
+from grader.instructor import files
+from grader.instructor.course.submissions import (
     FORBIDDEN_PACKAGES,
     NoStudents,
     Student,
@@ -45,8 +38,18 @@ from grader.instructor.submissions import (
     sharing_a_file,
     unpack,
 )
-from grader.records import get_exercise
-from grader.sandbox.processes import Job, Outcome, run_jobs
+from grader.instructor.outputs import gradebook, student_feedback
+from grader.instructor.outputs.outcomes import SHARED_FILE
+from grader.instructor.outputs.student_page import StudentPage
+from grader.instructor.review.written import MergeError, merge_scores
+from grader.records import UnknownExercise, get_exercise
+from grader.sandbox.processes import Job, run_jobs
+from grader.vocabulary import untrusted
+from grader.vocabulary.protocol import Outcome
+from grader.vocabulary.spec import Exercise
+from grader.vocabulary.status import Limit
+from grader.vocabulary.text import printable
+from grader.vocabulary.untrusted import file_stem
 
 # Bump when a change to grading makes earlier per-student results stale.
 RESULTS_FORMAT = 1
@@ -73,11 +76,11 @@ class BatchOptions:
     seed: int | None = None
     # Run submitted code even where this machine has no sandbox (grader.sandbox.status()).
     unsandboxed: bool = False
-    # Report pairs of alike submissions (grader.instructor.similarity); never a grade.
+    # Report pairs of alike submissions (grader.instructor.review.similarity); never a grade.
     similarity: bool = True
-    # Write the written answers' review sheet (grader.instructor.written).
+    # Write the written answers' review sheet (grader.instructor.review.written).
     written: bool = False
-    # The late policy (grader.instructor.late); None: no late penalties.
+    # The late policy (grader.instructor.course.late); None: no late penalties.
     late: object | None = None
     # Each student's feedback also as a page with pictures (feedback/<id>.html; needs matplotlib).
     pictures: bool = True
@@ -165,7 +168,7 @@ def run_batch(
     pending = []
     for student in students:
         stamp = _stamp(student, options, seed)
-        previous = _read_json(gradebook.result_path(out, student.id))
+        previous = _read_json(files.result_path(out, student.id))
         if previous and previous.get("stamp") == stamp and previous.get("final", True):
             summary.skipped.append(student.id)
         else:
@@ -185,12 +188,12 @@ def run_batch(
         _grade_students(run, pending)
 
     if options.written:
-        from grader.instructor.written import write_review_sheet
+        from grader.instructor.review.written import write_review_sheet
 
         sheet = write_review_sheet(out, records, students)
         summary.notes += sheet.notes if sheet else []
     if options.similarity:
-        from grader.instructor.similarity import write_for_batch
+        from grader.instructor.review.similarity import write_for_batch
 
         write_for_batch(out, records, students)
     summary.removed = gradebook.set_aside_removed(out, summary.students)
@@ -203,7 +206,7 @@ def run_batch(
 def _late_work(out: Path, options: BatchOptions, students: list[Student]) -> list[str]:
     """Each student's lateness under the policy, before grading: a bad roster stops the batch
     before any time is spent."""
-    from grader.instructor.late import PolicyError, write_late
+    from grader.instructor.course.late import PolicyError, write_late
 
     try:
         return write_late(out, options.late, students)
@@ -446,11 +449,11 @@ def _finish(run: _Run, plan: _Plan) -> None:
         document["grader_errors"] = grader_errors
     if refused:
         document["refused"] = refused
-    path = gradebook.result_path(run.out, plan.student.id)
+    path = files.result_path(run.out, plan.student.id)
     document = gradebook.merge_previous(document, _read_json(path), run.options.exercises)
     _write_json(path, document)
-    gradebook.write_feedback(
-        gradebook.feedback_path(run.out, plan.student.id), document, run.records
+    student_feedback.write_feedback(
+        files.feedback_path(run.out, plan.student.id), document, run.records
     )
     page.write(plan.student.id, run.records, exercises)
     run.summary.graded.append(plan.student.id)
@@ -500,4 +503,19 @@ def _read_json(path: Path):
 
 
 def _write_json(path: Path, data) -> None:
-    gradebook.atomic_write(path, untrusted.json_text(data, indent=1, sort_keys=True) + "\n")
+    files.atomic_write(path, untrusted.json_text(data, indent=1, sort_keys=True) + "\n")
+
+
+def merge_into_batch(out: Path, sheet: Path) -> tuple[int, list[str]]:
+    """`grader merge`: check and keep the sheet's points, then write the batch's gradebook
+    again (grades.csv, results, feedback, report) with them; returns how many were merged and
+    what the instructor must be told (an export made before the merge)."""
+    out = Path(out)
+    try:
+        state = json.loads((out / "batch.json").read_text(encoding="utf-8"))
+        records = [get_exercise(e) for e in state["exercises"]]
+    except (OSError, ValueError, KeyError, UnknownExercise):
+        raise MergeError(f"{out} holds no batch (no readable batch.json): give --out") from None
+    students = files.students_in(out)
+    count = merge_scores(out, sheet, records, students)
+    return count, gradebook.write_all(out, students, records, state.get("isolation", ""))

@@ -41,13 +41,10 @@ from pathlib import Path
 
 from grader import i18n
 from grader.engine import safe_files
-from grader.engine.grading import grade
-from grader.engine.status import Status
-from grader.engine.untrusted import clean, json_text
+from grader.grading import grade
 from grader.i18n import N_, _, n_, tr
 from grader.instructor.batch import BatchError, BatchOptions, require_sandbox
-from grader.instructor.gradebook import atomic_write
-from grader.instructor.submissions import (
+from grader.instructor.course.submissions import (
     FORBIDDEN_PACKAGES,
     ExerciseFile,
     UnsafeSubmission,
@@ -55,7 +52,10 @@ from grader.instructor.submissions import (
     find_exercise_file,
     scan,
 )
+from grader.instructor.files import atomic_write
 from grader.records import get_exercise
+from grader.vocabulary.status import Status
+from grader.vocabulary.untrusted import clean, json_text
 
 # A part's status in words, for the first line of its output (Gradescope knows only two).
 STATUS_WORDS = {

@@ -13,7 +13,7 @@ pyproject.toml under [tool.grader.catalog]:
   explanations, properties' names, written parts' prompts (records stay data, unmarked);
 - the solutions: each `# BEGIN SOLUTION: <hint>` (the stubs' NotImplementedError text), each
   module's docstring (the task text at the top of a stub), and the docstrings and comments of
-  each stub (`grader.instructor.stubs.stub_texts`).
+  each stub (`grader.instructor.course.stubs.stub_texts`).
 Click's own messages (domain "messages") are translated by hand in messages.po; they are not
 extracted, so a new Click release cannot break the build (tests check what a student sees).
 
@@ -33,8 +33,8 @@ import string
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
-from grader import KIT
 from grader.i18n import DOMAIN, LOCALE_DIR
+from grader.kit import KIT
 
 try:
     import tomllib
@@ -100,7 +100,7 @@ def record_messages() -> Iterator[tuple[str, str]]:
 def solution_texts(source: str) -> Iterator[str]:
     """The module docstring of a solution file, the hints of its BEGIN SOLUTION markers, then
     every docstring and comment block of its stub, as `make_translated_stub` looks them up."""
-    from grader.instructor.stubs import make_stub, stub_texts
+    from grader.instructor.course.stubs import make_stub, stub_texts
 
     docstring = ast.get_docstring(ast.parse(source), clean=False)
     if docstring:

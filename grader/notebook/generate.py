@@ -1,10 +1,10 @@
 """Exercise notebooks are made from the stubs, which are made from the solutions: one source.
 
-`make_notebook(record, stub)` turns a stub (grader.instructor.stubs) into a notebook: a Markdown
-cell with the task (the stub's docstring, the parts, their points and what is checked), one code
-cell per top-level definition of the stub (the imports and given constants first), and a last
-cell that grades. Nothing is written by hand, so `grader stubs --check` can tell a notebook that
-drifted from its solution by comparing the text of the file with what would be made now.
+`make_notebook(record, stub)` turns a stub (grader.instructor.course.stubs) into a notebook: a
+Markdown cell with the task (the stub's docstring, the parts, their points and what is checked),
+one code cell per top-level definition of the stub (the imports and given constants first), and a
+last cell that grades. Nothing is written by hand, so `grader stubs --check` can tell a notebook
+that drifted from its solution by comparing the text of the file with what would be made now.
 
 nbformat writes the files: it is Jupyter's own reference implementation of the format, it gives
 the same bytes for the same notebook (sorted keys, fixed indentation), and the batch needs it
@@ -20,8 +20,8 @@ from pathlib import Path
 import nbformat
 from nbformat import v4
 
-from grader.engine.spec import Exercise
 from grader.i18n import _, n_, tr
+from grader.vocabulary.spec import Exercise
 
 # Metadata that marks the generated cell which grades: extraction drops it (see extract.py).
 CHECK_TAG = "attnkit-check"

@@ -6,10 +6,10 @@ message may hold anything) is escaped."""
 from __future__ import annotations
 
 from grader.engine.results import ExerciseResult
-from grader.engine.spec import Exercise
-from grader.engine.status import Status
-from grader.engine.untrusted import html as escape  # cleaned, bounded, then escaped
 from grader.i18n import N_, _, language, tr
+from grader.vocabulary.spec import Exercise
+from grader.vocabulary.status import Status
+from grader.vocabulary.untrusted import html as escape  # cleaned, bounded, then escaped
 
 SHOWN_FAILURES = 3
 COLOURS = {Status.PASSED: "#1a7f37", Status.NOT_IMPLEMENTED: "#9a6700"}
@@ -35,7 +35,7 @@ vertical-align:top}
 
 def result_html(record: Exercise, result: ExerciseResult, pictures=(), note: str = "") -> str:
     """The result as an HTML fragment (its own style included), for a notebook or a page."""
-    from grader.instructor.report import problem_lines
+    from grader.report import problem_lines
 
     colour = COLOURS[Status.PASSED] if result.passed else "#cf222e"
     # The very lines `grader check` prints (one renderer: what to fix first, the named mistake,

@@ -21,13 +21,14 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from grader import KIT, i18n
+from grader import i18n
 from grader.engine import safe_files
-from grader.engine.spec import Exercise
 from grader.i18n import _, n_
+from grader.kit import KIT
 from grader.notebook.extract import NotebookError, notebook_code, python_of_cell
 from grader.notebook.generate import notebook_name
 from grader.records import get_exercise
+from grader.vocabulary.spec import Exercise
 
 
 @dataclass
@@ -59,7 +60,7 @@ class Graded:
     def _text(self) -> str:
         if self.result is None:
             return _("Exercise {id}: not graded.", id=self.record.id) + f"\n{self.problem}"
-        from grader.instructor.report import render
+        from grader.report import render
 
         self.result.submission = str(self.path)
         return render(self.record, self.result, color=False)
@@ -150,9 +151,9 @@ def grade_path(
     sandbox where this machine has one (the student's own code, run with their own rights where
     it has none)."""
     from grader import sandbox
-    from grader.engine.grading import grade
     from grader.engine.judging import cannot_load
     from grader.engine.results import ExerciseResult
+    from grader.grading import grade
     from grader.pictures import PictureCollector, available
 
     protections = sandbox.status()

@@ -11,8 +11,8 @@ import importlib
 import pkgutil
 from pathlib import Path
 
-from grader.engine.spec import Exercise
 from grader.i18n import _
+from grader.vocabulary.spec import Exercise
 
 
 def _order(record: Exercise):

@@ -8,9 +8,9 @@ import numpy as np
 
 from grader.engine import sampling as draw
 from grader.engine import selectors as on
-from grader.engine.spec import Exercise, Mistake, Part, Property
 from grader.i18n import N_
 from grader.reference import recurrent as ref
+from grader.vocabulary.spec import Exercise, Mistake, Part, Property
 
 # (input_dim, units): 1 and 1, units much smaller and much larger than input_dim, equal sizes,
 # and Keras-sized layers, so that a swapped argument or a missing term cannot pass.

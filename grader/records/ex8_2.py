@@ -6,12 +6,12 @@ import numpy as np
 
 from grader.engine import sampling as draw
 from grader.engine import selectors as on
-from grader.engine.labels import label_texts
-from grader.engine.spec import FUNCTION, Case, Exercise, Mistake, Part, Recompute
 from grader.i18n import N_
 from grader.reference import attention as ref
+from grader.vocabulary.labels import label_texts
+from grader.vocabulary.spec import FUNCTION, Case, Exercise, Mistake, Part, Recompute
 
-# The words of this module's case labels, translated where shown (grader.engine.labels).
+# The words of this module's case labels, translated where shown (grader.vocabulary.labels).
 LABEL_TEXTS = label_texts(N_("(default variances)"))
 
 # Batch 1 and several, Tq != Tk, d = 1, a square case; hidden checks draw sizes in [1, 9).

@@ -9,9 +9,9 @@ import numpy as np
 from grader.engine import properties as relations
 from grader.engine import sampling as draw
 from grader.engine import selectors as on
-from grader.engine.spec import Exercise, Mistake, Part, Property, Recompute, WrittenPart
 from grader.i18n import N_
 from grader.reference import heads as ref
+from grader.vocabulary.spec import Exercise, Mistake, Part, Property, Recompute, WrittenPart
 
 # Batch 1 and several, N = 1, all sizes different, square kernels (d_x = d_k = d_v, where swapped
 # kernels run and must be told apart by their values), and d_v left to its default (None: d_k).

@@ -7,12 +7,12 @@ import numpy as np
 from grader.engine import compare
 from grader.engine import sampling as draw
 from grader.engine import selectors as on
-from grader.engine.labels import label_texts
-from grader.engine.spec import FUNCTION, LAYER, Case, Exercise, Mistake, Part, Property
 from grader.i18n import N_, _
 from grader.reference import memory as ref
+from grader.vocabulary.labels import label_texts
+from grader.vocabulary.spec import FUNCTION, LAYER, Case, Exercise, Mistake, Part, Property
 
-# The words of this module's case labels, translated where shown (grader.engine.labels).
+# The words of this module's case labels, translated where shown (grader.vocabulary.labels).
 LABEL_TEXTS = label_texts(
     N_("one slot overwritten (weight 1, erase 1)"),
     N_("pushes and pops of 0 and 1 (an ordinary stack)"),

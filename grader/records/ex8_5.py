@@ -6,12 +6,12 @@ import numpy as np
 
 from grader.engine import sampling as draw
 from grader.engine import selectors as on
-from grader.engine.labels import label_texts
-from grader.engine.spec import FUNCTION, LAYER, Exercise, Mistake, Part, WrittenPart
 from grader.i18n import N_
 from grader.reference import memory as ref
+from grader.vocabulary.labels import label_texts
+from grader.vocabulary.spec import FUNCTION, LAYER, Exercise, Mistake, Part, WrittenPart
 
-# The words of this module's case labels, translated where shown (grader.engine.labels).
+# The words of this module's case labels, translated where shown (grader.vocabulary.labels).
 LABEL_TEXTS = label_texts(
     N_("beta about 1000 (numerical stability)"),
     N_("beta = 0 in row 0 (uniform weights)"),

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from grader.engine import sampling as draw
 from grader.engine import selectors as on
-from grader.engine.spec import FUNCTION, Case, Exercise, Mistake, Part, Property
 from grader.reference import hopfield as ref
 from grader.reference.hopfield import KINDS, Setting, counted, random_signs
+from grader.vocabulary.spec import FUNCTION, Case, Exercise, Mistake, Part, Property
 
 # fmt: off
 # N patterns of M units: never N = M, so that dividing by the wrong one is told apart.

@@ -5,8 +5,8 @@ from __future__ import annotations
 from grader.engine import properties as relations
 from grader.engine import sampling as draw
 from grader.engine import selectors as on
-from grader.engine.spec import Exercise, Mistake, Part, Recompute
 from grader.reference import attention as ref
+from grader.vocabulary.spec import Exercise, Mistake, Part, Recompute
 
 # Tq != Tk, d_q != d_k, units = 1, a d_q = d_k case (where swapped kernels run and must be told
 # apart by their values), and everything 1; hidden checks draw sizes in [1, 8).

@@ -7,8 +7,8 @@ import numpy as np
 from grader.engine import properties as relations
 from grader.engine import sampling as draw
 from grader.engine import selectors as on
-from grader.engine.spec import FUNCTION, Case, Exercise, Mistake, Part, Property, Recompute
 from grader.reference import seq2seq as ref
+from grader.vocabulary.spec import FUNCTION, Case, Exercise, Mistake, Part, Property, Recompute
 
 # Batch 1 and several, d_s != d_h, T = 1, and d_s == d_h (where swapped projection matrices run
 # without error and must be told apart by their values); one more case in float32.

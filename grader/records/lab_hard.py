@@ -8,12 +8,12 @@ import numpy as np
 
 from grader.engine import sampling as draw
 from grader.engine import selectors as on
-from grader.engine.labels import label_texts
-from grader.engine.spec import FUNCTION, Case, Exercise, Mistake, Part, Property
 from grader.i18n import N_
 from grader.reference import heads as ref
+from grader.vocabulary.labels import label_texts
+from grader.vocabulary.spec import FUNCTION, Case, Exercise, Mistake, Part, Property
 
-# The words of this module's case labels, translated where shown (grader.engine.labels).
+# The words of this module's case labels, translated where shown (grader.vocabulary.labels).
 LABEL_TEXTS = label_texts(
     N_("(ties: the first largest wins)"), N_("one α for every query (frequencies of {draws} draws)")
 )

@@ -9,8 +9,8 @@ import numpy as np
 from grader.engine import properties as relations
 from grader.engine import sampling as draw
 from grader.engine import selectors as on
-from grader.engine.spec import FUNCTION, Case, Exercise, Mistake, Part, Property
 from grader.reference import seq2seq as ref
+from grader.vocabulary.spec import FUNCTION, Case, Exercise, Mistake, Part, Property
 
 # Batch 1 and several, Tq != S, a single query and source position, d_h != d_s where the score
 # allows it, and square W_a (where a transposed or missing W_a runs without error and must be

@@ -5,12 +5,12 @@ from __future__ import annotations
 from grader.engine import properties as relations
 from grader.engine import sampling as draw
 from grader.engine import selectors as on
-from grader.engine.labels import label_text, label_texts
-from grader.engine.spec import FUNCTION, Case, Exercise, Mistake, Part, Property, Recompute
 from grader.i18n import N_
 from grader.reference import attention as ref
+from grader.vocabulary.labels import label_text, label_texts
+from grader.vocabulary.spec import FUNCTION, Case, Exercise, Mistake, Part, Property, Recompute
 
-# The words of this module's case labels, translated where shown (grader.engine.labels).
+# The words of this module's case labels, translated where shown (grader.vocabulary.labels).
 LABEL_TEXTS = label_texts(N_("causal mask of shape {shape}"), N_("padding mask of shape {shape}"))
 FULLY_MASKED = " " + label_text(N_("(a fully masked row)"))
 # (shape of valid_lens, maxlen): (B,), (B, Tq), maxlen 1, a square one.

@@ -5,8 +5,8 @@ from __future__ import annotations
 from grader.engine import properties as relations
 from grader.engine import sampling as draw
 from grader.engine import selectors as on
-from grader.engine.spec import FUNCTION, Case, Exercise, Mistake, Part, Recompute
 from grader.reference import heads as ref
+from grader.vocabulary.spec import FUNCTION, Case, Exercise, Mistake, Part, Recompute
 
 # One head, one step, several of each; hidden checks draw (B, T) then (h, d) in [1, 5).
 HEADS = draw.Dims(

@@ -7,12 +7,12 @@ import numpy as np
 from grader.engine import properties as relations
 from grader.engine import sampling as draw
 from grader.engine import selectors as on
-from grader.engine.labels import label_texts
-from grader.engine.spec import FUNCTION, LAYER, Case, Exercise, Mistake, Part, Property
 from grader.i18n import N_
 from grader.reference import kernel_regression as ref
+from grader.vocabulary.labels import label_texts
+from grader.vocabulary.spec import FUNCTION, LAYER, Case, Exercise, Mistake, Part, Property
 
-# The words of this module's case labels, translated where shown (grader.engine.labels).
+# The words of this module's case labels, translated where shown (grader.vocabulary.labels).
 LABEL_TEXTS = label_texts(
     N_("far queries (numerical stability: scores near -1e5)"),
     N_("(grid: points at distance exactly h, an empty window)"),

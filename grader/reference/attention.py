@@ -7,8 +7,8 @@ case's arrays by name and one argument changed (`Mistake.of`).
 
 import numpy as np
 
-from grader.engine.compare import rounding
 from grader.i18n import N_, _
+from grader.vocabulary.rounding import rounding
 
 
 def as64(x):

@@ -2,7 +2,7 @@
 and position layers (loops and the book's own layouts, not the layers' code), and for the
 exercises on them (lab mha, exercise 8-3, lab hard): their parameters are named like the
 grader's case arrays, and the arguments after the maths' own are what a known mistake changes
-(see grader.engine.spec.Mistake.of)."""
+(see grader.vocabulary.spec.Mistake.of)."""
 
 import math
 

@@ -5,11 +5,11 @@ from typing import NamedTuple
 
 import numpy as np
 
-from grader.engine.labels import label_texts
 from grader.i18n import N_, _
 from grader.reference.attention import as64, attend, masked_softmax, softmax
+from grader.vocabulary.labels import label_texts
 
-# The words of this module's case labels, translated where shown (grader.engine.labels).
+# The words of this module's case labels, translated where shown (grader.vocabulary.labels).
 LABEL_TEXTS = label_texts(
     N_("{patterns} pattern of {units} unit"),
     N_("{patterns} pattern of {units} units"),

@@ -68,8 +68,8 @@ import platform
 import sys
 import tempfile
 
-from grader import KIT
 from grader.i18n import _
+from grader.kit import KIT
 from grader.sandbox import landlock, seccomp, supervisor, world
 
 # Kept from the grader's environment; anything else (tokens, paths of the instructor's) is not.

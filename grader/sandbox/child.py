@@ -20,16 +20,16 @@ from pathlib import Path
 import numpy as np
 
 from grader import sandbox
-from grader.engine import protocol
-from grader.engine.bundle import cases_from_bundle, load_bundle, save_bundle
-from grader.engine.labels import reported_text
-from grader.engine.spec import LAYER
-from grader.engine.status import CaseStatus
 from grader.i18n import N_
 from grader.sandbox import limits, supervisor, world
+from grader.vocabulary import protocol
+from grader.vocabulary.bundle import cases_from_bundle, load_bundle, save_bundle
+from grader.vocabulary.labels import reported_text
+from grader.vocabulary.spec import LAYER
+from grader.vocabulary.status import CaseStatus
 
 # What the child reports in these words is translated where the grader shows it
-# (grader.engine.labels.shown_report): the child does not know the student's language.
+# (grader.vocabulary.labels.shown_report): the child does not know the student's language.
 BLOCKED_IMPORT = reported_text(
     N_("importing {module} is not allowed in a graded submission: write the code yourself")
 )
@@ -211,7 +211,7 @@ def load_submission(path: str, module_name: str = "submission", source: bytes | 
 
 
 def _run_case(module, case, index: int, arrays: dict, module_path: str) -> dict:
-    """Run one case; its report (grader.engine.protocol), its arrays put into `arrays`."""
+    """Run one case; its report (grader.vocabulary.protocol), its arrays put into `arrays`."""
     try:
         target = getattr(module, case.target, None)
         if target is None:
@@ -419,7 +419,7 @@ def describe(error: BaseException, module_path: str) -> dict:
     described = {"exception": type(error).__name__, "message": message[:2000], "where": where}
     if mine:
         # The student's frames as data, outermost first, so that the grader can choose the one
-        # where a bad value was made rather than where it was noticed (grader.engine.protocol).
+        # where a bad value was made rather than where it was noticed (grader.vocabulary.protocol).
         described["frames"] = [
             {
                 "file": Path(module_path).name,

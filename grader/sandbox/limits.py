@@ -11,8 +11,8 @@ import errno
 import os
 import signal
 
-from grader.engine.status import Limit
 from grader.sandbox import seccomp
+from grader.vocabulary.status import Limit
 
 # What a system call refused by a limit fails with: address space (RLIMIT_AS), threads and
 # processes (RLIMIT_NPROC), the output cap (RLIMIT_FSIZE, SIGXFSZ ignored), the seccomp filter.

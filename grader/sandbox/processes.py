@@ -28,18 +28,17 @@ import subprocess
 import sys
 import tempfile
 import threading
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
-import numpy as np
-
 from grader import sandbox
-from grader.engine.bundle import BundleError, load_bundle, open_plain_file
-from grader.engine.labels import reported_text
-from grader.engine.status import RunState
 from grader.i18n import N_
 from grader.sandbox import platforms
 from grader.sandbox.scheduler import Cancelled, InterpreterChild, discard, schedule
+from grader.vocabulary.bundle import BundleError, load_bundle, open_plain_file
+from grader.vocabulary.labels import reported_text
+from grader.vocabulary.protocol import Outcome
+from grader.vocabulary.status import RunState
 
 HELPER_ATTEMPTS = 3
 LOG_TAIL_CHARS = 1500
@@ -109,22 +108,6 @@ def describe_units(jobs: list[Job]) -> list[dict]:
             raise ValueError(f"the jobs of group {name!r} differ in more than their cases")
         unit["parts"].append(job.part())
     return list(units.values())
-
-
-@dataclass
-class Outcome:
-    state: RunState
-    seconds: float
-    exitcode: int | None = None
-    meta: dict = field(default_factory=dict)
-    arrays: dict[str, np.ndarray] = field(default_factory=dict)
-    log_tail: str = ""
-    problem: str = ""
-    # Calls the sandbox refused, by kind (process, signal, ptrace, open, import), and examples.
-    refused: dict = field(default_factory=dict)
-    refused_examples: dict = field(default_factory=dict)
-    # It never finished importing the submission: what happened, happened at its top level.
-    importing: bool = False
 
 
 class ZygoteError(RuntimeError):
@@ -346,7 +329,7 @@ def _collect(job: Job, report: dict, log: Path | None = None) -> Outcome:
 
 
 # How a child ended without a report, in words translated where they are shown
-# (grader.engine.labels.shown_report: the scheduler's reasons are made outside the grader too).
+# (grader.vocabulary.labels.shown_report: the scheduler's reasons are made outside the grader too).
 NO_EXIT_STATUS = reported_text(N_("the process did not report an exit status"))
 KILLED = reported_text(N_("the process was killed by signal {number} ({name})"))
 EXITED = reported_text(N_("the process exited with status {status} before reporting any result"))

@@ -31,16 +31,16 @@ from collections import deque
 from typing import NoReturn
 
 from grader import sandbox
-from grader.engine.labels import reported_text
-from grader.engine.status import RunState
 from grader.i18n import N_
 from grader.sandbox import limits, platforms, supervisor, world
+from grader.vocabulary.labels import reported_text
+from grader.vocabulary.status import RunState
 
 SETUP_ATTEMPTS = 3
 STARVED_LIMIT = limits.STARVED_FACTOR
 WATCH_SECONDS = 0.2
 MAX_FILES = 10000
-# Why a child was stopped, translated where the grader shows it (grader.engine.labels).
+# Why a child was stopped, translated where the grader shows it (grader.vocabulary.labels).
 TOO_MANY_THREADS = reported_text(N_("it started {threads} threads (at most {most} allowed)"))
 WROTE_TOO_MUCH = reported_text(
     N_("it wrote more than {megabytes} MB or {files} files in its folder")

@@ -114,7 +114,7 @@ CHECKED = {
 # Answered ENOSYS, never counted: the C library then uses the call above that a filter can read.
 NOT_IMPLEMENTED = ("clone3",)
 
-# What a refused call is, for the instructor (grader.engine.labels words these).
+# What a refused call is, for the instructor (grader.vocabulary.labels words these).
 PROCESS, SIGNAL, PTRACE, NETWORK, SYSTEM = "process", "signal", "ptrace", "network", "system"
 OTHERS = "others"  # setting another process's limits, priority, affinity, scheduling
 KINDS = {

@@ -11,8 +11,8 @@ from click.testing import CliRunner
 
 from grader import cli
 from grader.engine.results import CheckResult, ExerciseResult, PartResult
-from grader.instructor.actions import actions_workflow
-from grader.instructor.stubs import package_dir
+from grader.instructor.course.stubs import package_dir
+from grader.instructor.outputs.actions import actions_workflow
 from grader.records import EXERCISES
 
 pytestmark = pytest.mark.ex8_2
@@ -61,7 +61,7 @@ def test_one_test_per_part_with_its_points_and_every_result_reported(workflow):
 def test_every_command_runs_and_its_exit_code_is_the_verdict(workflow, monkeypatch, passed, code):
     """Each command as the command grader runs it (`grader check …`), the grading replaced by a
     result made here: the options and part names are the kit's, exit 0 only for a pass."""
-    from grader.engine import grading
+    from grader import grading
     from grader.sandbox import processes
 
     def fake_grade(exercise_id, folder, parts=None, **kwargs):

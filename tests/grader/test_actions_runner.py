@@ -36,8 +36,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from grader import KIT, sandbox
-from grader.instructor.actions import COMMAND_GRADER, REPORTER
+from grader import sandbox
+from grader.instructor.outputs.actions import COMMAND_GRADER, REPORTER
+from grader.kit import KIT
 from grader.records import EXERCISES
 from tests.support.unprivileged import (
     SKIP_REASON,

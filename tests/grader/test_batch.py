@@ -19,7 +19,7 @@ import pytest
 
 from grader.engine.cases import make_cases
 from grader.instructor.batch import BatchError, BatchOptions, run_batch
-from grader.instructor.stubs import package_dir
+from grader.instructor.course.stubs import package_dir
 from grader.records import EXERCISES
 from tests.support.grading import (
     command_line,
@@ -260,7 +260,7 @@ def test_unusable_submissions_score_zero_with_the_reason(graded, student, phrase
 
 
 def test_a_file_under_a_near_name_is_graded_and_its_student_told_the_right_name(graded):
-    from grader.instructor.outcomes import Outcome, part_outcomes
+    from grader.instructor.outputs.outcomes import Outcome, part_outcomes
 
     _, out, results = graded
     feedback = (out / "feedback" / "downloaded.md").read_text()
@@ -492,7 +492,7 @@ def test_report_renders_in_a_headless_browser(graded, tmp_path):
     assert image.shape[:2] == (1400, 1100)
     blue = np.all(np.abs(image - [0x4A, 0x7B, 0xD0]) < 30, axis=-1)
     assert blue.sum() > 500  # the histogram bars were drawn
-    from grader.instructor.outcomes import COLOURS, Outcome
+    from grader.instructor.outputs.outcomes import COLOURS, Outcome
 
     for outcome in (Outcome.TIMED_OUT, Outcome.CRASHED, Outcome.MISSING, Outcome.FLAGGED):
         colour = [int(COLOURS[outcome][i : i + 2], 16) for i in (1, 3, 5)]

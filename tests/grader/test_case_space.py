@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 from grader.engine.cases import make_cases
-from grader.engine.grading import grade
 from grader.engine.results import FAILED, PASSED
+from grader.grading import grade
 from grader.records import get_exercise
 from tests.support.grading import assert_full_marks, failures
 from tests.support.planting import plant

@@ -16,16 +16,15 @@ import numpy as np
 import pytest
 
 from grader.engine import contracts, framework_errors
-from grader.engine.grading import unloadable
 from grader.engine.judging import cannot_load, judge_case, judge_part
-from grader.engine.protocol import CaseOutput
 from grader.engine.results import ExerciseResult, PartResult
-from grader.engine.spec import FUNCTION, Case
-from grader.engine.status import CaseStatus, RunState, Status
+from grader.grading import unloadable
 from grader.i18n import speaking
 from grader.records import get_exercise
 from grader.reference import attention as ref
-from grader.sandbox.processes import Outcome
+from grader.vocabulary.protocol import CaseOutput, Outcome
+from grader.vocabulary.spec import FUNCTION, Case
+from grader.vocabulary.status import CaseStatus, RunState, Status
 
 # Words of code a Chinese message keeps in English (names of exceptions, modules, tools, keys).
 CODE_WORDS = {
@@ -140,9 +139,10 @@ def _results(tmp_path) -> list[ExerciseResult]:
 
 
 def _renderings(results, tmp_path) -> dict[str, str]:
-    from grader.instructor.gradebook import student_document, write_feedback
-    from grader.instructor.report import render
+    from grader.instructor.outputs.gradebook import student_document
+    from grader.instructor.outputs.student_feedback import write_feedback
     from grader.notebook.html import result_html
+    from grader.report import render
     from grader.watch import changes
 
     record = get_exercise("8-2")

@@ -163,7 +163,7 @@ def test_the_file_graded_never_depends_on_the_language(tmp_path, monkeypatch):
     chinese.write_text('def f():\n    raise NotImplementedError("练习 8-2：做吧")\n')
     os.utime(english, (1_000, 1_000))
     os.utime(chinese, (2_000, 2_000))  # checked out a little later: still untouched
-    monkeypatch.setattr("grader.instructor.stubs.KIT", kit)
+    monkeypatch.setattr("grader.instructor.course.stubs.KIT", kit)
     monkeypatch.chdir(tmp_path)
 
     def chosen():
@@ -185,7 +185,8 @@ def test_the_edited_file_is_graded_whatever_the_file_times(tmp_path, monkeypatch
     """A fresh clone (GitHub Actions' checkout) writes every file at once, the Chinese stubs
     after the English ones: the file graded is the one whose code differs from the untouched
     stubs', `.py` or notebook, never the one written last."""
-    from grader import KIT, cli, i18n
+    from grader import cli, i18n
+    from grader.kit import KIT
     from grader.notebook.generate import notebook_text
     from grader.records import get_exercise
 
@@ -199,7 +200,7 @@ def test_the_edited_file_is_graded_whatever_the_file_times(tmp_path, monkeypatch
         copy = kit.parent / name
         copy.write_bytes((KIT / name).read_bytes())
         os.utime(copy, (1_000 + when, 1_000 + when))
-    monkeypatch.setattr("grader.instructor.stubs.KIT", kit.parent)
+    monkeypatch.setattr("grader.instructor.course.stubs.KIT", kit.parent)
     monkeypatch.setattr(i18n, "_language", "en")
     monkeypatch.chdir(tmp_path)
     assert cli._exercise_file(record) == kit / record.file  # untouched: the language's own

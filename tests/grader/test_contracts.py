@@ -7,12 +7,12 @@ import numpy as np
 import pytest
 
 from grader.engine import contracts
-from grader.engine.grading import grade
-from grader.engine.protocol import CaseOutput
 from grader.engine.results import FAILED, PASSED
 from grader.engine.sampling import raising_function_case
-from grader.engine.spec import FUNCTION, LAYER, Case
-from grader.engine.status import CaseStatus
+from grader.grading import grade
+from grader.vocabulary.protocol import CaseOutput
+from grader.vocabulary.spec import FUNCTION, LAYER, Case
+from grader.vocabulary.status import CaseStatus
 from tests.support.grading import failures
 from tests.support.planting import plant
 
@@ -140,7 +140,7 @@ def test_a_fixture_keeps_the_cases_that_must_raise(tmp_path):
     """A student kit grades from a fixture file: the reference's raised errors are kept there,
     and the contract checks run the same."""
     from grader.engine.references import FixtureReference, LiveReference, write_fixture
-    from grader.instructor.stubs import package_dir
+    from grader.instructor.course.stubs import package_dir
     from grader.records import get_exercise
 
     fixture = tmp_path / "8-1.npz"

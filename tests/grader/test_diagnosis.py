@@ -7,8 +7,8 @@ import pytest
 
 from grader.engine import compare
 from grader.engine.sampling import dims_label
-from grader.engine.spec import LAYER, Case
 from grader.reference.attention import softmax
+from grader.vocabulary.spec import LAYER, Case
 
 RNG = np.random.default_rng(7)
 Q, K = RNG.standard_normal((2, 3, 4)), RNG.standard_normal((2, 5, 4))
@@ -86,7 +86,7 @@ def planted_messages(tmp_path, exercise_id, part, old, new) -> tuple[list[str], 
     """The messages of the failed checks of `part` for the solution with `old` -> `new`, and
     the lines `grader check` shows under the part."""
     from grader.engine import feedback
-    from grader.engine.grading import grade
+    from grader.grading import grade
     from tests.support.planting import plant
 
     result = grade(exercise_id, plant(tmp_path, exercise_id, (old, new)), parts=[part])
@@ -136,8 +136,8 @@ def test_valid_lengths_off_by_one_are_a_mask_off_by_one(tmp_path):
 
 def test_a_recomputed_slip_is_never_named_for_a_correct_answer_or_an_untrusted_recomputation():
     from grader.engine.cases import make_cases
-    from grader.engine.spec import Recompute, call_with_case
     from grader.records import get_exercise
+    from grader.vocabulary.spec import Recompute, call_with_case
 
     record = get_exercise("mha")
     part = record.part("MultiHeadAttention")

@@ -4,12 +4,12 @@ import numpy as np
 import pytest
 
 from grader.engine import compare
-from grader.engine.bundle import BundleError, load_bundle, save_bundle
-from grader.engine.grading import grade
 from grader.engine.references import FixtureReference, LiveReference, write_fixture
-from grader.engine.spec import FUNCTION, LAYER, Case
-from grader.instructor.stubs import MarkerError, make_stub, package_dir, sync_stubs
+from grader.grading import grade
+from grader.instructor.course.stubs import MarkerError, make_stub, package_dir, sync_stubs
 from grader.records import EXERCISES
+from grader.vocabulary.bundle import BundleError, load_bundle, save_bundle
+from grader.vocabulary.spec import FUNCTION, LAYER, Case
 
 
 def case(dtype="float64", kind=LAYER):
@@ -174,9 +174,9 @@ def test_seeds_change_the_cases_but_not_their_shapes_list():
 
 def test_a_property_is_checked_on_the_received_output():
     from grader.engine.judging import judge_case
-    from grader.engine.protocol import CaseOutput
-    from grader.engine.spec import Part, Property
-    from grader.engine.status import CaseStatus
+    from grader.vocabulary.protocol import CaseOutput
+    from grader.vocabulary.spec import Part, Property
+    from grader.vocabulary.status import CaseStatus
 
     ok = CaseStatus.OK
 
@@ -202,9 +202,9 @@ def test_a_property_is_checked_on_the_received_output():
 
 
 def test_written_parts_are_reported_apart_and_never_scored(tmp_path):
-    from grader.engine.grading import ANSWER_PLACEHOLDER, written_answers
     from grader.engine.results import ExerciseResult
-    from grader.engine.spec import Exercise, WrittenPart
+    from grader.grading import ANSWER_PLACEHOLDER, written_answers
+    from grader.vocabulary.spec import Exercise, WrittenPart
 
     record = Exercise(
         "8-9",

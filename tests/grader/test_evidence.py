@@ -1,7 +1,7 @@
 """A diagnosis is said only when it is earned (issue #29, point 4): each heuristic is silent
 without its evidence, and whatever a student returns is the student's failure, never the
 grader's. Judged through grader.engine.judging on reports a child would write
-(grader.engine.protocol), or graded end to end where the child's own refusal is at stake."""
+(grader.vocabulary.protocol), or graded end to end where the child's own refusal is at stake."""
 
 from __future__ import annotations
 
@@ -11,12 +11,11 @@ import numpy as np
 import pytest
 
 from grader.engine import compare, properties
-from grader.engine.grading import grade
 from grader.engine.judging import GRADER_FAILED_WORDS, judge_part
-from grader.engine.protocol import CaseOutput, answered
-from grader.engine.spec import FUNCTION, LAYER, Case, Part, Property
-from grader.engine.status import CaseStatus, RunState, Status
-from grader.sandbox.processes import Outcome
+from grader.grading import grade
+from grader.vocabulary.protocol import CaseOutput, Outcome, answered
+from grader.vocabulary.spec import FUNCTION, LAYER, Case, Part, Property
+from grader.vocabulary.status import CaseStatus, RunState, Status
 from tests.support.grading import failures
 
 

@@ -5,7 +5,7 @@ the reference and the stub)."""
 import keras
 import pytest
 
-from grader.engine.grading import grade
+from grader.grading import grade
 from grader.records import ex8_1 as record
 from grader.reference import recurrent as recurrent_ref
 from solutions import ex8_1 as reference

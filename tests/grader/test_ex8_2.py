@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from grader.engine.grading import grade
 from grader.engine.results import ERROR, FAILED, PASSED, TIMEOUT
-from grader.instructor.stubs import package_dir
+from grader.grading import grade
+from grader.instructor.course.stubs import package_dir
 from tests.grader.test_records import HIDDEN_SEEDS
 from tests.support import grading as grading_helpers
 from tests.support.grading import (

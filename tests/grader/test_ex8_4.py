@@ -4,7 +4,7 @@ gradients), and planted mistakes. Full marks and the stub: tests/grader/test_rec
 
 import pytest
 
-from grader.engine.grading import grade
+from grader.grading import grade
 from tests.grader.test_ex8_3 import fill_stub
 from tests.grader.test_records import HIDDEN_SEEDS
 from tests.support.grading import (

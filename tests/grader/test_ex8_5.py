@@ -4,9 +4,9 @@ tests/grader/test_records.py."""
 
 import pytest
 
-from grader.engine.grading import ANSWER_PLACEHOLDER, grade
 from grader.engine.results import FAILED, PASSED
-from grader.instructor.stubs import package_dir
+from grader.grading import ANSWER_PLACEHOLDER, grade
+from grader.instructor.course.stubs import package_dir
 from grader.records import get_exercise
 from tests.grader.test_records import HIDDEN_SEEDS
 from tests.support import grading as grading_helpers

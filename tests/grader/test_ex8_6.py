@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 from grader.engine.cases import make_cases
-from grader.engine.grading import grade
-from grader.instructor.stubs import package_dir
+from grader.grading import grade
+from grader.instructor.course.stubs import package_dir
 from grader.records import get_exercise
 from grader.reference.hopfield import energy_of
 from tests.grader.test_records import HIDDEN_SEEDS

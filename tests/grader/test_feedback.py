@@ -9,12 +9,12 @@ from click.testing import CliRunner
 from grader.cli import main
 from grader.engine import compare, feedback
 from grader.engine.judging import judge_case
-from grader.engine.protocol import CaseOutput
 from grader.engine.results import CheckResult, ExerciseResult, PartResult
-from grader.engine.spec import LAYER, Case
-from grader.engine.status import CaseStatus, Status
-from grader.instructor.report import render
 from grader.records import get_exercise
+from grader.report import render
+from grader.vocabulary.protocol import CaseOutput
+from grader.vocabulary.spec import LAYER, Case
+from grader.vocabulary.status import CaseStatus, Status
 
 
 def differ(name, total=36):
@@ -184,8 +184,8 @@ def test_check_grades_the_current_folder_loudly_with_the_verdict_of_batch(tmp_pa
 def test_batch_feedback_reads_as_check_does_a_named_mistake_first(tmp_path):
     """A named mistake behind many failing checks (every case, output and gradients): the
     batch's feedback file shows it first, once, as `grader check` does."""
-    from grader.engine.grading import grade
-    from grader.instructor import gradebook
+    from grader.grading import grade
+    from grader.instructor.outputs import gradebook, student_feedback
     from tests.support.planting import plant
 
     folder = plant(
@@ -200,7 +200,7 @@ def test_batch_feedback_reads_as_check_does_a_named_mistake_first(tmp_path):
     # The feedback is written from the result file, as a batch (and a rerun) does.
     document = json.loads(json.dumps(document))
     path = tmp_path / "alice.md"
-    gradebook.write_feedback(path, document, [get_exercise("8-2")])
+    student_feedback.write_feedback(path, document, [get_exercise("8-2")])
     lines = path.read_text("utf-8").splitlines()
     under = lines[lines.index("- **ScaledDotScore** 0/3 — failed") + 1 :]
     problem_lines = [line[4:] for line in under if line.startswith("  - ")]

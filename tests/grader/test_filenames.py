@@ -1,11 +1,11 @@
 """grader.engine.filenames: a file handed in under a near name or saved as UTF-16 is recognised,
-and `grader check` says what to do about it (grader.engine.grading.unloadable)."""
+and `grader check` says what to do about it (grader.grading.unloadable)."""
 
 import pytest
 
 from grader.engine.filenames import as_utf8, name_key, near_names, not_utf8
-from grader.engine.grading import unloadable
-from grader.instructor.submissions import find_exercise_file
+from grader.grading import unloadable
+from grader.instructor.course.submissions import find_exercise_file
 
 SOURCE = "def f():\n    return '注意力'\n"
 

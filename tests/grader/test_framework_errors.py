@@ -9,10 +9,10 @@ import numpy as np
 import pytest
 
 from grader.engine import framework_errors
-from grader.engine.grading import grade
-from grader.engine.spec import LAYER, Case
-from grader.instructor.report import render
+from grader.grading import grade
 from grader.records import get_exercise
+from grader.report import render
+from grader.vocabulary.spec import LAYER, Case
 from tests.support.grading import failures, submit
 
 CASE = Case("ScaledDotScore", LAYER, "B=2 Tq=3 Tk=5 d=4", {"query": np.zeros((2, 3, 4))})
@@ -160,7 +160,7 @@ def test_lengths_not_expanded_are_reported_where_they_were_passed_not_where_they
 
 
 def test_an_error_of_the_helper_itself_stays_where_it_was_raised():
-    from grader.engine.protocol import Frame
+    from grader.vocabulary.protocol import Frame
 
     case = Case("masked_softmax", "function", "B=2")
     caller = Frame("m.py", 9, "masked_softmax", "return helper(scores, keep)", ("scores",))
@@ -175,7 +175,7 @@ def test_an_error_of_the_helper_itself_stays_where_it_was_raised():
 def test_a_caller_that_passes_its_own_arguments_on_unchanged_is_never_blamed(tmp_path):
     """The helper fails on a line that uses its arguments, but its caller passed it the
     grader's inputs as they came: the mistake is the helper's, so is the place."""
-    from grader.engine.protocol import Frame
+    from grader.vocabulary.protocol import Frame
 
     case = Case("masked_softmax", "function", "B=2")
     helper = Frame("m.py", 3, "helper", "return x + m", ("x", "m"))
@@ -196,8 +196,8 @@ def test_a_caller_that_passes_its_own_arguments_on_unchanged_is_never_blamed(tmp
 
 
 def test_frames_from_a_child_are_plain_data_or_a_malformed_report():
-    from grader.engine import protocol
-    from grader.engine.status import CaseStatus
+    from grader.vocabulary import protocol
+    from grader.vocabulary.status import CaseStatus
 
     frame = {"file": "m.py", "line": 3, "function": "f", "code": "x + y", "arguments": ["x"]}
     read = protocol._failure(CaseStatus.ERROR, {"exception": "E", "frames": [frame]})

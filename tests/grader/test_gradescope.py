@@ -7,9 +7,9 @@ import pytest
 
 from grader import sandbox
 from grader.engine.results import CheckResult, ExerciseResult, PartResult
-from grader.engine.status import Status
 from grader.instructor import gradescope
 from grader.records import EXERCISES
+from grader.vocabulary.status import Status
 from tests.support.gradescope_schema import validate
 
 pytestmark = pytest.mark.ex8_2

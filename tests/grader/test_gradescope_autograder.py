@@ -26,7 +26,8 @@ from pathlib import Path
 
 import pytest
 
-from grader import KIT, sandbox
+from grader import sandbox
+from grader.kit import KIT
 from grader.notebook.generate import notebook_text
 from grader.records import EXERCISES
 from tests.support.gradescope_schema import validate

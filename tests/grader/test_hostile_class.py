@@ -136,7 +136,7 @@ def as_root(base: Path) -> dict:
         "TMPDIR": str(folders["tmp"]),
     }
     found = run_command(
-        [sys.executable, "-c", "import grader; print(grader.KIT)"], kit, env, timeout=60
+        [sys.executable, "-c", "import grader.kit; print(grader.kit.KIT)"], kit, env, timeout=60
     )
     assert found.stdout.strip() == str(kit), found  # never the checkout itself
 

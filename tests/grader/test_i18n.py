@@ -14,13 +14,13 @@ from click.testing import CliRunner
 from grader import i18n
 from grader.cli import main
 from grader.engine.judging import judge_case
-from grader.engine.protocol import CaseOutput
 from grader.engine.results import ExerciseResult, PartResult
-from grader.engine.status import CaseStatus, Status
 from grader.i18n import choose, display_width, pad, speaking
 from grader.locale import catalog
 from grader.records import EXERCISES, get_exercise
 from grader.reference import attention as ref
+from grader.vocabulary.protocol import CaseOutput
+from grader.vocabulary.status import CaseStatus, Status
 
 
 def zh(*args, env=None):
@@ -184,7 +184,7 @@ def _planted_scale_forgotten(language: str):
         checks = judge_case(part, case, want, got)
         result = ExerciseResult("8-2", [PartResult(part.name, part.points, Status.FAILED, checks)])
         result.submission = "exercises/zh/ex8_2.py"
-        from grader.instructor.report import render
+        from grader.report import render
 
         return checks, render(record, result, color=False)
 
@@ -208,7 +208,7 @@ def test_the_parts_table_stays_aligned_with_wide_characters():
         PartResult("ScaledDotScore", 3, Status.NOT_IMPLEMENTED),
         PartResult("多头注意力模型", 1, Status.FAILED),
     ]
-    from grader.instructor.report import render
+    from grader.report import render
 
     with speaking("zh"):
         text = render(record, ExerciseResult("8-2", parts, submission="x.py"), color=False)
@@ -240,7 +240,7 @@ def _code_of(source: str) -> str:
 
 
 def test_chinese_stubs_have_the_same_code_chinese_texts_and_no_drift():
-    from grader.instructor.stubs import package_dir, sync_translated_stubs
+    from grader.instructor.course.stubs import package_dir, sync_translated_stubs
 
     assert sync_translated_stubs(write=False) == []
     for record in EXERCISES.values():
@@ -252,7 +252,7 @@ def test_chinese_stubs_have_the_same_code_chinese_texts_and_no_drift():
 
 
 def test_a_batch_feedback_file_in_chinese(tmp_path):
-    from grader.instructor.gradebook import write_feedback
+    from grader.instructor.outputs.student_feedback import write_feedback
 
     document = {
         "student": "ada",

@@ -16,12 +16,13 @@ from grader.engine import diagnosis, properties
 from grader.engine.cases import make_cases
 from grader.engine.compare import matches
 from grader.engine.judging import judge_part
-from grader.engine.labels import LABELS, REPORTED, fragments, shown_label, shown_report
-from grader.engine.spec import FUNCTION, Case, Part
-from grader.engine.status import RunState, Status
 from grader.i18n import speaking
 from grader.records import EXERCISES, UnknownExercise, get_exercise
-from grader.sandbox.processes import Outcome, _exit_words
+from grader.sandbox.processes import _exit_words
+from grader.vocabulary.labels import LABELS, REPORTED, fragments, shown_label, shown_report
+from grader.vocabulary.protocol import Outcome
+from grader.vocabulary.spec import FUNCTION, Case, Part
+from grader.vocabulary.status import RunState, Status
 
 CJK = re.compile(r"[\u4e00-\u9fff]")
 # A size or setting as labels show it ("Tq=3", "kind='lstm'", "lengths=[1, 2]"): kept as is.
@@ -179,8 +180,8 @@ MADE_BY = {
 }
 # Raised and caught inside the grader, or a programming error: read by nobody but a developer.
 INTERNAL = {
-    ("grader/engine/bundle.py", "{} is not a plain file"),
-    ("grader/instructor/gradebook.py", "not a result"),
+    ("grader/vocabulary/bundle.py", "{} is not a plain file"),
+    ("grader/instructor/outputs/gradebook.py", "not a result"),
     ("grader/sandbox/landlock.py", "landlock_add_rule failed for {}"),
     ("grader/sandbox/processes.py", "the jobs of group {} differ in more than their cases"),
 }

@@ -16,12 +16,12 @@ import pytest
 
 from grader.engine.cases import make_cases
 from grader.engine.judging import judge_case
-from grader.engine.protocol import CaseOutput
-from grader.engine.spec import FUNCTION, Case, call_with_case
-from grader.engine.status import CaseStatus
 from grader.i18n import speaking, tr
 from grader.records import EXERCISES, get_exercise
 from grader.reference import heads, seq2seq
+from grader.vocabulary.protocol import CaseOutput
+from grader.vocabulary.spec import FUNCTION, Case, call_with_case
+from grader.vocabulary.status import CaseStatus
 from tests.grader.test_chinese_output import english_sentences
 
 # (record, property) that none of the wrong outputs below makes fail: none today; one added

@@ -12,7 +12,7 @@ import tokenize
 import pytest
 
 from grader.i18n import display_width
-from grader.instructor.stubs import (
+from grader.instructor.course.stubs import (
     CLOSING,
     make_stub,
     package_dir,

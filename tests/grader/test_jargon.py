@@ -21,13 +21,13 @@ from pathlib import Path
 import pytest
 
 from benchmarks.feedback_bench import planted_modules, source_of
-from grader.engine.grading import grade
-from grader.engine.labels import mistake_words
+from grader.grading import grade
 from grader.i18n import speaking
-from grader.instructor.report import render
-from grader.instructor.stubs import package_dir
+from grader.instructor.course.stubs import package_dir
 from grader.notebook.html import result_html
 from grader.records import get_exercise
+from grader.report import render
+from grader.vocabulary.labels import mistake_words
 from tests.support.grading import submit
 
 # A tag of the grader's own at the start of a line or a bracket ("slip: ", "[property: ").

@@ -4,7 +4,7 @@ the reference and the stub)."""
 
 import pytest
 
-from grader.engine.grading import grade
+from grader.grading import grade
 from tests.grader.test_records import HIDDEN_SEEDS
 from tests.support.grading import (
     assert_full_marks,

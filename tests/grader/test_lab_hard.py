@@ -4,7 +4,7 @@ alternative and planted mistakes, gradient mistakes of the straight-through esti
 
 import pytest
 
-from grader.engine.grading import grade
+from grader.grading import grade
 from tests.grader.test_records import HIDDEN_SEEDS
 from tests.support.grading import (
     assert_full_marks,

@@ -3,7 +3,7 @@ alternative and planted mistakes (full marks and the stub: tests/grader/test_rec
 
 import pytest
 
-from grader.engine.grading import grade
+from grader.grading import grade
 from tests.grader.test_records import HIDDEN_SEEDS
 from tests.support.grading import (
     assert_full_marks,

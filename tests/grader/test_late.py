@@ -9,9 +9,9 @@ from datetime import datetime, timezone
 
 import pytest
 
-from grader.instructor import gradebook
-from grader.instructor.late import LATE_FILE, PolicyError, read_policy, write_late
-from grader.instructor.submissions import discover
+from grader.instructor.course.late import LATE_FILE, PolicyError, read_policy, write_late
+from grader.instructor.course.submissions import discover
+from grader.instructor.outputs import gradebook
 from grader.records import get_exercise
 from tests.support.classbook import write_class
 

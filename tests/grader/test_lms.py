@@ -10,7 +10,8 @@ import pytest
 from click.testing import CliRunner
 
 from grader.cli import main
-from grader.instructor.lms import LmsError, export_grades, read_roster
+from grader.instructor.course.roster import LmsError, read_roster
+from grader.instructor.outputs.lms import export_grades
 from grader.records import get_exercise
 from tests.support.classbook import write_class
 
@@ -122,7 +123,7 @@ def test_export_without_a_batch_says_to_run_one(tmp_path, graded):
 def test_an_export_names_its_source_and_a_later_gradebook_says_it_is_stale(tmp_path):
     """The export carries the gradebook it was made from; writing the gradebook again (a merge,
     a rerun) names the export as stale, and `grader merge` prints it."""
-    from grader.instructor import gradebook
+    from grader.instructor.outputs import gradebook
     from grader.records import get_exercise
 
     out = tmp_path / "out"

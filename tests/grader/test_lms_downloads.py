@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from grader.instructor.submissions import discover, unpack
+from grader.instructor.course.submissions import discover, unpack
 from tests.grader.test_batch import GOOD, slow_class
 from tests.support.grading import replace_function
 

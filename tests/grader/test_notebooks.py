@@ -13,8 +13,8 @@ import nbformat
 import pytest
 
 from grader import check
-from grader.instructor.stubs import package_dir, sync_stubs
-from grader.instructor.submissions import find_exercise_file
+from grader.instructor.course.stubs import package_dir, sync_stubs
+from grader.instructor.course.submissions import find_exercise_file
 from grader.notebook.extract import NotebookError, notebook_code, python_of_cell
 from grader.notebook.generate import CHECK_TAG, make_notebook, notebook_name, notebook_text
 from grader.notebook.live import unsaved_changes
@@ -250,7 +250,7 @@ def test_check_grades_the_saved_notebook_with_pictures(tmp_path, capsys):
     page = graded._repr_html_()
     assert "the 1/√d scale is missing" in page and "Score: 7/10" in page
     # The page says what the terminal says: every line of the text's problems is on it.
-    from grader.instructor.report import problem_lines
+    from grader.report import problem_lines
 
     _, shown = problem_lines(graded.record, graded.result, width=10_000)
     lines = [line.strip() for part in shown.values() for line in part]

@@ -12,10 +12,7 @@ from hypothesis import strategies as st
 
 from grader.engine.feedback import part_lines
 from grader.engine.judging import judge_part
-from grader.engine.protocol import answered
 from grader.engine.results import PartResult
-from grader.engine.spec import LAYER, Case, Part
-from grader.engine.status import RunState, Status
 from grader.pictures import (
     DPI,
     LABEL_POINTS,
@@ -26,7 +23,9 @@ from grader.pictures import (
     png,
     worst_map,
 )
-from grader.sandbox.processes import Outcome
+from grader.vocabulary.protocol import Outcome, answered
+from grader.vocabulary.spec import LAYER, Case, Part
+from grader.vocabulary.status import RunState, Status
 
 matplotlib_image = pytest.importorskip("matplotlib.image")
 PART = Part("ScaledDotScore", 3, lambda rng, hidden=False: [])
@@ -44,7 +43,7 @@ def reported(outputs: list[np.ndarray]) -> Outcome:
 
 
 def expected_outputs(outputs):
-    from grader.engine.protocol import read_case_outputs
+    from grader.vocabulary.protocol import read_case_outputs
 
     return read_case_outputs(reported(outputs), len(outputs))
 
@@ -138,7 +137,7 @@ def test_check_writes_one_self_contained_page_with_the_pictures(tmp_path):
     from click.testing import CliRunner
 
     from grader.cli import main
-    from grader.instructor.stubs import package_dir
+    from grader.instructor.course.stubs import package_dir
 
     bob = package_dir("examples") / "submissions" / "bob"
     target = tmp_path / "report.html"

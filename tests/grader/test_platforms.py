@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 from grader import sandbox
-from grader.engine.grading import grade
 from grader.engine.results import ERROR, NOT_IMPLEMENTED, PASSED, TIMEOUT
+from grader.grading import grade
 from grader.sandbox import platforms
 from grader.sandbox.platforms import FORK, SPAWN, START_METHOD_VARIABLE, StartMethodError
 from tests.support.grading import descendants, running
@@ -147,7 +147,7 @@ def test_the_student_path_imports_no_posix_only_module():
         f"""
         import os, sys
         from click.testing import CliRunner
-        import grader.cli, grader.engine.grading, grader.instructor.report
+        import grader.cli, grader.grading, grader.report
         from grader.sandbox import (
             child, fresh, limits, platforms, processes, scheduler, supervisor, zygote
         )

@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 
 from grader.engine.cases import save_cases
-from grader.engine.spec import FUNCTION, Case
-from grader.engine.status import RunState
 from grader.sandbox import processes, scheduler
 from grader.sandbox.processes import Job, run_jobs
+from grader.vocabulary.spec import FUNCTION, Case
+from grader.vocabulary.status import RunState
 from tests.support.grading import descendants, running
 
 SOURCE = """

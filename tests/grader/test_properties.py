@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 
 from grader.engine import properties as relations
-from grader.engine.spec import LAYER, Case
+from grader.vocabulary.spec import LAYER, Case
 
 RNG = np.random.default_rng(0)
 
@@ -138,7 +138,7 @@ def test_merged_hidden_seeds_keep_each_variant_with_its_own_case():
     permutation relation crashed on 8-3)."""
     import importlib.util
 
-    from grader.instructor.stubs import package_dir
+    from grader.instructor.course.stubs import package_dir
     from grader.records import get_exercise
 
     path = Path(__file__).resolve().parents[2] / "benchmarks" / "false_fails.py"

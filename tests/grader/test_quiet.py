@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from grader import KIT
-from grader.instructor.release import SETUP
+from grader.instructor.course.release import SETUP
+from grader.kit import KIT
 from grader.quiet import MARK, dropped
 
 # What TensorFlow 2.18+ writes to descriptor 2 when it is imported (seen on this machine), and

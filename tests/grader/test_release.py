@@ -15,16 +15,16 @@ import pytest
 from grader import sandbox
 from grader.engine.cases import make_cases
 from grader.engine.compiled import NOT_JUDGED, SUFFIX, carried, case_key, load_record
-from grader.engine.grading import grade
 from grader.engine.references import FixtureReference
-from grader.instructor.release import (
+from grader.grading import grade
+from grader.instructor.course.release import (
     ReleaseError,
     refuse_answers,
     release_gradescope,
     release_student,
     solution_leaks,
 )
-from grader.instructor.stubs import package_dir
+from grader.instructor.course.stubs import package_dir
 from grader.records import EXERCISES
 from tests.grader.test_lab_masked_softmax import FROM_LENGTHS, SEQUENCE_MASK
 from tests.support.gradescope_schema import read_results
@@ -154,9 +154,9 @@ def test_a_property_the_kit_cannot_judge_says_so(student_kit):
 def test_a_kit_shows_its_verdicts_and_labels_in_the_students_language(student_kit):
     """A kit has no record code: its property verdicts are stored in every language and the
     words of its labels are registered where it loads a record."""
-    from grader.engine.bundle import load_bundle
-    from grader.engine.labels import shown_label
     from grader.i18n import speaking
+    from grader.vocabulary.bundle import load_bundle
+    from grader.vocabulary.labels import shown_label
 
     fixtures = student_kit / "grader" / "fixtures"
     meta, _arrays = load_bundle(fixtures / f"masked-softmax{SUFFIX}")

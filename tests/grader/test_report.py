@@ -9,9 +9,9 @@ import re
 
 import pytest
 
-from grader.instructor import gradebook
-from grader.instructor.outcomes import Outcome, part_outcomes
-from grader.instructor.report_html import bin_label, check_kind, histogram_bins, report_html
+from grader.instructor.outputs import gradebook
+from grader.instructor.outputs.outcomes import Outcome, part_outcomes
+from grader.instructor.outputs.report_html import bin_label, check_kind, histogram_bins, report_html
 from grader.records import EXERCISES
 
 pytestmark = pytest.mark.ex8_2

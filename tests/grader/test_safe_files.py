@@ -16,12 +16,12 @@ import pytest
 
 from grader import sandbox
 from grader.engine import safe_files
-from grader.engine.grading import unloadable
 from grader.engine.results import ExerciseResult, PartResult
-from grader.engine.status import Status
+from grader.grading import unloadable
 from grader.instructor import gradescope
-from grader.instructor.submissions import Student, find_exercise_file, fingerprint, unpack
+from grader.instructor.course.submissions import Student, find_exercise_file, fingerprint, unpack
 from grader.records import EXERCISES
+from grader.vocabulary.status import Status
 from tests.support.gradescope_schema import validate
 
 pytestmark = pytest.mark.ex8_2
@@ -299,7 +299,7 @@ def test_a_classmates_hard_link_to_an_honest_file_costs_its_owner_nothing(tmp_pa
 
 
 def test_a_student_folder_that_is_a_link_is_graded_zero_with_the_reason(tmp_path):
-    from grader.instructor.submissions import UnsafeSubmission, discover, unpack
+    from grader.instructor.course.submissions import UnsafeSubmission, discover, unpack
 
     (tmp_path / "elsewhere").mkdir()
     (tmp_path / "elsewhere" / "ex8_2.py").write_text(HONEST)
@@ -313,8 +313,8 @@ def test_a_student_folder_that_is_a_link_is_graded_zero_with_the_reason(tmp_path
 
 
 def test_one_file_in_two_students_folders_flags_both_for_the_instructor(tmp_path):
-    from grader.instructor.outcomes import SHARED_FILE, integrity_flags
-    from grader.instructor.submissions import discover, sharing_a_file
+    from grader.instructor.course.submissions import discover, sharing_a_file
+    from grader.instructor.outputs.outcomes import SHARED_FILE, integrity_flags
 
     for name in ("honest", "linker", "copier"):
         (tmp_path / name).mkdir()

@@ -10,15 +10,16 @@ from pathlib import Path
 
 import pytest
 
-from grader import KIT, sandbox
-from grader.engine.bundle import BundleError, load_bundle, open_plain_file, save_bundle
+from grader import sandbox
 from grader.engine.cases import save_cases
-from grader.engine.spec import FUNCTION, Case
-from grader.engine.status import CaseStatus, RunState, Status
-from grader.engine.text import printable
+from grader.kit import KIT
 from grader.sandbox import landlock, seccomp, world
 from grader.sandbox.processes import Job, run_jobs
 from grader.sandbox.syscall_numbers import NUMBERS
+from grader.vocabulary.bundle import BundleError, load_bundle, open_plain_file, save_bundle
+from grader.vocabulary.spec import FUNCTION, Case
+from grader.vocabulary.status import CaseStatus, RunState, Status
+from grader.vocabulary.text import printable
 
 needs_sandbox = pytest.mark.skipif(
     not sandbox.status()["complete"], reason="needs Linux with Landlock and seccomp"
@@ -381,7 +382,7 @@ def test_without_a_sandbox_batch_refuses_unless_told(tmp_path, monkeypatch):
 def test_a_malformed_report_is_the_childs_crash_never_the_graders(tmp_path):
     from grader.engine.judging import judge_part
     from grader.records import get_exercise
-    from grader.sandbox.processes import Outcome
+    from grader.vocabulary.protocol import Outcome
 
     deep = tmp_path / "deep.npz"
     save_bundle(deep, {"cases": []}, {})

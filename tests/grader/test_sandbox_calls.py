@@ -12,7 +12,7 @@ import os
 import pytest
 
 from grader import sandbox
-from grader.engine.grading import grade
+from grader.grading import grade
 from grader.records import EXERCISES
 from grader.sandbox import seccomp
 from tests.support.unprivileged import REPO
@@ -59,7 +59,7 @@ def test_a_solution_on_jax_is_refused_no_call(tmp_path):
     import sys
 
     script = (
-        "from grader.engine.grading import grade\n"
+        "from grader.grading import grade\n"
         f"r = grade('8-2', {str(SOLUTIONS)!r}, seed=3, sandbox={{}}, timeout=300)\n"
         "from tests.grader.test_sandbox_calls import calls_only\n"
         "print(repr(calls_only(r.refused)), repr(r.refused_examples))\n"

@@ -122,7 +122,7 @@ def test_a_reference_that_does_not_give_the_expected_output_is_never_used():
 
 
 def test_what_alone_separates_failing_from_passing_cases_is_said():
-    from grader.engine.spec import Case
+    from grader.vocabulary.spec import Case
 
     def case(label, dtype="float64"):
         return Case("f", "function", label, dtype=dtype)
@@ -142,7 +142,7 @@ def test_what_alone_separates_failing_from_passing_cases_is_said():
 
 
 def test_right_on_the_first_example_only_is_said_only_when_so_on_every_failing_case():
-    from grader.engine.spec import Case
+    from grader.vocabulary.spec import Case
 
     rng = np.random.default_rng(1)
     cases = [Case("f", "function", "B=3 T=4"), Case("f", "function", "B=2 T=4")]
@@ -156,11 +156,11 @@ def test_right_on_the_first_example_only_is_said_only_when_so_on_every_failing_c
 
 def test_a_student_reads_the_search_first_in_english_and_chinese(tmp_path):
     """End to end: `grader check`'s rendering of a file whose mistake no record names."""
-    from grader import KIT
-    from grader.engine.grading import grade
+    from grader.grading import grade
     from grader.i18n import speaking
-    from grader.instructor.report import render
+    from grader.kit import KIT
     from grader.records import get_exercise
+    from grader.report import render
     from tests.support.grading import submit
 
     text = (KIT / "solutions" / "lab_additive.py").read_text(encoding="utf-8")

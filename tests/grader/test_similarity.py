@@ -7,10 +7,10 @@ import csv
 
 import pytest
 
-from grader.instructor import similarity
-from grader.instructor.gradebook import write_all
-from grader.instructor.stubs import package_dir
-from grader.instructor.submissions import discover
+from grader.instructor.course.stubs import package_dir
+from grader.instructor.course.submissions import discover
+from grader.instructor.outputs.gradebook import write_all
+from grader.instructor.review import similarity
 from grader.records import get_exercise
 from tests.support.classbook import write_class
 

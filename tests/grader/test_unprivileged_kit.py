@@ -12,14 +12,14 @@ pytestmark = pytest.mark.skipif(SKIP_REASON is not None, reason=SKIP_REASON or "
 PROBE = """
 import json, os, sys
 import keras, numpy
-import grader, grader.cli
+import grader.kit, grader.cli
 try:
     open(sys.argv[1]).read()
     secret = "read"
 except PermissionError:
     secret = "PermissionError"
 print(json.dumps({"uid": os.getuid(), "euid": os.geteuid(), "gid": os.getgid(),
-                  "groups": os.getgroups(), "kit": str(grader.KIT), "secret": secret,
+                  "groups": os.getgroups(), "kit": str(grader.kit.KIT), "secret": secret,
                   "keras": keras.__file__, "numpy": numpy.__file__}))
 """
 

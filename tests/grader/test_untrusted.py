@@ -17,8 +17,8 @@ from xml.etree import ElementTree
 import numpy as np
 import pytest
 
-from grader.engine import bundle, untrusted
-from grader.engine.bundle import BundleError, load_bundle, save_bundle
+from grader.vocabulary import bundle, untrusted
+from grader.vocabulary.bundle import BundleError, load_bundle, save_bundle
 
 # --- result files ------------------------------------------------------------------------------
 
@@ -314,7 +314,7 @@ def test_file_stems_are_plain_bounded_unique_and_stable():
 
 
 def test_an_undecodable_folder_name_is_an_id_that_can_be_written(tmp_path):
-    from grader.instructor.submissions import discover
+    from grader.instructor.course.submissions import discover
 
     os.mkdir(os.path.join(os.fsencode(tmp_path), b"bad\xff"))
     (student,) = discover(tmp_path)
@@ -339,7 +339,7 @@ STUDENT_NAMES = [
 @pytest.fixture(scope="module")
 def hostile_batch(tmp_path_factory):
     from grader.instructor.batch import BatchOptions, run_batch
-    from grader.instructor.stubs import package_dir
+    from grader.instructor.course.stubs import package_dir
     from tests.support.grading import replace_function
 
     solution = (package_dir("solutions") / "ex8_2.py").read_text()

@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 
 from grader.engine.results import CheckResult, ExerciseResult, PartResult
-from grader.engine.status import Status
-from grader.instructor.stubs import package_dir
+from grader.instructor.course.stubs import package_dir
 from grader.records import get_exercise
+from grader.vocabulary.status import Status
 from grader.watch import Watcher, changes
 from tests.support.grading import descendants, running
 from tests.support.unprivileged import REPO

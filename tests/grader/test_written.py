@@ -11,10 +11,11 @@ import pytest
 from click.testing import CliRunner
 
 from grader.cli import main
-from grader.engine.grading import ANSWER_PLACEHOLDER
-from grader.instructor import gradebook
-from grader.instructor.submissions import discover
-from grader.instructor.written import MergeError, merge_into_batch, write_review_sheet
+from grader.grading import ANSWER_PLACEHOLDER
+from grader.instructor.batch import merge_into_batch
+from grader.instructor.course.submissions import discover
+from grader.instructor.outputs import gradebook
+from grader.instructor.review.written import MergeError, write_review_sheet
 from grader.records import get_exercise
 from tests.support.classbook import write_class
 

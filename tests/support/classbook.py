@@ -7,9 +7,9 @@ import json
 from pathlib import Path
 
 from grader.engine.results import ExerciseResult, PartResult
-from grader.engine.status import Status
-from grader.instructor import gradebook
+from grader.instructor.outputs import gradebook, student_feedback
 from grader.records import get_exercise
+from grader.vocabulary.status import Status
 
 
 def write_class(out: Path, passed: dict[str, dict[str, set[str]]], not_final=()) -> list[str]:
@@ -34,7 +34,7 @@ def write_class(out: Path, passed: dict[str, dict[str, set[str]]], not_final=())
             document["final"] = False
             document["grader_errors"] = {f"{records[0].id} {records[0].parts[0].name}": "boom"}
         (out / "results" / f"{student}.json").write_text(json.dumps(document), "utf-8")
-        gradebook.write_feedback(out / "feedback" / f"{student}.md", document, records)
+        student_feedback.write_feedback(out / "feedback" / f"{student}.md", document, records)
     (out / "batch.json").write_text(json.dumps({"seed": 5, "exercises": exercise_ids}), "utf-8")
     gradebook.write_all(out, list(passed), records)
     return exercise_ids

@@ -12,9 +12,9 @@ import os
 import textwrap
 from pathlib import Path
 
-from grader.engine.grading import grade
 from grader.engine.results import NOT_IMPLEMENTED, PASSED
-from grader.instructor.stubs import package_dir
+from grader.grading import grade
+from grader.instructor.course.stubs import package_dir
 from grader.records import get_exercise
 
 HEADER = "import keras\nfrom keras import ops\nimport numpy as np\n\n"

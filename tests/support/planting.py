@@ -18,11 +18,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from grader.engine.cases import save_cases
-from grader.engine.grading import part_jobs
 from grader.engine.judging import judge_part
 from grader.engine.references import default_reference
 from grader.engine.results import ExerciseResult
-from grader.instructor.stubs import package_dir
+from grader.grading import part_jobs
+from grader.instructor.course.stubs import package_dir
 from grader.records import get_exercise
 from grader.sandbox.processes import run_jobs
 

@@ -8,9 +8,9 @@ from pathlib import Path
 
 
 def instructor_sections(out: Path) -> str:
-    from grader.instructor.late import late_section
-    from grader.instructor.similarity import similarity_section
-    from grader.instructor.written import written_section
+    from grader.instructor.course.late import late_section
+    from grader.instructor.review.similarity import similarity_section
+    from grader.instructor.review.written import written_section
 
     sections = (similarity_section, written_section, late_section)
     return "".join(section(Path(out)) for section in sections)

@@ -16,8 +16,8 @@ from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 
-from grader import KIT
 from grader.i18n import display_width
+from grader.kit import KIT
 from grader.records import EXERCISES
 
 BEGIN = re.compile(r"^(?P<indent>\s*)# BEGIN SOLUTION(?::\s*(?P<hint>.*\S))?\s*$")

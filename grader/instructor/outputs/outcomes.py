@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from enum import Enum
 
-from grader.engine.status import Status
+from grader.vocabulary.status import Status
 
 
 class Outcome(str, Enum):

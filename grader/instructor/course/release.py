@@ -14,11 +14,11 @@ import tempfile
 import zipfile
 from pathlib import Path
 
-from grader import KIT
 from grader.engine.compiled import SUFFIX, write_compiled
 from grader.engine.references import LiveReference, reference_outputs, write_fixture
 from grader.i18n import language
-from grader.instructor.stubs import BEGIN, END
+from grader.instructor.course.stubs import BEGIN, END
+from grader.kit import KIT
 from grader.records import EXERCISES, get_exercise
 
 IGNORED = shutil.ignore_patterns(
@@ -166,7 +166,7 @@ def solution_leaks(folder: Path) -> list[str]:
 
 
 def answer_leaks(kit: Path, timeout: float = 600.0) -> list[str]:
-    """Answers in `kit` found by what they do (grader.instructor.answer_probe, run in a child
+    """Answers in `kit` found by what they do (grader.instructor.review.answer_probe, run in a child
     with only the kit on its path): each function or class of any of its modules that
     reproduces the expected outputs of an exercise target's public cases, and each module that
     cannot be imported (so cannot be told free of answers)."""
@@ -178,7 +178,7 @@ def answer_leaks(kit: Path, timeout: float = 600.0) -> list[str]:
         environment.update(PYTHONPATH=str(kit), HOME=scratch, PYTHONDONTWRITEBYTECODE="1")
         try:
             done = subprocess.run(
-                [sys.executable, "-m", "grader.instructor.answer_probe", str(kit)],
+                [sys.executable, "-m", "grader.instructor.review.answer_probe", str(kit)],
                 cwd=scratch,
                 env=environment,
                 capture_output=True,

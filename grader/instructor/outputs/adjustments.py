@@ -1,19 +1,20 @@
 """What the gradebook adds to the automatic score: merged written points
-(grader.instructor.written), the written parts still pending review (in the maximum), and late
-penalties (grader.instructor.late). Applied to the result documents every time a gradebook is
-written, from their own files, so a rerun (or a regraded student) keeps them, and applying twice
-changes nothing."""
+(grader.instructor.review.written), the written parts still pending review (in the maximum),
+and late penalties (grader.instructor.course.late). Applied to the result documents every time
+a gradebook is written, from their own files, so a rerun (or a regraded student) keeps them,
+and applying twice changes nothing."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
 
-from grader.engine.untrusted import json_text, markdown
 from grader.i18n import _
-from grader.instructor.gradebook import atomic_write, feedback_path, result_path, write_feedback
-from grader.instructor.late import load_late
-from grader.instructor.written import FOLDER, load_scores
+from grader.instructor.course.late import load_late
+from grader.instructor.files import atomic_write, feedback_path, result_path
+from grader.instructor.outputs.student_feedback import write_feedback
+from grader.instructor.review.written import FOLDER, load_scores
+from grader.vocabulary.untrusted import json_text, markdown
 
 
 def written_counted(out: Path) -> bool:

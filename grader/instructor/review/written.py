@@ -21,12 +21,12 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 
-from grader.engine import untrusted
-from grader.engine.grading import ANSWER_PLACEHOLDER
 from grader.engine.safe_files import RefusedFile, read_plain_path
+from grader.grading import ANSWER_PLACEHOLDER
 from grader.i18n import _
-from grader.instructor.gradebook import atomic_write
-from grader.instructor.submissions import Student, UnsafeSubmission, unpack
+from grader.instructor.course.submissions import Student, UnsafeSubmission, unpack
+from grader.instructor.files import atomic_write
+from grader.vocabulary import untrusted
 
 # A written answer is long: shown and kept up to this many characters.
 ANSWER_CHARS = 20_000
@@ -346,24 +346,6 @@ def merge_scores(out: Path, sheet: Path, records, students: list[str]) -> int:
         untrusted.json_text(scores, indent=1, sort_keys=True),
     )
     return sum(len(by_part) for by_part in merged.values())
-
-
-def merge_into_batch(out: Path, sheet: Path) -> tuple[int, list[str]]:
-    """`grader merge`: check and keep the sheet's points, then write the batch's gradebook
-    again (grades.csv, results, feedback, report) with them; returns how many were merged and
-    what the instructor must be told (an export made before the merge)."""
-    from grader.instructor import gradebook
-    from grader.records import UnknownExercise, get_exercise
-
-    out = Path(out)
-    try:
-        state = json.loads((out / "batch.json").read_text(encoding="utf-8"))
-        records = [get_exercise(e) for e in state["exercises"]]
-    except (OSError, ValueError, KeyError, UnknownExercise):
-        raise MergeError(f"{out} holds no batch (no readable batch.json): give --out") from None
-    students = gradebook.students_in(out)
-    count = merge_scores(out, sheet, records, students)
-    return count, gradebook.write_all(out, students, records, state.get("isolation", ""))
 
 
 def written_section(out: Path) -> str:

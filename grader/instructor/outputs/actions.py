@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import re
 
-from grader.engine.spec import Exercise
+from grader.vocabulary.spec import Exercise
 
 WORKFLOW_NAME = "Autograding Tests"
 JOB_ID = "run-autograding-tests"

@@ -1,7 +1,7 @@
 """A class's submissions: one entry per student, unpacked safely, scanned before anything runs.
 
 An entry is a folder or a `.zip`; the student id is its name (without `.zip`), whatever it
-holds (see `student_id`; files are named after it with grader.engine.untrusted.file_stem, text
+holds (see `student_id`; files are named after it with grader.vocabulary.untrusted.file_stem, text
 shows it through that module's escapers). An LMS's "download all submissions" is taken as it
 comes (`lms_students`): Canvas's loose files and Moodle's folders are grouped per student, the
 newest of a re-uploaded file kept, a zip among them unpacked. Archives are

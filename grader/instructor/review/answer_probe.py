@@ -1,6 +1,6 @@
 """Looks for answers by what they do: run inside a student kit, as
-`python -m grader.instructor.answer_probe KIT` with only KIT on the path (see
-grader.instructor.release.answer_leaks).
+`python -m grader.instructor.review.answer_probe KIT` with only KIT on the path (see
+grader.instructor.course.release.answer_leaks).
 
 It imports every Python module of the kit and calls every function and class defined there
 whose signature takes a public case's arguments (a function case's inputs in order and its params
@@ -62,9 +62,9 @@ def kit_modules(kit: Path) -> list[str]:
 
 def public_outputs(kit: Path) -> dict[str, list]:
     """By target: (exercise id, case, expected output) of every public case of the kit."""
-    from grader.engine.bundle import load_bundle
     from grader.engine.references import FixtureReference
     from grader.records import EXERCISES
+    from grader.vocabulary.bundle import load_bundle
 
     by_target: dict[str, list] = {}
     for record in EXERCISES.values():

@@ -2,7 +2,7 @@
 a JUnit file and the HTML report. Everything is written from the per-student result files, so
 a resumed run produces the same files as an uninterrupted one.
 
-A student's files are named by grader.engine.untrusted.file_stem (a folder's name may be
+A student's files are named by grader.vocabulary.untrusted.file_stem (a folder's name may be
 anything a file system allows), and every text written goes through that module's escaper for
 its output: ids and messages come from students and their code."""
 
@@ -14,13 +14,13 @@ import json
 import os
 from pathlib import Path
 
-from grader.engine import untrusted
 from grader.engine.results import ExerciseResult
-from grader.engine.spec import Exercise
-from grader.engine.status import Status
-from grader.i18n import N_, _, tr
-from grader.instructor.outcomes import FILE_FLAGS
+from grader.instructor.files import atomic_write, result_path, student_of
+from grader.instructor.outputs.outcomes import FILE_FLAGS
 from grader.records import EXERCISES
+from grader.vocabulary import untrusted
+from grader.vocabulary.spec import Exercise
+from grader.vocabulary.status import Status
 
 
 def student_document(student, exercises: list[ExerciseResult], flags, seed, public_seed, stamp):
@@ -83,30 +83,6 @@ def merge_previous(document: dict, previous: dict | None, regraded: list[str]) -
     return merged
 
 
-def result_path(out: Path, student: str) -> Path:
-    return Path(out) / "results" / f"{untrusted.file_stem(student)}.json"
-
-
-def feedback_path(out: Path, student: str) -> Path:
-    return Path(out) / "feedback" / f"{untrusted.file_stem(student)}.md"
-
-
-def _student_of(result: Path) -> str:
-    """The id a result file is about (its name is only derived from it)."""
-    try:
-        document = json.loads(result.read_text(encoding="utf-8"))
-        if isinstance(document, dict) and isinstance(document.get("student"), str):
-            return document["student"]
-    except (OSError, ValueError):
-        pass
-    return result.stem
-
-
-def students_in(out: Path) -> list[str]:
-    """The students that have a result in `out`."""
-    return sorted(_student_of(path) for path in (Path(out) / "results").glob("*.json"))
-
-
 def set_aside_removed(out: Path, students: list[str]) -> list[str]:
     """Move the results and feedback of students no longer among the submissions to
     `out/removed/` (kept, not graded, not in the gradebook); returns who was moved."""
@@ -115,7 +91,7 @@ def set_aside_removed(out: Path, students: list[str]) -> list[str]:
     for result in sorted((out / "results").glob("*.json")):
         if result.stem in present:
             continue
-        student = _student_of(result)
+        student = student_of(result)
         for kind, name in (
             ("results", f"{result.stem}.json"),
             ("feedback", f"{result.stem}.md"),
@@ -133,88 +109,6 @@ def columns(documents: list[dict], records: list[Exercise]) -> list[Exercise]:
     """The exercises of the gradebook: this run's, and any kept from earlier runs."""
     ids = {r.id for r in records} | {e["exercise"] for d in documents for e in d["exercises"]}
     return [record for record in EXERCISES.values() if record.id in ids]
-
-
-# The part statuses as feedback shows them (translated there).
-STATUS_WORDS = (N_("passed"), N_("failed"), N_("not implemented"), N_("error"), N_("timeout"))
-# A width no feedback line reaches: each problem is one markdown line.
-UNWRAPPED = 100_000
-
-
-def write_feedback(path: Path, document: dict, records: list[Exercise]) -> None:
-    known = {r.id: r for r in [*EXERCISES.values(), *records]}
-    md = untrusted.markdown
-    lines = [
-        _("# Feedback for {student}", student=md(document["student"])),
-        "",
-        _("Total: {total:g} / {max:g}", total=document["total"], max=document["max_total"]),
-        "",
-    ]
-    pending = sum(document.get("pending", {}).values())
-    if pending:
-        lines += [
-            _(
-                "{points:g} points pending review: your written answers are scored by hand; "
-                "the total above adds them once they are.",
-                points=pending,
-            ),
-            "",
-        ]
-    if not document.get("final", True):
-        lines += [
-            _(
-                "Some parts were not graded: the grader itself failed there, not your code. "
-                "They will be graded again; the total above is not final."
-            ),
-            "",
-        ]
-    if document["flags"]:
-        lines += [_("Flags: {flags}", flags=md(", ".join(document["flags"]))), ""]
-    for flag in document["flags"]:
-        exercise = flag.removeprefix("renamed-")
-        if flag.startswith("renamed-") and exercise in known:
-            sentence = _(
-                "Exercise {id}: no file was named {file}; the one file of a near name was "
-                "graded as it. Name it exactly {file} next time.",
-                id=exercise,
-                file=known[exercise].file,
-            )
-            lines += [sentence, ""]
-    for exercise in document["exercises"]:
-        record = known.get(exercise["exercise"])
-        lines += [
-            _(
-                "## Exercise {id}: {title}",
-                id=exercise["exercise"],
-                title=tr(record.title) if record else "",
-            ),
-            "",
-            _("Score: {score:g} / {max:g}", score=exercise["score"], max=exercise["max_score"]),
-            "",
-        ]
-        common, shown = _problems(exercise)
-        lines += [md(line.strip()) for line in common]
-        for part in exercise["parts"]:
-            lines.append(
-                f"- **{md(part['name'])}** {part['score']:g}/{part['max_score']:g} — "
-                f"{md(tr(part['status'].replace('_', ' ')))}"
-            )
-            lines += [f"  - {md(line.strip())}" for line in shown.get(part["name"], [])]
-        lines.append("")
-    atomic_write(path, "\n".join(lines))
-
-
-def _problems(exercise: dict) -> tuple[list[str], dict[str, list[str]]]:
-    """The lines `grader check` shows for an exercise of a result file (the same renderer:
-    grader.instructor.report.problem_lines), one line a problem (markdown wraps them)."""
-    from grader.instructor.report import problem_lines
-
-    record = EXERCISES.get(exercise.get("exercise"))
-    if record is None:
-        return [], {}
-    # No "fix that part first": the submitted file (maybe a zip) is not at hand here.
-    result = ExerciseResult.from_dict(exercise)
-    return problem_lines(record, result, width=UNWRAPPED, first_causes={})
 
 
 def load_documents(out: Path, students: list[str]) -> list[dict]:
@@ -243,7 +137,7 @@ def load_documents(out: Path, students: list[str]) -> list[dict]:
 def grades_csv(documents: list[dict], records: list[Exercise]) -> str:
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
-    from grader.instructor.adjustments import extra_columns  # issue 19: written, late
+    from grader.instructor.outputs.adjustments import extra_columns  # issue 19: written, late
 
     extra_heads, extra_cells = extra_columns(documents)
     writer.writerow(
@@ -313,10 +207,10 @@ def write_all(
 ) -> list[str]:
     """Write the gradebook, JUnit file and report from the result files; returns what the
     instructor must be told (an LMS export made from an earlier gradebook)."""
-    from grader.instructor.adjustments import apply_adjustments
-    from grader.instructor.lms import stale_exports
-    from grader.instructor.report_html import report_html
-    from grader.instructor.sections import instructor_sections
+    from grader.instructor.outputs.adjustments import apply_adjustments
+    from grader.instructor.outputs.lms import stale_exports
+    from grader.instructor.outputs.report_html import report_html
+    from grader.instructor.outputs.sections import instructor_sections
 
     documents = load_documents(out, students)
     records = columns(documents, records)
@@ -326,11 +220,3 @@ def write_all(
     report = report_html(documents, records, note, list(removed), instructor_sections(out))
     atomic_write(out / "report.html", report)
     return stale_exports(out)
-
-
-def atomic_write(path: Path, text: str) -> None:
-    """Write through a temporary file, so a reader (or a resumed run) never sees half a file."""
-    temporary = path.with_name(path.name + ".partial")
-    # "replace": a lone surrogate (from a child's JSON, "\ud800") must not stop the batch.
-    temporary.write_bytes(text.encode("utf-8", "replace"))
-    os.replace(temporary, path)

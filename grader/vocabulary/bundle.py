@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 from numpy.lib import format as npy
 
-from grader.engine.spec import Case
+from grader.vocabulary.spec import Case
 
 META_KEY = "__meta__"
 MAX_BUNDLE_BYTES = 256 * 1024 * 1024

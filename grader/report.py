@@ -10,10 +10,10 @@ import click
 
 from grader.engine import feedback
 from grader.engine.results import ExerciseResult
-from grader.engine.spec import Exercise
-from grader.engine.status import Answer, CaseStatus, Status
-from grader.engine.untrusted import terminal
 from grader.i18n import N_, _, display_width, pad, stub_path, tr
+from grader.vocabulary.spec import Exercise
+from grader.vocabulary.status import Answer, CaseStatus, Status
+from grader.vocabulary.untrusted import terminal
 
 COLOURS = {
     Status.PASSED: "green",

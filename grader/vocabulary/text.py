@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from grader.engine.untrusted import clean
+from grader.vocabulary.untrusted import clean
 
 _ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]")
 

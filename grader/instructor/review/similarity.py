@@ -13,7 +13,7 @@ kinds of code never count as shared:
 
 A pair is flagged when either student's remaining code is at least `threshold` covered by the
 other's, and they share at least MIN_OVERLAP characters of it. Nothing here runs submitted
-code: files are unpacked (grader.instructor.submissions) and read as text.
+code: files are unpacked (grader.instructor.course.submissions) and read as text.
 """
 
 from __future__ import annotations
@@ -28,15 +28,15 @@ from collections import Counter
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from grader.engine import untrusted
 from grader.engine.safe_files import read_plain_path
-from grader.instructor.gradebook import atomic_write
-from grader.instructor.submissions import (
+from grader.instructor.course.submissions import (
     Student,
     UnsafeSubmission,
     find_exercise_file,
     unpack,
 )
+from grader.instructor.files import atomic_write
+from grader.vocabulary import untrusted
 
 # copydetect's defaults: matches shorter than NOISE characters of filtered code are ignored;
 # every match of GUARANTEE characters or more is found (the winnowing window follows).
@@ -185,7 +185,7 @@ def write_similarity(out: Path, records, students: list[Student], stub_dir: Path
 def write_for_batch(out: Path, records, students: list[Student], **options) -> None:
     """The batch's hook: the report is the instructor's extra, so a failure of it is told in the
     report and costs no grade."""
-    from grader.instructor.stubs import package_dir
+    from grader.instructor.course.stubs import package_dir
 
     try:
         write_similarity(out, records, students, package_dir("exercises"), **options)

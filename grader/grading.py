@@ -24,11 +24,12 @@ from grader.engine.judging import cannot_load, judge_part
 from grader.engine.references import default_reference
 from grader.engine.results import ExerciseResult
 from grader.engine.safe_files import RefusedFile, read_plain_path
-from grader.engine.spec import Exercise, Part
-from grader.engine.status import Answer
 from grader.i18n import _
 from grader.records import get_exercise
-from grader.sandbox.processes import Job, Outcome, run_jobs
+from grader.sandbox.processes import Job, run_jobs
+from grader.vocabulary.protocol import Outcome
+from grader.vocabulary.spec import Exercise, Part
+from grader.vocabulary.status import Answer
 
 ANSWER_PLACEHOLDER = "<!-- Write your answer below this line. -->"
 

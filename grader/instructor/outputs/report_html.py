@@ -6,12 +6,12 @@ import math
 from collections import Counter, defaultdict
 from urllib.parse import quote
 
-from grader.engine.labels import mistake_words
-from grader.engine.spec import Exercise
-from grader.engine.status import Status
-from grader.engine.untrusted import file_stem
-from grader.engine.untrusted import html as escape  # every text shown: cleaned, then escaped
-from grader.instructor.outcomes import COLOURS, ORDER, Outcome, part_outcomes
+from grader.instructor.outputs.outcomes import COLOURS, ORDER, Outcome, part_outcomes
+from grader.vocabulary.labels import mistake_words
+from grader.vocabulary.spec import Exercise
+from grader.vocabulary.status import Status
+from grader.vocabulary.untrusted import file_stem
+from grader.vocabulary.untrusted import html as escape  # every text shown: cleaned, then escaped
 
 STYLE = """
 body { font: 15px/1.45 system-ui, sans-serif; margin: 2rem auto; max-width: 60rem; color: #222; }
@@ -133,8 +133,8 @@ def report_html(
     removed: list[str] = (),
     sections: str = "",
 ) -> str:
-    # The gradebook's maximum (grader.instructor.adjustments: written parts included), so the
-    # mean and the histogram are of the same totals over the same maximum as grades.csv.
+    # The gradebook's maximum (grader.instructor.outputs.adjustments: written parts included), so
+    # the mean and the histogram are of the same totals over the same maximum as grades.csv.
     maxima = [d["max_total"] for d in documents if d["exercises"]]
     maximum = max(maxima) if maxima else sum(r.max_score for r in records)
     failures = _grader_failures(documents)

@@ -20,8 +20,8 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 from grader.i18n import _
-from grader.instructor.gradebook import atomic_write
-from grader.instructor.submissions import Student
+from grader.instructor.course.submissions import Student
+from grader.instructor.files import atomic_write
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -124,7 +124,7 @@ def file_time(student: Student) -> datetime:
 def submission_times(policy: LatePolicy, students: list[Student]) -> dict[str, datetime]:
     if policy.timestamps == "files":
         return {s.id: file_time(s) for s in students}
-    from grader.instructor.lms import LmsError, read_roster
+    from grader.instructor.course.roster import LmsError, read_roster
 
     try:
         rows = read_roster(policy.roster).rows

@@ -1,11 +1,13 @@
 """What a child reports about the cases of one part: written and read with the same functions.
 
-A child answers a part with one bundle (grader.engine.bundle): its metadata is
+A child answers a part with one bundle (grader.vocabulary.bundle): its metadata is
 `{"import_error": None or a failure, "cases": [one report per case]}`, and its arrays are named
 by `output_key` and `grad_key`. The child (grader.sandbox.child) writes reports with `answered`
 and `failed`; the grader reads them back with `read_case_outputs` and `import_failure`, which
 treat anything malformed as a crash: the child may run hostile code, so nothing it wrote is
 trusted. A fixture file (grader.engine.references) stores the reference's answers the same way.
+What came back from one run of a child (its state, time, report and arrays) is an `Outcome`: the
+sandbox makes it (grader.sandbox.processes), the engine judges it.
 
 Only NumPy and the standard library are imported: the sandboxed child uses this module.
 """
@@ -13,21 +15,37 @@ Only NumPy and the standard library are imported: the sandboxed child uses this 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
 import numpy as np
 
-from grader.engine.status import CaseStatus, Limit
-from grader.engine.text import printable
 from grader.i18n import _
-
-if TYPE_CHECKING:
-    from grader.sandbox.processes import Outcome
+from grader.vocabulary.status import CaseStatus, Limit, RunState
+from grader.vocabulary.text import printable
 
 # The words of a failure, as the child describes it (grader.sandbox.child.describe).
 FAILURE_FIELDS = ("exception", "message", "where")
 # The most frames of the student's file a failure reports (the innermost ones).
 MAX_FRAMES = 20
+
+
+@dataclass
+class Outcome:
+    """One run of a child, as the sandbox saw it: how it ended (`state`), how long it took, its
+    exit code, its report (`meta`, see above) and arrays, the tail of its log and what the
+    sandbox refused it."""
+
+    state: RunState
+    seconds: float
+    exitcode: int | None = None
+    meta: dict = field(default_factory=dict)
+    arrays: dict[str, np.ndarray] = field(default_factory=dict)
+    log_tail: str = ""
+    problem: str = ""
+    # Calls the sandbox refused, by kind (process, signal, ptrace, open, import), and examples.
+    refused: dict = field(default_factory=dict)
+    refused_examples: dict = field(default_factory=dict)
+    # It never finished importing the submission: what happened, happened at its top level.
+    importing: bool = False
 
 
 @dataclass(frozen=True)

@@ -11,9 +11,9 @@ import os
 from pathlib import Path
 
 from grader.engine.results import ExerciseResult
-from grader.engine.spec import Exercise
-from grader.engine.untrusted import html as escape  # cleaned, bounded, then escaped
 from grader.i18n import _
+from grader.vocabulary.spec import Exercise
+from grader.vocabulary.untrusted import html as escape  # cleaned, bounded, then escaped
 
 
 class StudentPage:

@@ -1,0 +1,7 @@
+"""Where this grader's kit is: the folder that holds grader/, exercises/, solutions/ (absent in
+a student kit), attnkit/ and fixtures. At the bottom of the layers (docs/architecture.md), so
+that any module may know it without importing the package's front door (`grader.check`)."""
+
+from pathlib import Path
+
+KIT = Path(__file__).resolve().parent.parent
