@@ -155,6 +155,7 @@ def split(text: str, comments: bool) -> list[str]:
         return text.split()
 
 
+@functools.cache
 def shown_commands() -> list[Command]:
     commands = []
     for path in PAGES:
@@ -182,7 +183,9 @@ def shown_commands() -> list[Command]:
                     if words:
                         where = f"{relative(path)}:{block.line}"
                         commands.append(Command(where, tuple(words), output))
-                        output = None  # the output belongs to the last program of a pipe
+                        # The output shown is the pipe's (`| head -3`): its first lines are
+                        # the first program's.
+                        output = None
         for span in inline_code(page):
             synopsis = bool(re.search(r"\[-|\.\.\.|\b[A-Z]{2,}\b", span))
             cleaned = re.sub(r"[\[\]]|\.\.\.", " ", span)
