@@ -10,7 +10,7 @@
 - Every relative link resolves to a file, and every anchor to a heading of it; every path of the
   repository named in backquotes exists; every page is reachable from the README.
 - The README fits in 150 lines and shows the test command CI runs; the result format shown is
-  the one `grader check --format json` prints.
+  the one `grader check --format json` prints; the exercises page names every exercise.
 
 Click is invoked in this process (click.testing.CliRunner): one `--help` per subcommand.
 """
@@ -33,7 +33,7 @@ from click.testing import CliRunner
 from grader.cli import main as grader_main
 from grader.engine.status import Status
 from grader.i18n import speaking
-from grader.records import UnknownExercise, get_exercise
+from grader.records import EXERCISES, UnknownExercise, get_exercise
 
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
@@ -504,3 +504,11 @@ def test_the_result_format_shown_is_what_grader_check_prints(tmp_path):
     printed = json.loads(result.output)
     assert (printed["score"], printed["max_score"]) == (10.0, 10.0)  # the README's "10/10"
     assert keys(printed, set()) == keys(shown, set())
+
+
+def test_the_exercises_page_names_every_exercise_and_no_other():
+    rows = parsed(ROOT / "docs" / "exercises.md").prose.split("\n")
+    first_cells = [row.split("|")[1] for row in rows if row.startswith("|")]
+    named = [name.strip() for cell in first_cells for name in cell.split(",")]
+    named = [name for name in named if name not in ("id", "") and not set(name) <= {"-"}]
+    assert sorted(get_exercise(name).id for name in named) == sorted(EXERCISES)
