@@ -22,12 +22,16 @@ import sys
 import threading
 
 # The start-up lines that say nothing about the user's work: informational and warning lines
-# in absl's format from TensorFlow's libraries, the CPU/GPU notices, and the one error line a
-# machine without a GPU always gets. An error or fatal line of any other kind passes.
+# in absl's format from TensorFlow's libraries, the CPU/GPU notices, the one error line a
+# machine without a GPU always gets, and oneDNN's error-level notice that it falls back to
+# Eigen for an int64 op on a CPU without AVX-512 (the result is the same). An error or fatal
+# line of any other kind passes.
 _DROPPED = re.compile(
     rb"^(?:[IW]\d{4} \d+:\d+:\d+\.\d+\s+\d+ [\w.+-]+:\d+\] .*"
     rb"|E\d{4} \d+:\d+:\d+\.\d+\s+\d+ cuda_(?:platform|executor|diagnostics)\.cc:\d+\] "
     rb"(?:failed call to cuInit|.*(?:CUDA|cuda|kernel driver|GPU)).*"
+    rb"|E\d{4} \d+:\d+:\d+\.\d+\s+\d+ util\.cc:\d+\] oneDNN supports \w+ only on platforms "
+    rb"with [\w-]+\. Falling back to the default Eigen-based implementation if present\."
     rb"|WARNING: All log messages before absl::InitializeLog\(\) is called.*"
     rb"|To enable the following instructions: .* rebuild TensorFlow with the appropriate "
     rb"compiler flags\."

@@ -10,7 +10,7 @@ import click
 
 from grader.engine import feedback
 from grader.engine.results import ExerciseResult
-from grader.i18n import N_, _, display_width, pad, stub_path, tr
+from grader.i18n import N_, _, display_width, language, pad, stub_path, tr
 from grader.vocabulary.spec import Exercise
 from grader.vocabulary.status import Answer, CaseStatus, Status
 from grader.vocabulary.untrusted import terminal
@@ -183,7 +183,9 @@ def _to_do(hint: str) -> str:
     # A sentence ends at "。" or at ". ", not at the dots of a range ("0 .. maxlen-1").
     first = re.split(r"(?<![.\s])\.(?!\.) |。", words, maxsplit=1)[0].rstrip(".。")
     if first and first[-1] not in "?!？！":  # a question keeps its own mark
-        first += "." if first.isascii() else "。"
+        # The full stop of the language the line is written in, not of the hint's characters:
+        # an English hint may hold a formula (xᵀ, √d) and still end in ".".
+        first += "。" if language() == "zh" else "."
     return _("to do: {hint}", hint=first)
 
 

@@ -8,6 +8,7 @@ called directly in `speaking("zh")`.
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -16,13 +17,15 @@ from grader.engine import diagnosis, properties
 from grader.engine.cases import make_cases
 from grader.engine.compare import matches
 from grader.engine.judging import judge_part
-from grader.i18n import speaking
+from grader.engine.results import CheckResult, ExerciseResult, PartResult
+from grader.i18n import _, speaking
 from grader.records import EXERCISES, UnknownExercise, get_exercise
+from grader.report import problem_lines
 from grader.sandbox.processes import _exit_words
 from grader.vocabulary.labels import LABELS, REPORTED, fragments, shown_label, shown_report
 from grader.vocabulary.protocol import Outcome
 from grader.vocabulary.spec import FUNCTION, Case, Part
-from grader.vocabulary.status import RunState, Status
+from grader.vocabulary.status import CaseStatus, RunState, Status
 
 CJK = re.compile(r"[\u4e00-\u9fff]")
 # A size or setting as labels show it ("Tq=3", "kind='lstm'", "lengths=[1, 2]"): kept as is.
@@ -255,3 +258,24 @@ def test_a_linked_file_is_refused_in_chinese(tmp_path):
         str(refused.value)
         == "ex8_2.py is a symbolic link: hand in the file itself, not a link to it"
     )
+
+
+@pytest.mark.parametrize(
+    "language,stub,full_stop",
+    [("en", "exercises/ex8_2.py", "."), ("zh", "exercises/zh/ex8_2.py", "。")],
+)
+def test_a_to_do_line_ends_with_the_full_stop_of_the_language_in_use(language, stub, full_stop):
+    """The stub's hint for bilinear_asymmetry holds a formula, xᵀ, in both languages: the line
+    that shows it ends as a sentence of the language the grader speaks, whatever the hint's
+    characters (it used to end in "。" in English too)."""
+    source = (Path(__file__).resolve().parents[2] / stub).read_text(encoding="utf-8")
+    hint = re.search(r'NotImplementedError\("([^"]*xᵀ[^"]*)"\)', source).group(1)
+    with speaking(language):
+        message = _("not implemented yet") + f" ({hint})"  # as grader.engine.judging words it
+        check = CheckResult("output", False, message, cause=CaseStatus.NOT_IMPLEMENTED)
+        part = PartResult("bilinear_asymmetry", 2, Status.NOT_IMPLEMENTED, [check])
+        common, shown = problem_lines(
+            get_exercise("8-2"), ExerciseResult("8-2", [part]), width=1000
+        )
+        expected = _("to do: {hint}", hint=hint + full_stop)
+    assert common == [] and [line.strip() for line in shown["bilinear_asymmetry"]] == [expected]

@@ -35,12 +35,16 @@ STARTUP_LINES = [
     b" CUDA error: Failed call to cuInit: UNKNOWN ERROR (303)",
     b"E0000 00:00:1732.123   17 cuda_dnn.cc:8310] Unable to register cuDNN factory: Attempting "
     b"to register factory for plugin cuDNN when one has already been registered",
+    # At run time, not start-up: an int64 op (examples/pointer_sort.py) on a CPU without AVX-512.
+    b"E0000 00:00:1795710419.786770    5487 util.cc:131] oneDNN supports DT_INT64 only on "
+    b"platforms with AVX-512. Falling back to the default Eigen-based implementation if present.",
 ]
 KEPT_LINES = [
     b"Traceback (most recent call last):",
     b'  File "ex8_2.py", line 3, in <module>',
     b"E0000 00:00:1795699422.959476   15101 status.cc:83] INTERNAL: out of memory",
     b"F0000 00:00:1795699422.959476   15101 check.cc:12] Check failed: rank >= 0",
+    b"E0000 00:00:1795710419.786770    5487 util.cc:131] oneDNN: out of memory",
     b"ValueError: I0000 is not a shape",
     b"I0000 is the first line of the student's own output",
 ]
@@ -86,9 +90,8 @@ SETUP_CHECK = re.search(r'-c "(import grader\.quiet[^"]*)"', SETUP).group(1)
         + ["--part", "variances"],
         ["-m", "grader", "release", "actions", "-e", "8-2"],
         ["-c", SETUP_CHECK],
-        ["examples/nadaraya_watson.py", "--help"],
     ],
-    ids=["check", "release-actions", "setup.sh", "demo"],
+    ids=["check", "release-actions", "setup.sh"],
 )
 def test_a_command_prints_no_start_up_lines(arguments):
     code, output = fresh(arguments)
