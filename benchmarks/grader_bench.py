@@ -32,13 +32,19 @@ DEMO = KIT / "examples" / "submissions"
 PYTHON = sys.executable
 
 
+def warm_ups(repeats: int) -> int:
+    """One warm-up run before the measured ones, except for a single repeat (`--quick`, which
+    checks that every row still runs, not how fast)."""
+    return 1 if repeats > 1 else 0
+
+
 def timed(command: list[str], repeats: int, cwd: Path = KIT) -> float:
-    """Median wall time of `command` over `repeats` runs (after one warm-up run)."""
+    """Median wall time of `command` over `repeats` runs (after a warm-up run, see warm_ups)."""
     samples = []
-    for index in range(repeats + 1):
+    for index in range(repeats + warm_ups(repeats)):
         start = time.perf_counter()
         subprocess.run(command, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        if index:
+        if index >= warm_ups(repeats):
             samples.append(time.perf_counter() - start)
     return statistics.median(samples)
 
@@ -46,11 +52,11 @@ def timed(command: list[str], repeats: int, cwd: Path = KIT) -> float:
 def timed_in_turns(commands: list[list[str]], repeats: int) -> list[float]:
     """Median wall time of each command, the commands run in turn `repeats` times."""
     samples = [[] for _ in commands]
-    for index in range(repeats + 1):
+    for index in range(repeats + warm_ups(repeats)):
         for command, times in zip(commands, samples, strict=True):
             start = time.perf_counter()
             subprocess.run(command, cwd=KIT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-            if index:
+            if index >= warm_ups(repeats):
                 times.append(time.perf_counter() - start)
     return [statistics.median(times) for times in samples]
 
@@ -72,7 +78,7 @@ def warm_recheck(repeats: int) -> float:
         try:
             _read_until_score(watcher)  # the first, cold result
             samples = []
-            for index in range(max(3, repeats)):
+            for index in range(repeats if repeats == 1 else max(3, repeats)):
                 path.write_bytes(sources[(index + 1) % 2])
                 start = time.perf_counter()
                 _read_until_score(watcher)

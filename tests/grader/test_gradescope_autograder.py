@@ -46,7 +46,7 @@ CLASS = KIT / "examples" / "submissions"
 IMPORTS_MORE = "import numpy.testing\nimport numpy.polynomial\nimport pip\n"
 # Students whose files do nothing the sandbox refuses (frank imports the reference; dave exits,
 # erin loops; judy's notebook is not JSON).
-HARMLESS = {"alice", "alice_notebook", "bob", "carol", "grace", "heidi", "henry", "ivan", "kim"}
+HARMLESS = {"alice", "alice_notebook", "bob", "carol", "grace", "heidi"}
 
 
 def clean_environment(**extra) -> dict:
@@ -67,6 +67,10 @@ def demo_class(tmp_path_factory) -> Path:
     folder = tmp_path_factory.mktemp("class") / "submissions"
     shutil.copytree(CLASS, folder)
     (folder / "README.md").unlink()
+    # One student of each kind: these three repeat kinds others show (correct files written
+    # another way, a notebook with a wrong scale), and each Gradescope run costs seconds.
+    for repeated in ("henry", "ivan", "kim"):
+        shutil.rmtree(folder / repeated)
     alice = (CLASS / "alice" / "ex8_2.py").read_text(encoding="utf-8")
     (folder / "alice_notebook").mkdir()
     (folder / "alice_notebook" / "ex8_2.ipynb").write_text(
@@ -165,11 +169,11 @@ def test_the_venv_is_the_one_setup_made_with_a_notebook_reader(autograder):
 
 def test_every_student_gets_the_score_grader_batch_gives(autograder, demo_class, batch_scores):
     students = sorted(demo_class.iterdir())
-    assert len(students) == len(batch_scores) == 14
+    assert len(students) == len(batch_scores) == 11
     maximum = EXERCISES["8-2"].max_score
     # The class has full marks, partial ones and zeros: equal scores mean something.
     assert {maximum, 0.0} < set(batch_scores.values())
-    for name in ("alice", "alice_notebook", "lena", "heidi", "grace", "henry"):
+    for name in ("alice", "alice_notebook", "lena", "heidi", "grace"):
         assert batch_scores[name] == maximum, (name, batch_scores)
     differences = {}
     for student in students:
