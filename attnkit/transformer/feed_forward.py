@@ -1,9 +1,12 @@
 """The position-wise feed-forward network of the Transformer block: Vaswani et al. 2017,
 section 3.3, and the gated SwiGLU variant of Shazeer 2020."""
 
+import math
+
 import keras
 from keras import ops
 
+from attnkit import precision
 from attnkit.checks import (
     check_bool,
     check_choice,
@@ -13,9 +16,18 @@ from attnkit.checks import (
     get_initializer,
 )
 
-__all__ = ["ACTIVATIONS", "FeedForward"]
+__all__ = ["ACTIVATIONS", "FeedForward", "gelu"]
 
 ACTIVATIONS = ("relu", "gelu", "swiglu")
+
+
+def gelu(x):
+    """GELU(x) = x Φ(x) = ½ x (1 + erf(x / √2)), the exact form, in the dtype of `x`.
+
+    TensorFlow's `gelu` casts its constant 1/√2 to float32 before float64, which costs a float64
+    layer seven digits."""
+    half = precision.constant(0.5, x.dtype)
+    return half * x * (1 + ops.erf(x * precision.constant(math.sqrt(0.5), x.dtype)))
 
 
 @keras.saving.register_keras_serializable(package="attnkit")
@@ -110,7 +122,7 @@ class FeedForward(keras.layers.Layer):
         if self.activation == "relu":
             hidden = ops.relu(hidden)
         elif self.activation == "gelu":
-            hidden = ops.gelu(hidden, approximate=False)
+            hidden = gelu(hidden)
         else:
             hidden = ops.silu(self.gate(inputs)) * hidden
         return self.outer(self.hidden_dropout(hidden, training=training))
