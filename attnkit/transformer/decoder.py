@@ -84,7 +84,13 @@ class TransformerDecoderBlock(TransformerBlock):
         self._build_common(shape)
 
     def empty_cache(self, batch_size, max_length):
-        """A self-attention cache of zeros, `(batch_size, 2, max_length, H_kv, d_head)`."""
+        """A self-attention cache of zeros, `(batch_size, 2, max_length, H_kv, d_head)`, for a
+        built block (its head size may depend on the input's)."""
+        if not self.built:
+            raise ValueError(
+                "Build the block (or call it once) before asking for its cache: d_head may "
+                f"depend on the input size. Received: a block not built, {self.name}"
+            )
         return self.self_attention.empty_cache(batch_size, max_length)
 
     def call(
