@@ -122,6 +122,77 @@ def test_rms_norm_matches_numpy(rng):
     np.testing.assert_allclose(_np(layer(x)), ref.rms_norm(x, layer), atol=1e-12)
 
 
+def _copy_into_keras_hub(ours, theirs):
+    pairs = [
+        ("self_attention", "_self_attention_layer"),
+        ("self_attention_norm", "_self_attention_layer_norm"),
+        ("feed_forward_norm", "_feedforward_layer_norm"),
+    ]
+    if getattr(ours, "cross_attention", None) is not None:
+        pairs += [
+            ("cross_attention", "_cross_attention_layer"),
+            ("cross_attention_norm", "_cross_attention_layer_norm"),
+        ]
+    for mine, their in pairs:
+        getattr(theirs, their).set_weights(getattr(ours, mine).get_weights())
+    theirs._feedforward_intermediate_dense.set_weights(ours.feed_forward.inner.get_weights())
+    theirs._feedforward_output_dense.set_weights(ours.feed_forward.outer.get_weights())
+
+
+@pytest.mark.parametrize("norm_first", [False, True])
+def test_encoder_matches_keras_hub(norm_first, rng):
+    """keras-hub masks padded keys only; the real positions' outputs agree."""
+    keras_hub = pytest.importorskip("keras_hub")
+    block = _block(TransformerEncoderBlock, rng, (2, 5, 4), norm_first=norm_first)
+    theirs = keras_hub.layers.TransformerEncoder(
+        7, 2, layer_norm_epsilon=1e-5, normalize_first=norm_first, dtype="float64"
+    )
+    x = rng.normal(size=(2, 5, 4))
+    padding = np.array([[True] * 5, [True, True, True, False, False]])
+    theirs(x, padding_mask=padding)
+    _copy_into_keras_hub(block, theirs)
+    ours, expected = _np(block(x, padding_mask=padding)), _np(theirs(x, padding_mask=padding))
+    np.testing.assert_allclose(ours[padding], expected[padding], atol=1e-10)
+
+
+def test_decoder_and_its_cache_match_keras_hub(rng):
+    keras_hub = pytest.importorskip("keras_hub")
+    block = _block(TransformerDecoderBlock, rng, (2, 4, 4), (2, 3, 4), norm_first=True)
+    theirs = keras_hub.layers.TransformerDecoder(
+        7, 2, layer_norm_epsilon=1e-5, normalize_first=True, dtype="float64"
+    )
+    x, encoder = rng.normal(size=(2, 4, 4)), rng.normal(size=(2, 3, 4))
+    theirs(x, encoder)
+    _copy_into_keras_hub(block, theirs)
+    np.testing.assert_allclose(_np(block(x, encoder)), _np(theirs(x, encoder)), atol=1e-10)
+    ours_cache, their_cache = block.empty_cache(2, 4), block.empty_cache(2, 4)
+    cross_cache = np.zeros((2, 2, 3, 2, 2))  # keras-hub caches the cross-attention too
+    for index in range(4):
+        step = x[:, index : index + 1]
+        ours, ours_cache = block(
+            step, encoder, self_attention_cache=ours_cache, self_attention_cache_update_index=index
+        )
+        expected, their_cache, cross_cache = theirs(
+            step,
+            encoder,
+            self_attention_cache=their_cache,
+            self_attention_cache_update_index=index,
+            cross_attention_cache=cross_cache,
+            cross_attention_cache_update_index=0,
+        )
+        np.testing.assert_allclose(_np(ours), _np(expected), atol=1e-10)
+    np.testing.assert_allclose(_np(ours_cache), _np(their_cache), atol=1e-10)
+
+
+def test_dropout_only_in_training(rng):
+    block = _block(TransformerEncoderBlock, rng, (2, 5, 4), dropout=0.5, attention_dropout=0.5)
+    x = rng.normal(size=(2, 5, 4))
+    expected = ref.encoder_block(x, block)
+    np.testing.assert_allclose(_np(block(x)), expected, atol=1e-10)
+    np.testing.assert_allclose(_np(block(x, training=False)), expected, atol=1e-10)
+    assert np.abs(_np(block(x, training=True)) - expected).max() > 1e-2
+
+
 def test_matches_torch_encoder_layer(rng):
     """PyTorch's nn.TransformerEncoderLayer with our weights copied in (post-norm, ReLU)."""
     torch = pytest.importorskip("torch")
