@@ -18,7 +18,6 @@ from attnkit.attention import (
     multi_head_scaled_dot_attention,
 )
 from attnkit.attention.grouped_query import GroupedQueryAttention
-from attnkit.attention.kv_cache import empty_cache, write_cache
 from attnkit.hierarchical import HierarchicalAttention
 from attnkit.kernel_regression import NadarayaWatson, ParametricNadarayaWatson
 from attnkit.memory import (
@@ -67,8 +66,6 @@ __all__ = [
     "RotaryEmbedding",
     "TransformerDecoderBlock",
     "TransformerEncoderBlock",
-    "empty_cache",
-    "write_cache",
     "BahdanauDecoder",
     "HierarchicalAttention",
     "LuongAttention",

@@ -55,8 +55,8 @@ class RotaryEmbedding(keras.layers.Layer):
 
     - `"halves"` (GPT-NeoX, LLaMA in Hugging Face's layout, keras-hub): pair i is the features
       (i, i + d/2);
-    - `"adjacent"` (the RoFormer paper, GPT-J, Meta's LLaMA code): pair i is the features
-      (2i, 2i + 1).
+    - `"adjacent"` (the RoFormer paper, GPT-J, Meta's LLaMA code; "interleaved" in some
+      libraries): pair i is the features (2i, 2i + 1).
 
     Because R_m is a rotation, (R_m q)·(R_n k) = q · R_(n−m) k: a score depends on the two
     positions only through their offset. The angles are computed in float32 (float64 for a

@@ -4,7 +4,7 @@ mean square normalization (Zhang and Sennrich 2019), and the choice between them
 import keras
 from keras import ops
 
-from attnkit.checks import check_positive_number
+from attnkit.checks import check_positive_number, get_initializer
 
 __all__ = ["NORMALIZATIONS", "RMSNorm", "make_normalization"]
 
@@ -41,7 +41,7 @@ class RMSNorm(keras.layers.Layer):
     def __init__(self, epsilon=1e-6, scale_initializer="ones", **kwargs):
         super().__init__(**kwargs)
         self.epsilon = check_positive_number("epsilon", epsilon)
-        self.scale_initializer = keras.initializers.get(scale_initializer)
+        self.scale_initializer = get_initializer("scale_initializer", scale_initializer)
         self.supports_masking = True
 
     def build(self, input_shape):

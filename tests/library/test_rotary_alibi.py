@@ -85,7 +85,7 @@ def test_rotary_matches_keras_hub(rng):
     [
         ({"max_wavelength": 0}, "max_wavelength=0"),
         ({"scaling_factor": -1.0}, "scaling_factor=-1.0"),
-        ({"pairing": "interleaved"}, "pairing='interleaved'"),
+        ({"pairing": "pairs"}, "pairing='pairs'"),
     ],
 )
 def test_rotary_constructor_errors(kwargs, fragment):
