@@ -50,6 +50,7 @@ from attnkit.seq2seq import BahdanauDecoder, LuongAttention
 from attnkit.structured import StructuredAttention
 from attnkit.transformer import (
     FeedForward,
+    LayerNorm,
     RMSNorm,
     TransformerDecoderBlock,
     TransformerEncoderBlock,
@@ -62,6 +63,7 @@ __all__ = [
     "AlibiBias",
     "FeedForward",
     "GroupedQueryAttention",
+    "LayerNorm",
     "RMSNorm",
     "RotaryEmbedding",
     "TransformerDecoderBlock",

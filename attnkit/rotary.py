@@ -9,6 +9,7 @@ offset m − n: (R_m q)ᵀ (R_n k) = qᵀ R_(n−m) k.
 import keras
 from keras import ops
 
+from attnkit import precision
 from attnkit.checks import check_choice, check_positive_number
 
 __all__ = ["RotaryEmbedding", "rotary_angles"]
@@ -134,8 +135,8 @@ class RotaryEmbedding(keras.layers.Layer):
         )  # (B or 1, T, d/2)
         for _ in range(len(inputs.shape) - 3):
             angles = ops.expand_dims(angles, -2)  # over the axes between T and d
-        cos = ops.cast(ops.cos(angles), inputs.dtype)
-        sin = ops.cast(ops.sin(angles), inputs.dtype)
+        cos = ops.cast(precision.cos(angles), inputs.dtype)
+        sin = ops.cast(precision.sin(angles), inputs.dtype)
         if self.pairing == "halves":
             first, second = inputs[..., : depth // 2], inputs[..., depth // 2 :]
             return ops.concatenate(

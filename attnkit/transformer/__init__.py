@@ -3,6 +3,12 @@
 from attnkit.transformer.decoder import TransformerDecoderBlock
 from attnkit.transformer.encoder import TransformerEncoderBlock
 from attnkit.transformer.feed_forward import FeedForward
-from attnkit.transformer.norms import RMSNorm
+from attnkit.transformer.norms import LayerNorm, RMSNorm
 
-__all__ = ["FeedForward", "RMSNorm", "TransformerDecoderBlock", "TransformerEncoderBlock"]
+__all__ = [
+    "FeedForward",
+    "LayerNorm",
+    "RMSNorm",
+    "TransformerDecoderBlock",
+    "TransformerEncoderBlock",
+]

@@ -6,7 +6,7 @@ import keras
 import numpy as np
 import pytest
 
-from attnkit import RMSNorm, TransformerDecoderBlock, TransformerEncoderBlock
+from attnkit import LayerNorm, RMSNorm, TransformerDecoderBlock, TransformerEncoderBlock
 from tests.support import layers
 from tests.support import transformer_reference as ref
 
@@ -114,12 +114,24 @@ def test_cached_decoding_equals_the_full_causal_pass(variant, rng):
     np.testing.assert_allclose(np.concatenate(steps, axis=1), full, atol=1e-10)
 
 
-def test_rms_norm_matches_numpy(rng):
-    layer = RMSNorm(epsilon=1e-3, dtype="float64")
-    x = rng.normal(size=(2, 3, 4))
+@pytest.mark.parametrize("cls", [LayerNorm, RMSNorm])
+def test_normalizations_match_numpy(cls, rng):
+    layer = cls(epsilon=1e-3, dtype="float64")
+    x = rng.normal(size=(2, 3, 4)) * 3 + 1
     layer.build(x.shape)
     layers.random_weights(layer, rng)
-    np.testing.assert_allclose(_np(layer(x)), ref.rms_norm(x, layer), atol=1e-12)
+    np.testing.assert_allclose(_np(layer(x)), ref.norm(x, layer), atol=1e-12)
+
+
+def test_layer_norm_takes_keras_layer_normalization_weights(rng):
+    theirs = keras.layers.LayerNormalization(epsilon=1e-5)
+    x = rng.normal(size=(2, 3, 4)).astype("float32")
+    theirs(x)
+    layers.random_weights(theirs, rng)
+    ours = LayerNorm()
+    ours(x)
+    ours.set_weights(theirs.get_weights())
+    np.testing.assert_allclose(_np(ours(x)), _np(theirs(x)), atol=1e-5)
 
 
 def _copy_into_keras_hub(ours, theirs):

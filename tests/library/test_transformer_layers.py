@@ -50,6 +50,7 @@ CASES = {
         ((4, 6),),
         lambda layer, x: layer(x, x, use_causal_mask=True),
     ),
+    "layer-norm": Case(lambda dtype: attnkit.LayerNorm(dtype=dtype), ((4, 6),)),
     "rms-norm": Case(lambda dtype: attnkit.RMSNorm(dtype=dtype), ((4, 6),)),
     "swiglu": Case(
         lambda dtype: attnkit.FeedForward(8, "swiglu", dropout=0.1, dtype=dtype), ((4, 6),)
