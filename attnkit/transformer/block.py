@@ -14,6 +14,7 @@ from attnkit.checks import (
     check_seed,
     get_initializer,
 )
+from attnkit.rotary import PAIRINGS
 from attnkit.transformer.feed_forward import ACTIVATIONS, FeedForward
 from attnkit.transformer.norms import NORMALIZATIONS, make_normalization
 
@@ -52,6 +53,7 @@ class TransformerBlock(keras.layers.Layer):
         sliding_window=None,
         use_rotary=False,
         rotary_max_wavelength=10000.0,
+        rotary_pairing="halves",
         kernel_initializer="glorot_uniform",
         bias_initializer="zeros",
         seed=None,
@@ -81,6 +83,7 @@ class TransformerBlock(keras.layers.Layer):
         self.rotary_max_wavelength = check_positive_number(
             "rotary_max_wavelength", rotary_max_wavelength
         )
+        self.rotary_pairing = check_choice("rotary_pairing", rotary_pairing, PAIRINGS)
         self.kernel_initializer = get_initializer("kernel_initializer", kernel_initializer)
         self.bias_initializer = get_initializer("bias_initializer", bias_initializer)
         self.seed = check_seed(seed)
@@ -113,6 +116,7 @@ class TransformerBlock(keras.layers.Layer):
             sliding_window=self.sliding_window if positions else None,
             use_rotary=self.use_rotary and positions,
             rotary_max_wavelength=self.rotary_max_wavelength,
+            rotary_pairing=self.rotary_pairing,
             kernel_initializer=self.kernel_initializer,
             bias_initializer=self.bias_initializer,
             seed=self.seed,
@@ -181,6 +185,7 @@ class TransformerBlock(keras.layers.Layer):
                 "sliding_window": self.sliding_window,
                 "use_rotary": self.use_rotary,
                 "rotary_max_wavelength": self.rotary_max_wavelength,
+                "rotary_pairing": self.rotary_pairing,
                 "kernel_initializer": keras.initializers.serialize(self.kernel_initializer),
                 "bias_initializer": keras.initializers.serialize(self.bias_initializer),
                 "seed": self.seed,

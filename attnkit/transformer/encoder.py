@@ -47,6 +47,8 @@ class TransformerEncoderBlock(TransformerBlock):
         sliding_window: optional positive int, the attention window |i − j| < w.
         use_rotary: bool, whether the self-attention uses rotary positions.
         rotary_max_wavelength: positive float, the rotary base.
+        rotary_pairing: `"halves"` (the default) or `"adjacent"`, see
+            `attnkit.RotaryEmbedding`.
         kernel_initializer: initializer of the kernels. Defaults to `"glorot_uniform"`.
         bias_initializer: initializer of the biases. Defaults to `"zeros"`.
         seed: optional int, the seed of the dropouts.

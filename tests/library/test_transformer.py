@@ -22,6 +22,7 @@ VARIANTS = {
         "use_rotary": True,
     },
     "post-rms-window": {"normalization": "rms", "sliding_window": 2},
+    "adjacent-rotary": {"use_rotary": True, "rotary_pairing": "adjacent", "head_dim": 4},
 }
 
 

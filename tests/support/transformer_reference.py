@@ -177,7 +177,7 @@ def _self_attention_keep(block, b, t, padding, extra, causal_mask):
 
 def _self_attention(x, block, keep):
     t = x.shape[1]
-    rotary = (block.rotary_max_wavelength, "halves") if block.use_rotary else None
+    rotary = (block.rotary_max_wavelength, block.rotary_pairing) if block.use_rotary else None
     return grouped_query_attention(
         x,
         x,
