@@ -1,5 +1,6 @@
 """attnkit: Keras 3 attention layers for the attention chapter of NNDL (chapter 8)."""
 
+from attnkit.alibi import AlibiBias
 from attnkit.attention import (
     Attention,
     HardAttention,
@@ -16,6 +17,7 @@ from attnkit.attention import (
     masked_softmax,
     multi_head_scaled_dot_attention,
 )
+from attnkit.attention.grouped_query import GroupedQueryAttention
 from attnkit.hierarchical import HierarchicalAttention
 from attnkit.kernel_regression import NadarayaWatson, ParametricNadarayaWatson
 from attnkit.memory import (
@@ -34,6 +36,7 @@ from attnkit.memory import (
 )
 from attnkit.pointer import PointerNetwork
 from attnkit.position import LearnedPositionEmbedding, SinusoidalPositionEncoding
+from attnkit.rotary import RotaryEmbedding
 from attnkit.scoring import (
     AdditiveScore,
     BilinearScore,
@@ -45,11 +48,26 @@ from attnkit.scoring import (
 )
 from attnkit.seq2seq import BahdanauDecoder, LuongAttention
 from attnkit.structured import StructuredAttention
+from attnkit.transformer import (
+    FeedForward,
+    LayerNorm,
+    RMSNorm,
+    TransformerDecoderBlock,
+    TransformerEncoderBlock,
+)
 from attnkit.viz import plot_attention
 
 __version__ = "0.1.0"
 
 __all__ = [
+    "AlibiBias",
+    "FeedForward",
+    "GroupedQueryAttention",
+    "LayerNorm",
+    "RMSNorm",
+    "RotaryEmbedding",
+    "TransformerDecoderBlock",
+    "TransformerEncoderBlock",
     "BahdanauDecoder",
     "HierarchicalAttention",
     "LuongAttention",

@@ -18,7 +18,7 @@ import os
 import keras
 from keras import ops
 
-__all__ = ["constant", "is_float64", "matmul", "maximum", "tanh"]
+__all__ = ["constant", "cos", "is_float64", "matmul", "maximum", "mean", "sin", "tanh"]
 
 if keras.backend.backend() == "jax" and "JAX_ENABLE_X64" not in os.environ:
     import jax
@@ -55,16 +55,42 @@ def maximum(a, b):
     return ops.maximum(a, b)
 
 
-def tanh(x):
-    """Elementwise tanh, in the dtype of `x`: Keras's `ops.tanh` returns float32 for float64 on
-    JAX and PyTorch (its promotion of float64 with a Python float)."""
+def _unary(name, x):
+    """`keras.ops.<name>(x)`, or the backend's own function where Keras would make float64
+    float32 (JAX and PyTorch)."""
     x = ops.convert_to_tensor(x)
     if not is_float64(x) or keras.backend.backend() == "tensorflow":
-        return ops.tanh(x)
+        return getattr(ops, name)(x)
     if keras.backend.backend() == "jax":
         import jax.numpy as jnp
 
-        return jnp.tanh(x)
+        return getattr(jnp, name)(x)
     import torch
 
-    return torch.tanh(x)
+    return getattr(torch, name)(x)
+
+
+def tanh(x):
+    """Elementwise tanh, in the dtype of `x`: Keras's `ops.tanh` returns float32 for float64 on
+    JAX and PyTorch (its promotion of float64 with a Python float)."""
+    return _unary("tanh", x)
+
+
+def cos(x):
+    """Elementwise cos, in the dtype of `x` (Keras's `ops.cos`: float32 on JAX and PyTorch)."""
+    return _unary("cos", x)
+
+
+def sin(x):
+    """Elementwise sin, in the dtype of `x` (Keras's `ops.sin`: float32 on JAX and PyTorch)."""
+    return _unary("sin", x)
+
+
+def mean(x, axis=-1, keepdims=False):
+    """The mean over `axis`, in the dtype of `x`: Keras's `ops.mean` on JAX sums float64 in
+    float32 (its promotion of the dtype with float32)."""
+    x = ops.convert_to_tensor(x)
+    if not is_float64(x) or keras.backend.backend() == "tensorflow":
+        return ops.mean(x, axis=axis, keepdims=keepdims)
+    count = ops.cast(ops.shape(x)[axis], x.dtype)
+    return ops.sum(x, axis=axis, keepdims=keepdims) / count

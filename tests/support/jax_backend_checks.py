@@ -5,7 +5,9 @@ imported), with KERAS_BACKEND=jax or KERAS_BACKEND=torch:
   with its custom gradient;
 - on JAX and PyTorch: float64 stays float64 on every path of MultiHeadAttention ("plain",
   "blockwise", "fused", "auto"; on JAX also "blockwise" and "plain" under jax.jit) and of
-  SelfAttention, and agrees with the float64 NumPy reference to 1e-10, outputs and gradients.
+  SelfAttention, and agrees with the float64 NumPy reference to 1e-10, outputs and gradients;
+  so do a Transformer decoder block (RMSNorm, SwiGLU, grouped-query attention, rotary
+  positions), LayerNorm and the GELU feed-forward network.
 """
 
 import os
@@ -23,6 +25,7 @@ from attnkit.attention import multi_head  # noqa: E402
 from grader.reference import attention as ref  # noqa: E402
 from grader.reference import heads as hr  # noqa: E402
 from tests.support import layers  # noqa: E402
+from tests.support import transformer_reference as tr  # noqa: E402
 
 assert keras.backend.backend() == BACKEND
 PATHS = ("plain", "blockwise", "fused", "auto")
@@ -197,9 +200,41 @@ def check_jax_float64_without_asking():
     assert dtype_of(attnkit.MultiHeadAttention(num_heads=2, key_dim=3)(x, x)) == "float32"
 
 
+def check_float64_transformer():
+    """A LLaMA-style decoder block (RMSNorm, SwiGLU, one key/value head, rotary positions,
+    cross-attention) in float64 against the NumPy block; layer norm and GELU on their own (a
+    whole second block costs seconds of op-by-op compilation on JAX)."""
+    rng = np.random.default_rng(11)
+    x, memory = rng.normal(size=(2, 5, 4)), rng.normal(size=(2, 3, 4))
+    decoder = attnkit.TransformerDecoderBlock(
+        2,
+        7,
+        num_key_value_heads=1,
+        norm_first=True,
+        normalization="rms",
+        activation="swiglu",
+        use_rotary=True,
+        dtype="float64",
+    )
+    decoder.build((2, 5, 4), (2, 3, 4))
+    layers.random_weights(decoder, rng, scale=0.4)
+    out = decoder(x, memory)
+    assert dtype_of(out) == "float64", out.dtype
+    np.testing.assert_allclose(np.asarray(out), tr.decoder_block(x, decoder, memory), atol=1e-10)
+    norm = attnkit.LayerNorm(dtype="float64")
+    norm.build(x.shape)
+    layers.random_weights(norm, rng)
+    np.testing.assert_allclose(np.asarray(norm(x)), tr.layer_norm(x, norm), atol=1e-12)
+    gelu = attnkit.FeedForward(6, "gelu", dtype="float64")
+    gelu.build(x.shape)
+    layers.random_weights(gelu, rng)
+    np.testing.assert_allclose(np.asarray(gelu(x)), tr.feed_forward(x, gelu), atol=1e-12)
+
+
 if BACKEND == "jax":
     check_jax_float64_without_asking()
     check_jax_float32_and_jit()  # first: it turns float64 on (jax_enable_x64) at its end
 check_float64_paths()
 check_float64_self_attention()
+check_float64_transformer()
 print(f"{BACKEND} backend: ok")
