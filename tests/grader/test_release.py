@@ -239,7 +239,8 @@ def test_release_refuses_an_answer_planted_under_another_name(student_kit, tmp_p
         keep = {
             "fixtures": ("8-2.",),
             "exercises": ("ex8_2.py", "__init__.py"),
-            "instructor": ("answer_probe.py", "__init__.py"),
+            "instructor": ("review", "__init__.py"),
+            "review": ("answer_probe.py", "__init__.py"),
             "grader": ("cli.py", "__main__.py"),
         }.get(Path(folder).name)
         if Path(folder).name == "grader":
