@@ -56,8 +56,28 @@ def random_masks(kind, rng, b, tq, tk):
     return kwargs, keep
 
 
+#: The projections of a MultiHeadAttention (attnkit's or Keras's), by their sub-layers' names.
+_PROJECTIONS = {
+    "query": "query",
+    "key": "key",
+    "value": "value",
+    "gate": "gate",
+    "attention_output": "output",
+}
+
+
+def weight_name(weight):
+    """A weight's name, prefixed by its projection's for a MultiHeadAttention's `EinsumDense`
+    sub-layers (`query/kernel` is `query_kernel`, `attention_output/bias` is `output_bias`)."""
+    parts = weight.path.split("/")
+    if len(parts) >= 2 and parts[-2] in _PROJECTIONS:
+        return f"{_PROJECTIONS[parts[-2]]}_{weight.name}"
+    return weight.name
+
+
 def random_weights(layer, rng, scale=0.5):
-    """Assigns N(0, scale²) values to every weight of a built layer; returns them by name.
+    """Assigns N(0, scale²) values to every weight of a built layer; returns them by name
+    (`weight_name`).
 
     The values returned are the ones the layer holds (rounded to its variable dtype), as
     float64.
@@ -66,5 +86,5 @@ def random_weights(layer, rng, scale=0.5):
     for w in layer.weights:
         value = rng.normal(scale=scale, size=tuple(w.shape)).astype(w.dtype)
         w.assign(value)
-        values[w.name] = as64(value)
+        values[weight_name(w)] = as64(value)
     return values
