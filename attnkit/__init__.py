@@ -1,6 +1,7 @@
 """attnkit: Keras 3 attention layers for the attention chapter of NNDL (chapter 8)."""
 
 from attnkit.attention import (
+    AdditiveAttention,
     Attention,
     HardAttention,
     MultiHeadAttention,
@@ -70,6 +71,7 @@ __all__ = [
     "memory_read",
     "memory_write",
     "sharpen",
+    "AdditiveAttention",
     "AdditiveScore",
     "Attention",
     "HardAttention",

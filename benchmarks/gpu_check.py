@@ -269,7 +269,7 @@ def layer_cases(rng):
         ("LocationScore", lambda dt: mk.LocationScore(tk, dtype=dt), [q, k], {}, None),
         (
             "Attention",
-            lambda dt: mk.Attention(dtype=dt),
+            lambda dt: mk.Attention(score="scaled_dot", dtype=dt),
             [q, v],
             {"key": k, "key_lengths": lengths},
             lambda L, a: ref.attend(

@@ -32,8 +32,12 @@ MASK_KINDS = [
 ]
 
 
-def random_masks(kind, rng, b, tq, tk):
-    """Keyword arguments of an attention call and the (B, Tq, Tk) keep-mask they mean."""
+def random_masks(kind, rng, b, tq, tk, query_mask_hides_weights=True):
+    """Keyword arguments of an attention call and the (B, Tq, Tk) keep-mask they mean.
+
+    With `query_mask_hides_weights=False` (`attnkit.Attention`, which keeps Keras's
+    convention: a masked query is attended as usual and its output set to zero), the
+    `query_mask` is left out of the keep-mask (it is in the keyword arguments)."""
     kwargs, keep = {}, np.ones((b, tq, tk), bool)
     if kind in ("value_mask", "all"):
         kwargs["value_mask"] = rng.random((b, tk)) > 0.3
@@ -52,7 +56,8 @@ def random_masks(kind, rng, b, tq, tk):
         keep &= ref.causal_mask(tq, tk)[None]
     if kind in ("query_mask", "all"):
         kwargs["query_mask"] = rng.random((b, tq)) > 0.3
-        keep &= kwargs["query_mask"][:, :, None]
+        if query_mask_hides_weights:
+            keep &= kwargs["query_mask"][:, :, None]
     return kwargs, keep
 
 
