@@ -368,8 +368,8 @@ def test_a_masked_query_is_zeroed_at_the_output_and_keeps_its_weights(rng):
 
 
 def test_a_query_with_no_key_left_differs_on_purpose(data):
-    """docs/keras_differences.md: Keras's weights for a query whose keys are all masked are the
-    softmax of the masked scores (it attends to the masked keys); attnkit's are zero."""
+    """docs/keras_differences.md: Keras's weights for a query whose keys are all masked spread
+    over the masked keys (uniform in float32); attnkit's are zero."""
     q, v, _ = data
     value_mask = np.ones((B, TK), bool)
     value_mask[0] = False
@@ -431,3 +431,21 @@ def test_attention_keras_file_round_trip(data, rng, tmp_path):
     # The book's additive score has its own W_q, W_k, v; Keras's AdditiveAttention one vector.
     assert len(model.get_layer("book").weights) == 3
     assert [w.name for w in model.get_layer("additive").weights] == ["scale"]
+
+
+def test_attention_weights_file_of_keras_layers_loads_into_attnkits(data, rng, tmp_path):
+    q, v, k = data
+
+    def model(module):
+        inputs = [keras.Input((TQ, D)), keras.Input((TK, D)), keras.Input((TK, D))]
+        concat = module.Attention(use_scale=True, score_mode="concat")(inputs)
+        additive = module.AdditiveAttention()(inputs[:2])
+        return keras.Model(inputs, [concat, additive])
+
+    theirs = model(keras.layers)
+    for w in theirs.weights:
+        w.assign(rng.normal(scale=0.5, size=tuple(w.shape)).astype("float32"))
+    theirs.save_weights(tmp_path / "keras.weights.h5")
+    ours = model(attnkit)
+    ours.load_weights(tmp_path / "keras.weights.h5")
+    _same(ours([q, v, k]), theirs([q, v, k]))
