@@ -572,6 +572,13 @@ class MultiHeadAttention(keras.layers.Layer):
             _set_keras_mask(tensor, None)
         if attention_mask is not None:
             attention_mask = ops.convert_to_tensor(attention_mask)
+        rank_3 = len(query.shape) == 3  # higher ranks take masks of their own rank
+        if rank_3 and attention_mask is not None and len(attention_mask.shape) not in (2, 3, 4):
+            raise ValueError(
+                "`attention_mask` must have shape (Tq, Tk), (batch_size, Tq, Tk) or, one per "
+                "head, (batch_size, num_heads, Tq, Tk). Received: attention_mask with shape "
+                f"{tuple(attention_mask.shape)}"
+            )
         gate = self._gate_dense(query) if self.use_gate else None
         q = self._query_dense(query)
         k = self._key_dense(key)

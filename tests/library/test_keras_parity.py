@@ -152,6 +152,11 @@ def test_per_head_mask_in_multi_head_scaled_dot_attention(rng):
     np.testing.assert_allclose(_np(out), np.einsum("bhqk,bkhd->bqhd", expected, v), rtol=1e-10)
     with pytest.raises(ValueError, match=r"Received: mask with shape \(4, 5, 1, 1, 1\)"):
         attnkit.multi_head_scaled_dot_attention(q, k, v, np.ones((4, 5, 1, 1, 1), bool))
+    layer = attnkit.MultiHeadAttention(2, 3)
+    x = q[..., 0, :].astype("float32")
+    for bad in (np.ones((TQ,), bool), np.ones((B, 2, TQ, TQ, 1), bool)):
+        with pytest.raises(ValueError, match=r"num_heads, Tq, Tk\). Received: attention_mask"):
+            layer(x, x, attention_mask=bad)
 
 
 def test_mha_compute_attention_hook_is_used_by_a_subclass(data, rng):
