@@ -624,9 +624,10 @@ class MultiHeadAttention(keras.layers.Layer):
         """ "plain", "blockwise" or "fused" for this call (see `implementation`)."""
         if self._flash_attention and return_attention_scores:
             raise ValueError(
-                "Returning attention scores is not supported when flash attention is enabled "
-                "(the fused kernel never forms them): construct the layer with "
-                "flash_attention=False. Received: return_attention_scores=True"
+                # Keras's wording, which code written for Keras's layer may match.
+                "Returning attention scores is not supported when flash attention is "
+                "enabled. Please disable flash attention to access attention scores. "
+                "Received: return_attention_scores=True, flash_attention=True"
             )
         standard = (
             len(q.shape) == 4
