@@ -454,3 +454,27 @@ def test_attention_weights_file_of_keras_layers_loads_into_attnkits(data, rng, t
     ours = model(attnkit)
     ours.load_weights(tmp_path / "keras.weights.h5")
     _same(ours([q, v, k]), theirs([q, v, k]))
+
+
+@pytest.mark.parametrize("policy", ["mixed_float16", "mixed_bfloat16"])
+def test_mixed_precision_as_in_keras(policy, data, rng):
+    q, v, k = data
+    theirs, ours = _mha_pair(rng, q.shape, v.shape, dtype=policy)
+    tol = 2e-2 if policy == "mixed_float16" else 1e-1
+    for got, expected in zip(
+        ours(q, v, use_causal_mask=True, return_attention_scores=True),
+        theirs(q, v, use_causal_mask=True, return_attention_scores=True),
+        strict=True,
+    ):
+        assert got.dtype == expected.dtype
+        np.testing.assert_allclose(
+            _np(got).astype("float32"), _np(expected).astype("float32"), atol=tol
+        )
+    theirs, ours = _pair(
+        keras.layers.Attention, attnkit.Attention, rng, ([q.shape, v.shape],), dtype=policy
+    )
+    got, expected = ours([q, v]), theirs([q, v])
+    assert got.dtype == expected.dtype
+    np.testing.assert_allclose(
+        _np(got).astype("float32"), _np(expected).astype("float32"), atol=tol
+    )
