@@ -620,8 +620,8 @@ class MultiHeadAttention(keras.layers.Layer):
             return output, weights
         return output
 
-    def _choose_path(self, q, k, attention_mask, return_attention_scores, training):
-        """ "plain", "blockwise" or "fused" for this call (see `implementation`)."""
+    def _check_scores_without_flash(self, return_attention_scores):
+        """Flash attention never forms the weights, so it cannot return them."""
         if self._flash_attention and return_attention_scores:
             raise ValueError(
                 # Keras's wording, which code written for Keras's layer may match.
@@ -629,6 +629,10 @@ class MultiHeadAttention(keras.layers.Layer):
                 "enabled. Please disable flash attention to access attention scores. "
                 "Received: return_attention_scores=True, flash_attention=True"
             )
+
+    def _choose_path(self, q, k, attention_mask, return_attention_scores, training):
+        """ "plain", "blockwise" or "fused" for this call (see `implementation`)."""
+        self._check_scores_without_flash(return_attention_scores)
         standard = (
             len(q.shape) == 4
             and self._axes == (1,)
@@ -771,8 +775,7 @@ class MultiHeadAttention(keras.layers.Layer):
             A tuple `(heads, weights)`: `(batch_size, Tq, num_heads, value_dim)` and the
             weights `(batch_size, num_heads, Tq, Tk)` before dropout.
         """
-        if self._flash_attention and return_attention_scores:
-            self._choose_path(query, key, None, True, training)  # raises
+        self._check_scores_without_flash(return_attention_scores)
         if use_causal_mask:
             causal = self._compute_causal_mask(query, key)
             if attention_mask is not None:
