@@ -2,6 +2,7 @@
 
 from attnkit.alibi import AlibiBias
 from attnkit.attention import (
+    AdditiveAttention,
     Attention,
     HardAttention,
     MultiHeadAttention,
@@ -88,6 +89,7 @@ __all__ = [
     "memory_read",
     "memory_write",
     "sharpen",
+    "AdditiveAttention",
     "AdditiveScore",
     "Attention",
     "HardAttention",

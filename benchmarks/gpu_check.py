@@ -216,9 +216,17 @@ def layer_cases(rng):
     lengths = np.array([tk, 4], "int32")
     keep_keys = ref.length_mask(lengths, tk)[:, None, :]
 
+    def weight_name(w):
+        # A MultiHeadAttention's weights live in EinsumDense sub-layers: query/kernel is
+        # the reference's query_kernel, attention_output/bias its output_bias.
+        parent = w.path.split("/")[-2] if "/" in w.path else ""
+        if parent in ("query", "key", "value", "attention_output"):
+            return f"{parent.replace('attention_output', 'output')}_{w.name}"
+        return w.name
+
     def weights_of(layer):
         return {
-            w.name: np.asarray(keras.ops.convert_to_numpy(w.value), "float64")
+            weight_name(w): np.asarray(keras.ops.convert_to_numpy(w.value), "float64")
             for w in layer.weights
         }
 
@@ -231,7 +239,9 @@ def layer_cases(rng):
         return ref.attend(ref.masked_softmax(ref.scaled_dot_scores(qq, kk)), vv)
 
     def bilinear_reference(layer, args):
-        return ref.bilinear_scores(args[0], args[1], weights_of(layer)[layer.weights[0].name])
+        return ref.bilinear_scores(
+            args[0], args[1], weights_of(layer)[weight_name(layer.weights[0])]
+        )
 
     def additive_reference(layer, args):
         w = [np.asarray(keras.ops.convert_to_numpy(x.value)) for x in layer.weights]
@@ -259,7 +269,7 @@ def layer_cases(rng):
         ("LocationScore", lambda dt: mk.LocationScore(tk, dtype=dt), [q, k], {}, None),
         (
             "Attention",
-            lambda dt: mk.Attention(dtype=dt),
+            lambda dt: mk.Attention(score="scaled_dot", dtype=dt),
             [q, v],
             {"key": k, "key_lengths": lengths},
             lambda L, a: ref.attend(

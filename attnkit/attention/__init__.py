@@ -1,5 +1,6 @@
 """Attention pooling (NNDL 8.2), self-attention (NNDL 8.3) and the one mask path."""
 
+from attnkit.attention.additive_attention import AdditiveAttention
 from attnkit.attention.attention import Attention
 from attnkit.attention.blockwise import blockwise_attention
 from attnkit.attention.hard import HardAttention
@@ -17,6 +18,7 @@ from attnkit.attention.multi_query import MultiQueryAttention
 from attnkit.attention.self_attention import MultiHeadSelfAttention, SelfAttention
 
 __all__ = [
+    "AdditiveAttention",
     "Attention",
     "HardAttention",
     "Masks",

@@ -1,8 +1,9 @@
 """What the attention layers that own a score function share.
 
-`Attention`, `HardAttention` and `MultiQueryAttention` each take a `score` (a layer, a name or
-a config), build it, serialize it, pass the query's Keras mask on, and (for the first two) turn
-the scores into masked weights through the one mask path. That lives here once.
+`HardAttention` and `MultiQueryAttention` each take a `score` (a layer, a name or a config),
+build it, serialize it, pass the query's Keras mask on, and (the first) turn the scores into
+masked weights through the one mask path. That lives here once. (`Attention` follows
+`keras.layers.Attention`'s structure instead: its score is optional, see its docstring.)
 """
 
 import keras

@@ -368,7 +368,6 @@ class MultiHeadSelfAttention(_PaddingMaskMixin, keras.layers.Layer):
             "num_heads",
             "key_dim",
             "value_dim",
-            "output_dim",
             "dropout",
             "use_bias",
             "kernel_initializer",
@@ -378,5 +377,6 @@ class MultiHeadSelfAttention(_PaddingMaskMixin, keras.layers.Layer):
             "block_size",
         ):
             config[name] = attention[name]
+        config["output_dim"] = self.attention.output_dim
         config["use_causal_mask"] = self.use_causal_mask
         return config

@@ -77,15 +77,21 @@ def test_attention_matches_numpy(case, shape, mode, rng):
     np.testing.assert_allclose(_np(layer(q, v, key=k)), expected_out, rtol=1e-5, atol=1e-5)
 
 
+def _zero_masked_queries(out, query_mask):
+    """A masked query's output is zero (Keras's convention, which attnkit.Attention keeps)."""
+    return out if query_mask is None else np.where(query_mask[..., None], out, 0.0)
+
+
 @pytest.mark.parametrize("kind", layers.MASK_KINDS)
 @pytest.mark.parametrize("case_id", ["scaled_dot", "additive"])
 def test_masks_match_numpy(case_id, kind, rng):
     case = _case(case_id)
     layer, weights, (q, k, v) = _attention_and_data(case, rng, (3, 4, 6, 3, 3, 2), "key_value")
-    kwargs, keep = layers.random_masks(kind, rng, 3, 4, 6)
+    kwargs, keep = layers.random_masks(kind, rng, 3, 4, 6, query_mask_hides_weights=False)
     out, alpha = layer(q, v, key=k, return_attention_scores=True, **kwargs)
     alpha = _np(alpha)
     expected_out, expected_alpha = reference_attention(case, weights, q, k, v, keep)
+    expected_out = _zero_masked_queries(expected_out, kwargs.get("query_mask"))
     assert np.all(alpha[~keep] == 0.0)
     np.testing.assert_allclose(alpha, expected_alpha, rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(_np(out), expected_out, rtol=1e-5, atol=1e-5)
@@ -112,12 +118,14 @@ def test_fully_masked_rows_give_zeros_and_finite_gradients(case, rng):
     out, alpha = out.numpy(), alpha.numpy()
     np.testing.assert_array_equal(out[0], 0.0)
     np.testing.assert_array_equal(alpha[0], 0.0)
-    np.testing.assert_array_equal(out[1, 1], 0.0)
+    np.testing.assert_array_equal(out[1, 1], 0.0)  # the padded query: zero output
     np.testing.assert_array_equal(alpha[1, :, 2:], 0.0)
-    keep = ref.length_mask(key_lengths, 4)[:, None, :] & query_mask[:, :, None]
+    # The padded query's weights are those of an unmasked query (Keras's convention).
+    keep = np.broadcast_to(ref.length_mask(key_lengths, 4)[:, None, :], alpha.shape)
     np.testing.assert_allclose(
         alpha, reference_attention(case, weights, q, k, v, keep)[1], rtol=1e-5, atol=1e-6
     )
+    assert np.isclose(alpha[1, 1].sum(), 1.0)
     # Every gradient comes back, finite; location-based scores read the query alone, so the
     # key (and only the key) gets none there, by design.
     names = ["query", "key", "value", *(w.name for w in layer.trainable_weights)]
@@ -172,8 +180,13 @@ def test_dropout_only_when_training(rng):
         out = layer(q, v, training=training)
         np.testing.assert_allclose(_np(out), expected_out, rtol=1e-5, atol=1e-5)
     out, alpha = layer(q, v, training=True, return_attention_scores=True)
-    # The returned weights are the softmax before dropout; the output uses dropped weights.
-    np.testing.assert_allclose(_np(alpha), expected_alpha, rtol=1e-5, atol=1e-6)
+    # The returned weights are the ones the output was pooled with, after dropout (as
+    # Keras's): each kept weight is scaled by 1 / (1 - rate), each dropped one is zero.
+    alpha = _np(alpha)
+    dropped = alpha == 0.0
+    assert dropped.any() and not dropped.all()
+    np.testing.assert_allclose(alpha[~dropped], expected_alpha[~dropped] / 0.5, rtol=1e-5)
+    np.testing.assert_allclose(_np(out), ref.attend(alpha, v), rtol=1e-5, atol=1e-5)
     assert not np.allclose(_np(out), expected_out, atol=1e-3)
 
 
@@ -185,11 +198,12 @@ def test_embedding_mask_zero_masks_padded_keys_eagerly():
     layer = attnkit.Attention("dot")
     out, alpha = layer(x, x, return_attention_scores=True)
     x = _np(x)
-    expected_alpha = ref.masked_softmax(ref.dot_scores(x, x), keep[:, None, :] & keep[:, :, None])
+    expected_alpha = ref.masked_softmax(ref.dot_scores(x, x), keep[:, None, :])
     alpha = _np(alpha)
     assert np.all(alpha[np.broadcast_to(~keep[:, None, :], alpha.shape)] == 0.0)
     np.testing.assert_allclose(alpha, expected_alpha, rtol=1e-5, atol=1e-6)
-    np.testing.assert_allclose(_np(out), ref.attend(expected_alpha, x), rtol=1e-5, atol=1e-6)
+    expected_out = _zero_masked_queries(ref.attend(expected_alpha, x), keep)
+    np.testing.assert_allclose(_np(out), expected_out, rtol=1e-5, atol=1e-6)
     # The output carries the query's mask.
     np.testing.assert_array_equal(_np(out._keras_mask), keep)
 
@@ -206,10 +220,8 @@ def test_embedding_mask_zero_in_a_functional_model():
     out, alpha, pooled = (_np(t) for t in model(tokens))
 
     emb = _np(embedding(tokens))
-    expected_alpha = ref.masked_softmax(
-        ref.dot_scores(emb, emb), keep[:, None, :] & keep[:, :, None]
-    )
-    expected_out = ref.attend(expected_alpha, emb)
+    expected_alpha = ref.masked_softmax(ref.dot_scores(emb, emb), keep[:, None, :])
+    expected_out = _zero_masked_queries(ref.attend(expected_alpha, emb), keep)
     np.testing.assert_allclose(alpha, expected_alpha, rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(out, expected_out, rtol=1e-5, atol=1e-6)
     expected_pooled = [expected_out[b][keep[b]].mean(axis=0) for b in range(2)]
@@ -363,11 +375,12 @@ def test_config_round_trip(score, rng):
     np.testing.assert_allclose(_np(clone(q, v, key=k)), _np(layer(q, v, key=k)), rtol=1e-6)
 
 
-def test_default_score_is_scaled_dot(rng):
+def test_default_score_is_keras_dot_product(rng):
+    """As keras.layers.Attention: the unscaled dot product (score_mode="dot")."""
     layer = attnkit.Attention()
-    assert type(layer.score_layer) is attnkit.ScaledDotScore
+    assert layer.score_layer is None and layer.score_mode == "dot"
     q, k, v = _data(rng, 2, 3, 4, 5, 5, 2)
-    expected = ref.attend(ref.masked_softmax(ref.scaled_dot_scores(q, k)), v)
+    expected = ref.attend(ref.masked_softmax(ref.dot_scores(q, k)), v)
     np.testing.assert_allclose(_np(layer(q, v, key=k)), expected, rtol=1e-5, atol=1e-6)
 
 

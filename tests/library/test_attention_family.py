@@ -196,7 +196,7 @@ CASES = [
 
 
 def _weights(layer):
-    return {w.name: np.asarray(_np(w), np.float64) for w in layer.weights}
+    return {layers.weight_name(w): np.asarray(_np(w), np.float64) for w in layer.weights}
 
 
 def _built(case, rng):
@@ -332,7 +332,7 @@ def test_trains_inside_model_fit(case, rng):
     target = rng.normal(size=(B, *output.shape[1:])).astype("float32")
     # The key bias gets no gradient: it adds q_i·b_k to every score of row i, which the
     # softmax ignores.
-    trained = [w for w in layer.trainable_weights if w.name != "key_bias"]
+    trained = [w for w in layer.trainable_weights if layers.weight_name(w) != "key_bias"]
     trained.append(projection.kernel)
     before = [_np(w).copy() for w in trained]
     losses = model.fit(x, target, epochs=8, batch_size=B, verbose=0).history["loss"]

@@ -38,7 +38,13 @@ MHA_IDS = ["x".join(map(str, shape)) + f"-h{cfg[0]}" for shape, cfg in MHA_CASES
 def _mha(rng, shape, cfg, dtype="float32", **kwargs):
     num_heads, key_dim, value_dim, output_dim, use_bias = cfg
     layer = MultiHeadAttention(
-        num_heads, key_dim, value_dim, output_dim, use_bias=use_bias, dtype=dtype, **kwargs
+        num_heads,
+        key_dim,
+        value_dim,
+        output_shape=output_dim,
+        use_bias=use_bias,
+        dtype=dtype,
+        **kwargs,
     )
     q, k, v = _data(rng, *shape, dtype=dtype)
     layer.build(q.shape, v.shape, k.shape)
@@ -127,10 +133,10 @@ def test_multi_head_gradients_match_finite_differences(rng):
         layers.numeric_gradient(lambda x: loss(q, x, v, weights), k),
         layers.numeric_gradient(lambda x: loss(q, k, x, weights), v),
     ]
-    for w in layer.trainable_weights:
+    for name in map(layers.weight_name, layer.trainable_weights):
         expected.append(
             layers.numeric_gradient(
-                lambda x, n=w.name: loss(q, k, v, {**weights, n: x}), weights[w.name]
+                lambda x, n=name: loss(q, k, v, {**weights, n: x}), weights[name]
             )
         )
     for g, e in zip(got, expected, strict=True):
@@ -202,7 +208,9 @@ def test_same_as_keras_multi_head_attention(shape, cfg, kind, rng):
     theirs(q, v, key=k)
     for w in theirs.weights:  # non-zero biases, so that copying them is tested too
         w.assign(rng.normal(scale=0.5, size=tuple(w.shape)).astype("float32"))
-    ours = MultiHeadAttention(num_heads, key_dim, value_dim, output_dim, use_bias=use_bias)
+    ours = MultiHeadAttention(
+        num_heads, key_dim, value_dim, output_shape=output_dim, use_bias=use_bias
+    )
     ours.build(q.shape, v.shape, k.shape)
     # Keras's weights load in order, and each lands on the weight of the same name.
     ours.set_weights(theirs.get_weights())
@@ -213,9 +221,9 @@ def test_same_as_keras_multi_head_attention(shape, cfg, kind, rng):
         "output": theirs.output_dense,
     }
     expected_names = [f"{n}_{w}" for n in by_name for w in ("kernel", "bias")[: 1 + use_bias]]
-    assert [w.name for w in ours.weights] == expected_names
+    assert [layers.weight_name(w) for w in ours.weights] == expected_names
     for w in ours.weights:
-        part, kind_of_weight = w.name.rsplit("_", 1)
+        part, kind_of_weight = layers.weight_name(w).rsplit("_", 1)
         np.testing.assert_array_equal(_np(w), _np(getattr(by_name[part], kind_of_weight)))
 
     our_kwargs, their_kwargs, keep = _keras_and_attnkit_masks(kind, rng, b, tq, tk)

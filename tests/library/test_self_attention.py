@@ -157,7 +157,7 @@ def test_multi_head_self_attention_matches_numpy(shape, cfg, kind, rng):
 def test_multi_head_self_attention_weights_are_those_of_multi_head_attention():
     layer = MultiHeadSelfAttention(2, 3, output_dim=5)
     layer.build((None, 4, 6))
-    assert [w.name for w in layer.weights] == [
+    assert [layers.weight_name(w) for w in layer.weights] == [
         f"{p}_{w}" for p in ("query", "key", "value", "output") for w in ("kernel", "bias")
     ]
     assert [tuple(w.shape) for w in layer.weights] == [
@@ -191,7 +191,7 @@ def test_embedding_mask_zero_in_a_functional_model(make, with_lengths):
     model = keras.Model([token_in, lengths_in], [out, alpha, pooled])
     out, alpha, pooled = (_np(t) for t in model([tokens, lengths]))
 
-    weights = {w.name: _np(w) for w in layer.weights}
+    weights = {layers.weight_name(w): _np(w) for w in layer.weights}
     emb = _np(embedding(tokens))
     if isinstance(layer, SelfAttention):
         expected_out, expected_alpha = _reference(weights, emb, keep)

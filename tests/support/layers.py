@@ -32,8 +32,12 @@ MASK_KINDS = [
 ]
 
 
-def random_masks(kind, rng, b, tq, tk):
-    """Keyword arguments of an attention call and the (B, Tq, Tk) keep-mask they mean."""
+def random_masks(kind, rng, b, tq, tk, query_mask_hides_weights=True):
+    """Keyword arguments of an attention call and the (B, Tq, Tk) keep-mask they mean.
+
+    With `query_mask_hides_weights=False` (`attnkit.Attention`, which keeps Keras's
+    convention: a masked query is attended as usual and its output set to zero), the
+    `query_mask` is left out of the keep-mask (it is in the keyword arguments)."""
     kwargs, keep = {}, np.ones((b, tq, tk), bool)
     if kind in ("value_mask", "all"):
         kwargs["value_mask"] = rng.random((b, tk)) > 0.3
@@ -52,12 +56,33 @@ def random_masks(kind, rng, b, tq, tk):
         keep &= ref.causal_mask(tq, tk)[None]
     if kind in ("query_mask", "all"):
         kwargs["query_mask"] = rng.random((b, tq)) > 0.3
-        keep &= kwargs["query_mask"][:, :, None]
+        if query_mask_hides_weights:
+            keep &= kwargs["query_mask"][:, :, None]
     return kwargs, keep
 
 
+#: The projections of a MultiHeadAttention (attnkit's or Keras's), by their sub-layers' names.
+_PROJECTIONS = {
+    "query": "query",
+    "key": "key",
+    "value": "value",
+    "gate": "gate",
+    "attention_output": "output",
+}
+
+
+def weight_name(weight):
+    """A weight's name, prefixed by its projection's for a MultiHeadAttention's `EinsumDense`
+    sub-layers (`query/kernel` is `query_kernel`, `attention_output/bias` is `output_bias`)."""
+    parts = weight.path.split("/")
+    if len(parts) >= 2 and parts[-2] in _PROJECTIONS:
+        return f"{_PROJECTIONS[parts[-2]]}_{weight.name}"
+    return weight.name
+
+
 def random_weights(layer, rng, scale=0.5):
-    """Assigns N(0, scale²) values to every weight of a built layer; returns them by name.
+    """Assigns N(0, scale²) values to every weight of a built layer; returns them by name
+    (`weight_name`).
 
     The values returned are the ones the layer holds (rounded to its variable dtype), as
     float64.
@@ -66,5 +91,5 @@ def random_weights(layer, rng, scale=0.5):
     for w in layer.weights:
         value = rng.normal(scale=scale, size=tuple(w.shape)).astype(w.dtype)
         w.assign(value)
-        values[w.name] = as64(value)
+        values[weight_name(w)] = as64(value)
     return values
