@@ -38,10 +38,6 @@ from grader.vocabulary.status import Status
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
 PAGES = [README, *sorted((ROOT / "docs").rglob("*.md"))]
-# Pages other branches of this round add (Keras drop-in layers, Transformer blocks, the grader's
-# layering), linked before they land: a link to one of them may point nowhere until its branch
-# is merged. Once all are in, empty this set.
-PENDING = {"docs/keras_differences.md"}
 SHELL_LANGUAGES = {"bash", "sh", "shell", "console"}
 # The top folders of the repository: a path in backquotes that starts with one must exist.
 REPOSITORY_FOLDERS = ("attnkit", "benchmarks", "docs", "examples", "exercises", "grader")
@@ -435,8 +431,6 @@ def test_every_relative_link_resolves_to_a_file_and_its_anchor():
                 continue
             path, anchor = resolve(page, target)
             if not path.exists():
-                if path.is_relative_to(ROOT) and relative(path) in PENDING:
-                    continue
                 problems.append(f"{relative(page)}: {target}: no such file")
             elif anchor and path.suffix == ".md" and anchor not in anchors(path):
                 problems.append(f"{relative(page)}: {target}: no heading #{anchor}")
@@ -451,8 +445,7 @@ def test_every_path_of_the_repository_in_backquotes_exists():
             if any(placeholder(part) for part in Path(span).with_suffix("").parts):
                 continue
             if pattern.fullmatch(span) and not (ROOT / span).exists():
-                if span not in PENDING:
-                    problems.append(f"{relative(page)}: `{span}` does not exist")
+                problems.append(f"{relative(page)}: `{span}` does not exist")
     assert problems == []
 
 
