@@ -16,7 +16,7 @@ import pytest
 
 from grader.instructor.course.submissions import discover, unpack
 from tests.grader.test_batch import GOOD, slow_class
-from tests.support.grading import replace_function
+from tests.support.grading import ctrl_c_reaches_it, replace_function
 
 pytestmark = pytest.mark.ex8_2
 
@@ -137,7 +137,12 @@ def test_a_log_gets_a_count_and_the_time_left_and_ctrl_c_says_how_to_go_on(tmp_p
     command = grader("batch", str(root), "-e", "8-2", "--out", str(out), "-j", "1")
     command += ["--no-pictures", "--no-similarity"]
     process = subprocess.Popen(
-        command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path
+        command,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=tmp_path,
+        preexec_fn=ctrl_c_reaches_it,
     )
     deadline = time.monotonic() + 300
     while time.monotonic() < deadline and len(list((out / "results").glob("*.json"))) < 2:

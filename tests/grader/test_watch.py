@@ -18,7 +18,7 @@ from grader.instructor.course.stubs import package_dir
 from grader.records import get_exercise
 from grader.vocabulary.status import Status
 from grader.watch import Watcher, changes
-from tests.support.grading import descendants, running
+from tests.support.grading import ctrl_c_reaches_it, descendants, running
 from tests.support.unprivileged import REPO
 
 DEMO = package_dir("examples") / "submissions"
@@ -108,6 +108,7 @@ def test_a_save_during_a_hanging_run_stops_it_at_once_and_grades_the_new_code(tm
         stderr=subprocess.STDOUT,
         text=True,
         env={**os.environ, "PYTHONPATH": str(REPO), "PYTHONUNBUFFERED": "1"},
+        preexec_fn=ctrl_c_reaches_it,
     )
     lines: list[str] = []
     reader = threading.Thread(target=lambda: lines.extend(watch.stdout), daemon=True)

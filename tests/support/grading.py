@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import os
+import signal
 import textwrap
 from pathlib import Path
 
@@ -123,3 +124,10 @@ def command_line(pid: int) -> bytes:
         return Path(f"/proc/{pid}/cmdline").read_bytes()[:80]
     except OSError:
         return b""
+
+
+def ctrl_c_reaches_it() -> None:
+    """A `preexec_fn` for a child that a test stops with Ctrl-C (SIGINT): a shell's background
+    job (`cmd &` without job control) ignores SIGINT, its children inherit that, and Python
+    started so keeps ignoring it; the test must not depend on how the suite was launched."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
