@@ -153,6 +153,15 @@ RECORD = Exercise(
                     exponent="j/d",
                 ),
                 Mistake.of(
+                    "exponent 2j/d",
+                    "Feature j got the frequency 1/10000^(2j/d): in the formula 2i is the index "
+                    "of the pair's first feature, so features 2i and 2i+1 both use "
+                    "p/10000^(2i/d).",
+                    ref.sinusoidal_encoding,
+                    when=on.given(ref.two_features),
+                    exponent="2j/d",
+                ),
+                Mistake.of(
                     "sin and cos concatenated",
                     "The d/2 sines come first and the d/2 cosines after them; the book "
                     "interleaves them: sine at feature 2i, cosine of the same angle at 2i+1.",

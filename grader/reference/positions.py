@@ -12,11 +12,13 @@ from grader.reference.attention import as64
 
 # The exponent of the frequency of pair i (features 2i and 2i+1 of d) in 1 / base^exponent:
 # the formula's 2i/d, and the known wrong ones: i/d (the pair's index without its 2), j/d (each
-# feature j its own frequency, so the cosine of pair i gets (2i+1)/d).
+# feature j its own frequency, so the cosine of pair i gets (2i+1)/d), 2j/d (the formula's 2i
+# read as twice the feature's index j).
 EXPONENTS = {
     "2i/d": lambda i, j, d: 2 * i / d,
     "i/d": lambda i, j, d: i / d,
     "j/d": lambda i, j, d: j / d,
+    "2j/d": lambda i, j, d: 2 * j / d,
 }
 
 

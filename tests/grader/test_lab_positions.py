@@ -7,7 +7,7 @@ import pytest
 from grader.grading import grade
 from tests.grader.test_records import HIDDEN_SEEDS
 from tests.support.grading import assert_full_marks, failures, reference_result, submit
-from tests.support.planting import patched, patched_solution
+from tests.support.planting import from_table, patched_solution
 
 pytestmark = pytest.mark.labs
 
@@ -83,9 +83,9 @@ def test_a_map_that_is_no_rotation_breaks_the_offset_property(tmp_path):
     (folder / "lab_positions.py").write_text(source, encoding="utf-8")
     part = grade(LAB, str(folder), parts=["apply_rotary"]).part("apply_rotary")
     assert part.score == 0.0
-    broken = [c for c in failures(part) if "scores depend only on the offset" in c.name]
-    assert broken, [c.name for c in failures(part)]
-    assert "depends only on their offset" in broken[0].message
+    broken = [c for c in failures(part) if "depends only on their offset" in c.message]
+    assert broken, [c.message for c in failures(part)]
+    assert all(": scores depend only on the offset, " in c.name for c in broken)
 
 
 SINUSOIDAL_RETURN = "return ops.where(features % 2 == 0, ops.sin(angles), ops.cos(angles))"
@@ -110,8 +110,8 @@ FIRST_POSITIONS = (
     "    )\n"
 )
 
-# (part, mistake, a phrase of the feedback, (old, new) patches of the solution)
-PLANTED = [
+# (part, mistake, a phrase of the feedback, an (old, new) patch of the solution)
+PATCHES = [
     (
         "sinusoidal_encoding",
         "sin and cos swapped",
@@ -132,6 +132,12 @@ PLANTED = [
         "each feature its own frequency",
         "both features of pair i use the same angle",
         ("-2.0 * pair / depth", "-1.0 * ops.cast(features, positions.dtype) / depth"),
+    ),
+    (
+        "sinusoidal_encoding",
+        "exponent 2j/d",
+        "features 2i and 2i+1 both use",
+        ("-2.0 * pair / depth", "-2.0 * ops.cast(features, positions.dtype) / depth"),
     ),
     (
         "sinusoidal_encoding",
@@ -195,10 +201,13 @@ PLANTED = [
     ),
 ]
 
+# (part, the submitted source, the named mistake, the phrases of its feedback)
+PLANTED = [
+    (part, patched_solution(LAB, patch), mistake, phrase)
+    for part, mistake, phrase, patch in PATCHES
+]
+
 
 def planted():
     """Every planted mistake of this exercise (graded by tests/grader/test_records.py)."""
-    return [
-        patched(part, mistake, phrase, LAB, replacement)
-        for part, mistake, phrase, replacement in PLANTED
-    ]
+    return from_table(PLANTED)

@@ -40,6 +40,7 @@ HIDDEN_SEEDS = {
     "nw": 11,
     "pointer": 5,
     "positions": 6,
+    "kv-cache": 4,
 }
 
 
