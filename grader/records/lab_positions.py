@@ -216,14 +216,15 @@ RECORD = Exercise(
                 Mistake.of(
                     "sin and cos swapped",
                     "cos θ and sin θ trade places: out[i] = x[i] cos θ − x[i + d/2] sin θ. "
-                    "With them swapped it is no rotation (position 0 must leave x as it is).",
+                    "Swapped, they turn each pair by 90° − θ: position 0 turns x by 90° where "
+                    "it must leave it as it is.",
                     ref.rotary,
                     swapped=True,
                 ),
                 Mistake.of(
                     "exponent i/d",
                     "Pair i turns by p/10000^(i/d): the exponent is 2i/d (i = 0 .. d/2 − 1), "
-                    "so the slowest pair has a wavelength near 10000.",
+                    "so that the frequencies go from 1 down to about 1/10000 over the pairs.",
                     ref.rotary,
                     when=SEVERAL_PAIRS,
                     exponent="i/d",
