@@ -11,7 +11,10 @@ its words when they are not:
 - `queries_permuted`: self-attention without positions is permutation-equivariant: permuting
   its inputs permutes its outputs;
 - `batch_alone`: each example graded alone gives what it gave in the batch (nothing may be
-  summed or normalised across the batch axis).
+  summed or normalised across the batch axis);
+- `positions_shifted`: a rotary embedding's scores ⟨rot(q, m), rot(k, n)⟩ depend on the offset
+  m − n only: every position shifted by one constant leaves the score of every two tokens as
+  it was.
 
 And one property of a single run, on a layer's gradients (a `Property` with `gradients=True`):
 
@@ -275,6 +278,46 @@ def future_changed(name: str, axis: int = 1, out_axis: int = 1):
         )
 
     return Relation(label_text(N_("the future changes nothing")), vary, check)
+
+
+def positions_shifted(name: str = "positions", token_axis: int = 1):
+    """A rotary embedding: every position (the input or param `name`, a case's integers)
+    shifted by one drawn constant; the scores ⟨out[t], out[s]⟩ of every two tokens (along
+    `token_axis`, features the last axis; per example and head) must not change, since the
+    score of two rotated vectors depends only on the offset of their positions."""
+
+    def positions_of(case):
+        return np.asarray(case.inputs[name] if name in case.inputs else case.params[name])
+
+    def vary(case, rng):
+        shift = int(rng.integers(3, 40))
+        shifted = positions_of(case) + shift
+        if name in case.inputs:
+            return _copy(case, **{name: shifted.astype(np.asarray(case.inputs[name]).dtype)})
+        variant = _copy(case)
+        variant.params[name] = shifted.tolist()
+        return variant
+
+    def scores(output):
+        tokens = np.moveaxis(np.asarray(output, dtype=np.float64), token_axis, -2)
+        return tokens @ np.swapaxes(tokens, -1, -2)
+
+    def check(case, output, variant, shifted):
+        if not _same_shape(output, shifted) or np.ndim(output) < 2:
+            return None
+        if matches(scores(output), scores(shifted), case):
+            return None
+        offset = positions_of(variant).ravel()[0] - positions_of(case).ravel()[0]
+        return _(
+            "adding {shift} to every position changed the scores between the rotated tokens: "
+            "a rotary embedding turns each pair of features by an angle proportional to its "
+            "position, so the score ⟨rot(q, m), rot(k, n)⟩ of two positions depends only on "
+            "their offset m − n; something in your code is not a rotation (cos and sin paired "
+            "with the wrong features or signs) or depends on the position another way",
+            shift=int(offset),
+        )
+
+    return Relation(label_text(N_("scores depend only on the offset")), vary, check)
 
 
 def gradients_sane(masked=None, key_axes: dict[str, int] | None = None) -> Property:

@@ -39,6 +39,8 @@ HIDDEN_SEEDS = {
     "modern-hopfield": 9,
     "nw": 11,
     "pointer": 5,
+    "positions": 6,
+    "kv-cache": 4,
 }
 
 
