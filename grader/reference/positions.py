@@ -98,13 +98,6 @@ def positions_given(positions):
     return not np.array_equal(as64(positions), first_positions(positions))
 
 
-def scores_between_positions(output):
-    """The scores ⟨out[t], out[s]⟩ of every two tokens t, s (the second axis of `output`, the
-    features its last), per example and head: (B, [H,] T, T)."""
-    tokens = np.moveaxis(as64(output), 1, -2)  # (B, [H,] T, d)
-    return tokens @ np.swapaxes(tokens, -1, -2)
-
-
 def several_pairs(x):
     """Whether x has two feature pairs or more (d >= 4): with one pair, the halves are the
     adjacent features and every pair has the frequency 1."""

@@ -123,8 +123,8 @@ def test_alibi_softmax_matches_keras_hub_under_a_causal_mask(rng):
     keras_hub = pytest.importorskip("keras_hub")
     scores = rng.normal(size=(2, 6, 5, 5)).astype("float32")
     keep = ref.causal(5, 5)
-    ours = ref.softmax_masked(_np(AlibiBias()(scores)).astype(np.float64), keep)
-    theirs = ref.softmax_masked(_np(keras_hub.layers.AlibiBias()(scores)).astype(np.float64), keep)
+    ours = ref.masked_softmax(_np(AlibiBias()(scores)).astype(np.float64), keep)
+    theirs = ref.masked_softmax(_np(keras_hub.layers.AlibiBias()(scores)).astype(np.float64), keep)
     np.testing.assert_allclose(ours, theirs, atol=1e-6)
 
 

