@@ -444,6 +444,14 @@ def watch(exercise_id, path, interval):
     show_default=True,
     help="Also write each student's feedback as a page with pictures (feedback/<id>.html).",
 )
+@click.option(
+    "--shard",
+    metavar="K/N",
+    default=None,
+    callback=lambda ctx, param, value: _shard(value),
+    help="Grade only shard K of N (K from 0 to N-1; needs --seed); `grader gather` joins the "
+    "shards' folders into one gradebook. See docs/cluster.md.",
+)
 def batch(
     submissions,
     exercise_ids,
@@ -458,6 +466,7 @@ def batch(
     written,
     course,
     pictures,
+    shard,
 ):
     """(Instructors) Grade a whole class: one folder or .zip per student in SUBMISSIONS, or a
     Canvas or Moodle download as it comes."""
@@ -465,6 +474,24 @@ def batch(
     from grader.instructor.course.late import PolicyError, read_policy
 
     records = _records(exercise_ids, False)
+    if shard is not None:
+        if seed is None:
+            raise click.UsageError(
+                _(
+                    "--shard needs --seed N: every shard must draw the same hidden cases (`grader "
+                    "slurm`, `grader kubernetes` and `grader actions-matrix` draw one for you)."
+                )
+            )
+        for given, name in ((course, "--course"), (written, "--written")):
+            if given:
+                raise click.UsageError(
+                    _(
+                        "{option} is about the whole class: give it to `grader gather`, not to "
+                        "a shard.",
+                        option=name,
+                    )
+                )
+        similarity = False  # across all students: `grader gather` writes it
     try:
         late = read_policy(course) if course else None
     except PolicyError as error:
@@ -481,6 +508,8 @@ def batch(
         written=written,
         late=late,
         pictures=pictures,
+        shard=shard,
+        command=_again_words(click.get_current_context()) if shard else None,
     )
     warm_up()
     progress = _BatchProgress(enabled=output_format == "text")
@@ -491,6 +520,9 @@ def batch(
         raise click.ClickException(str(error)) from None
     except KeyboardInterrupt:
         _interrupted(progress, out_dir)
+    if shard is not None:
+        _shard_done(summary, shard, output_format)
+        return
     if output_format == "junit":
         click.echo((summary.out / "junit.xml").read_text(encoding="utf-8"), nl=False)
         return
@@ -536,6 +568,49 @@ def batch(
         click.echo(f"  {summary.out / name}")
 
 
+def _shard(value: str | None) -> tuple[int, int] | None:
+    from grader.instructor.course.shards import parse_shard
+
+    if value is None:
+        return None
+    try:
+        return parse_shard(value)
+    except ValueError as error:
+        raise click.BadParameter(str(error), param_hint="--shard") from None
+
+
+def _shard_done(summary, shard: tuple[int, int], output_format: str) -> None:
+    """A shard's summary: its students only; the class's outputs come from `grader gather`."""
+    from grader.instructor.batch import SHARD_FILE
+
+    if output_format == "junit":
+        raise click.UsageError(_("a shard writes no junit.xml: `grader gather` does"))
+    click.echo(
+        _(
+            "Shard {index}/{count}: {students} students: {graded} graded, {skipped} already "
+            "graded (unchanged). Hidden-check seed {seed}.",
+            index=shard[0],
+            count=shard[1],
+            students=len(summary.students),
+            graded=len(summary.graded),
+            skipped=len(summary.skipped),
+            seed=summary.seed,
+        )
+    )
+    if summary.not_final:
+        click.echo(
+            _(
+                "The grader itself failed on some part of {count} students: run the same "
+                "command again to grade them.",
+                count=len(summary.not_final),
+            ),
+            err=True,
+        )
+    for name in (SHARD_FILE, "results/", "feedback/"):
+        click.echo(f"  {summary.out / name}")
+    click.echo(_("When every shard is done: grader gather OUT-0 … OUT-(N-1) --out OUT SUBMISSIONS"))
+
+
 def _shown(student: str) -> str:
     """A student id (a folder's name: anything) on one terminal line, without escapes."""
     from grader.vocabulary.untrusted import clean
@@ -549,42 +624,7 @@ def _interrupted(progress: _BatchProgress, out_dir: Path) -> None:
     does not depend on batch.json)."""
     import shlex
 
-    from grader.instructor.batch import STATE_FILE
-
-    context = click.get_current_context()
-    words = ["grader", context.info_name]
-    for param in context.command.params:
-        source = context.get_parameter_source(param.name)
-        if param.name not in context.params or param.name == "seed":
-            continue  # --lang (not passed on: see below), --seed (added below)
-        value = context.params[param.name]
-        if source is not click.core.ParameterSource.COMMANDLINE:
-            continue
-        if isinstance(param, click.Argument):
-            words.append(str(value))
-        elif param.is_flag and param.secondary_opts:
-            words.append(param.opts[0] if value else param.secondary_opts[0])
-        elif param.is_flag:
-            words.append(param.opts[0])
-        elif param.multiple:
-            for item in value:
-                words += [param.opts[0], str(item)]
-        else:
-            words += [param.opts[0], str(value)]
-    try:
-        seed = json.loads((out_dir / STATE_FILE).read_text(encoding="utf-8"))["seed"]
-    except (OSError, ValueError, KeyError):
-        seed = context.params.get("seed")
-    if seed is not None:
-        words += ["--seed", str(seed)]
-    if any(
-        c.get_parameter_source("lang") is click.core.ParameterSource.COMMANDLINE
-        for c in (context, context.parent)
-        if c
-    ):
-        from grader.i18n import language
-
-        words += ["--lang", language()]
+    words = _again_words(click.get_current_context(), out_dir)
     click.echo("", err=True)
     click.echo(
         _(
@@ -598,6 +638,50 @@ def _interrupted(progress: _BatchProgress, out_dir: Path) -> None:
     )
     click.echo(f"  {shlex.join(words)}", err=True)
     raise click.exceptions.Exit(130)
+
+
+def _again_words(context: click.Context, out_dir: Path | None = None) -> list[str]:
+    """The command line that runs this command again, as the instructor gave it, with the seed
+    spelled out (read from OUT's batch.json when there is one) so that it does not depend on
+    batch.json."""
+    from grader.instructor.batch import STATE_FILE
+
+    words = ["grader", context.info_name]
+    for param in context.command.params:
+        source = context.get_parameter_source(param.name)
+        if param.name not in context.params or param.name == "seed":
+            continue  # --lang (not passed on: see below), --seed (added below)
+        value = context.params[param.name]
+        if source is not click.core.ParameterSource.COMMANDLINE:
+            continue
+        if isinstance(param, click.Argument):
+            words.append(str(value))
+        elif param.name == "shard":
+            words += [param.opts[0], "{}/{}".format(*value)]
+        elif param.is_flag and param.secondary_opts:
+            words.append(param.opts[0] if value else param.secondary_opts[0])
+        elif param.is_flag:
+            words.append(param.opts[0])
+        elif param.multiple:
+            for item in value:
+                words += [param.opts[0], str(item)]
+        else:
+            words += [param.opts[0], str(value)]
+    try:
+        seed = json.loads((Path(out_dir) / STATE_FILE).read_text(encoding="utf-8"))["seed"]
+    except (OSError, ValueError, KeyError, TypeError):  # TypeError: no out_dir
+        seed = context.params.get("seed")
+    if seed is not None:
+        words += ["--seed", str(seed)]
+    if any(
+        c.get_parameter_source("lang") is click.core.ParameterSource.COMMANDLINE
+        for c in (context, context.parent)
+        if c
+    ):
+        from grader.i18n import language
+
+        words += ["--lang", language()]
+    return words
 
 
 class _BatchProgress:
@@ -666,6 +750,77 @@ def _duration(seconds: float) -> str:
     if seconds < 90 * 60:
         return _("{minutes} min", minutes=round(seconds / 60))
     return _("{hours:.1f} h", hours=seconds / 3600)
+
+
+@main.command("gather")
+@click.argument("folders", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.option(
+    "--out",
+    "out_dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=Path("grading-results"),
+    show_default=True,
+)
+@click.option(
+    "--similarity/--no-similarity",
+    default=None,
+    help="Report pairs of unusually alike submissions across every shard [default: when "
+    "SUBMISSIONS is given].",
+)
+@click.option(
+    "--written",
+    is_flag=True,
+    help="Also write the written answers' review sheet (needs SUBMISSIONS).",
+)
+@click.option(
+    "--course",
+    type=click.Path(dir_okay=False, exists=True, path_type=Path),
+    default=None,
+    help="Course file (TOML) with a [late] policy (needs SUBMISSIONS).",
+)
+def gather_command(folders, out_dir, similarity, written, course):
+    """(Instructors) Join the folders of a class graded in shards (`grader batch --shard K/N`)
+    into one: FOLDERS are the shards' OUT-0 … OUT-(N-1), then optionally the class's
+    SUBMISSIONS. Writes what `grader batch --out OUT` would."""
+    from grader.instructor.batch import BatchOptions
+    from grader.instructor.course.late import PolicyError, read_policy
+    from grader.instructor.gather import GatherError, gather, split_arguments
+
+    try:
+        late = read_policy(course) if course else None
+        shards, submissions = split_arguments(list(folders))
+        if similarity is None:
+            similarity = submissions is not None
+        options = BatchOptions([], similarity=similarity, written=written, late=late)
+        summary = gather(shards, out_dir, submissions, options)
+    except (GatherError, PolicyError) as error:
+        raise click.ClickException(str(error)) from None
+    click.echo(
+        _(
+            "{students} students gathered from {shards} shards. Hidden-check seed {seed}.",
+            students=len(summary.students),
+            shards=len(shards),
+            seed=summary.seed,
+        )
+    )
+    if summary.not_final:
+        click.echo(
+            _(
+                "The grader itself failed on some part of {count} students ({names}): not "
+                "graded, not their fault; run their shards again, then gather again.",
+                count=len(summary.not_final),
+                names=", ".join(_shown(s) for s in summary.not_final[:5]),
+            ),
+            err=True,
+        )
+    for note in summary.notes:
+        click.echo(note, err=True)
+    names = ["grades.csv", "report.html", "results/", "feedback/", "junit.xml"]
+    names += (["similarity.csv"] if similarity else []) + (
+        ["written/review.csv"] if written else []
+    )
+    for name in names:
+        click.echo(f"  {summary.out / name}")
 
 
 @main.command("merge")

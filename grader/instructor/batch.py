@@ -7,6 +7,7 @@ Plain functions; `grader batch` is a thin layer over `run_batch`.
 
 from __future__ import annotations
 
+import hashlib
 import itertools
 import json
 import os
@@ -18,14 +19,17 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import numpy as np
+
 from grader import sandbox
-from grader.engine.cases import save_cases
+from grader.engine.cases import make_cases, save_cases
 from grader.engine.judging import cannot_load, grader_failure, judge_part
 from grader.engine.references import LiveReference, default_reference
 from grader.engine.results import ExerciseResult, PartResult
 from grader.grading import part_jobs, refused_counts, unloadable
 from grader.i18n import N_, tr
 from grader.instructor import files
+from grader.instructor.course.shards import shard_of
 from grader.instructor.course.submissions import (
     FORBIDDEN_PACKAGES,
     NoStudents,
@@ -45,6 +49,7 @@ from grader.instructor.review.written import MergeError, merge_scores
 from grader.records import UnknownExercise, get_exercise
 from grader.sandbox.processes import Job, run_jobs
 from grader.vocabulary import untrusted
+from grader.vocabulary.bundle import cases_to_bundle
 from grader.vocabulary.protocol import Outcome
 from grader.vocabulary.spec import Exercise
 from grader.vocabulary.status import Limit
@@ -55,6 +60,8 @@ from grader.vocabulary.untrusted import file_stem
 RESULTS_FORMAT = 1
 PUBLIC_SEED = 0
 STATE_FILE = "batch.json"
+# What marks the output folder of one shard (`grader batch --shard K/N`); `grader gather` reads it.
+SHARD_FILE = "shard.json"
 # Each concurrent job runs as its own user id, from here up, when the grader runs as root.
 
 
@@ -84,6 +91,11 @@ class BatchOptions:
     late: object | None = None
     # Each student's feedback also as a page with pictures (feedback/<id>.html; needs matplotlib).
     pictures: bool = True
+    # (K, N): grade only the students of shard K of N (grader.instructor.course.shards), and
+    # leave the class-wide outputs to `grader gather`. Needs `seed`.
+    shard: tuple[int, int] | None = None
+    # The command that runs this batch again (written in shard.json, for gather's reruns).
+    command: list[str] | None = None
 
     def limits(self) -> dict:
         return {
@@ -141,13 +153,20 @@ def run_batch(
 ) -> BatchSummary:
     records = [get_exercise(exercise_id) for exercise_id in options.exercises]
     try:
-        students = discover(Path(submissions))
+        everyone = discover(Path(submissions))
     except (FileNotFoundError, NoStudents) as error:
         raise BatchError(str(error)) from None
+    students = everyone
+    if options.shard is not None:
+        if options.seed is None:
+            raise BatchError("a shard needs --seed: every shard must draw the same hidden cases")
+        index, count = options.shard
+        students = [s for s in everyone if shard_of(s.id, count) == index]
     out = Path(options.out)
     protections = require_sandbox(options.unsandboxed)
     out.mkdir(parents=True, exist_ok=True)
-    late_notes = _late_work(out, options, students)
+    # Late work is the class's, written by `grader gather` for a sharded class.
+    late_notes = _late_work(out, options, students) if options.shard is None else []
     seed = _resolve_seed(out, options)
     for folder in (out, out / "results", out / "feedback"):
         folder.mkdir(parents=True, exist_ok=True)
@@ -165,6 +184,10 @@ def run_batch(
     )
 
     summary = BatchSummary(seed, [s.id for s in students], out=out, notes=late_notes)
+    shard_mark = None
+    if options.shard is not None:
+        shard_mark = _shard_mark(options, records, summary)
+        _write_json(out / SHARD_FILE, shard_mark)
     pending = []
     for student in students:
         stamp = _stamp(student, options, seed)
@@ -185,8 +208,30 @@ def run_batch(
         if protections["complete"]:
             policy = {"protected": [str(out.resolve()), str(Path(submissions).resolve())]}
         run = _Run(records, references, options, seed, out, summary, on_student, policy)
-        _grade_students(run, pending)
+        # Over the whole class, so that a shard flags a file shared with another shard's student.
+        _grade_students(run, pending, sharing_a_file(everyone))
 
+    if shard_mark is not None:
+        shard_mark.update(finished=True, not_final=sorted(summary.not_final))
+        _write_json(out / SHARD_FILE, shard_mark)
+        return summary
+    write_class_outputs(out, records, students, isolation_note(options), options, summary)
+    return summary
+
+
+def write_class_outputs(
+    out: Path,
+    records: list[Exercise],
+    students: list[Student] | None,
+    note: str,
+    options: BatchOptions,
+    summary: BatchSummary,
+) -> None:
+    """What a batch writes about the whole class once every student's result is in
+    `out/results`: the written answers' sheet, the similarity report, the gradebook, the JUnit
+    file and the report (the students no longer in the class set aside). `grader batch` calls it
+    after grading; `grader gather` after bringing the shards' results together. `students` (the
+    submissions) may be None only without `written` and `similarity`, which read them."""
     if options.written:
         from grader.instructor.review.written import write_review_sheet
 
@@ -197,10 +242,54 @@ def run_batch(
 
         write_for_batch(out, records, students)
     summary.removed = gradebook.set_aside_removed(out, summary.students)
-    summary.notes += gradebook.write_all(
-        out, summary.students, records, isolation_note(options), summary.removed
-    )
-    return summary
+    summary.notes += gradebook.write_all(out, summary.students, records, note, summary.removed)
+
+
+def grader_version() -> str:
+    """The grader's version and its results' format: shards of one class must agree on both."""
+    from importlib import metadata
+
+    try:
+        version = metadata.version("attnkit")
+    except metadata.PackageNotFoundError:
+        version = "unknown"
+    return f"{version}+results{RESULTS_FORMAT}"
+
+
+def cases_hash(records: list[Exercise], seed: int) -> str:
+    """A hash of every case (public and hidden) the batch grades with: shards whose hashes
+    differ graded different checks, whatever their seeds and versions say."""
+    digest = hashlib.sha256()
+    for record in records:
+        cases = make_cases(record, PUBLIC_SEED, seed)
+        for part in record.parts:
+            described, arrays = cases_to_bundle(cases[part.name])
+            head = [record.id, part.name, described]
+            digest.update(json.dumps(head, sort_keys=True, default=repr).encode())
+            for name in sorted(arrays):
+                array = np.ascontiguousarray(arrays[name])
+                digest.update(f"{name}:{array.dtype.str}:{array.shape}".encode())
+                digest.update(array.tobytes())
+    return digest.hexdigest()
+
+
+def _shard_mark(options: BatchOptions, records, summary: BatchSummary) -> dict:
+    """shard.json: what this shard is (gather refuses to mix shards that differ in any of it),
+    who it grades, and whether it finished (written false first, true once every student's
+    result is in)."""
+    index, count = options.shard
+    return {
+        "shard": [index, count],
+        "exercises": options.exercises,
+        "seed": summary.seed,
+        "grader_version": grader_version(),
+        "cases_hash": cases_hash(records, summary.seed),
+        "limits": {**options.limits(), "timeout": options.timeout},
+        "students": summary.students,
+        "finished": False,
+        "not_final": [],
+        "command": options.command,
+    }
 
 
 def _late_work(out: Path, options: BatchOptions, students: list[Student]) -> list[str]:
@@ -256,7 +345,7 @@ class _Run:
         return self.options.timeout or record.timeout
 
 
-def _grade_students(run: _Run, pending: list[tuple[Student, str]]) -> None:
+def _grade_students(run: _Run, pending: list[tuple[Student, str]], shared: set[str]) -> None:
     """Plan every student (while the zygote starts), then run the references and the students'
     exercises in one go: a student's result is written once its parts and every reference are
     in."""
@@ -272,7 +361,7 @@ def _grade_students(run: _Run, pending: list[tuple[Student, str]]) -> None:
         plans, jobs = {}, []
         for number, (student, stamp) in enumerate(pending):
             plans[student.id] = _plan_student(run, student, stamp, scratch / f"s{number}", jobs)
-        for student_id in sharing_a_file([plan.student for plan in plans.values()]):
+        for student_id in shared & set(plans):
             plans[student_id].flags.append(SHARED_FILE)
         owner = {job.key: plan for plan in plans.values() for job in plan.jobs.values()}
 
