@@ -35,6 +35,7 @@ LAYERS: list[dict[str, tuple[str, ...]]] = [
         "instructor.runs": (
             "grader.instructor",  # its __init__ only: the subpackages have layers of their own
             "grader.instructor.batch",
+            "grader.instructor.cluster",
             "grader.instructor.gather",
             "grader.instructor.gradescope",
         )
