@@ -764,19 +764,18 @@ def _duration(seconds: float) -> str:
 @click.option(
     "--similarity/--no-similarity",
     default=None,
-    help="Report pairs of unusually alike submissions across every shard [default: when "
-    "SUBMISSIONS is given].",
+    help="Report pairs of unusually alike submissions (report.html, similarity.csv).",
 )
 @click.option(
     "--written",
     is_flag=True,
-    help="Also write the written answers' review sheet (needs SUBMISSIONS).",
+    help="Also write the written answers' review sheet (OUT/written/review.csv and .html).",
 )
 @click.option(
     "--course",
     type=click.Path(dir_okay=False, exists=True, path_type=Path),
     default=None,
-    help="Course file (TOML) with a [late] policy (needs SUBMISSIONS).",
+    help="Course file (TOML) with a [late] policy: due date, penalty per day, cap.",
 )
 def gather_command(folders, out_dir, similarity, written, course):
     """(Instructors) Join the folders of a class graded in shards (`grader batch --shard K/N`)
@@ -877,7 +876,7 @@ def _cluster_options(command):
             "--course",
             type=click.Path(dir_okay=False, exists=True, path_type=Path),
             default=None,
-            help="Course file (TOML) with a [late] policy, passed on to the gather.",
+            help="Course file (TOML) with a [late] policy: due date, penalty per day, cap.",
         ),
     ]
     for option in reversed(options):
