@@ -5,6 +5,7 @@ missing or stopped half-way are refused, named, and the printed command complete
 import filecmp
 import hashlib
 import json
+import os
 import shlex
 import shutil
 from pathlib import Path
@@ -16,6 +17,7 @@ from grader import cli
 from grader.instructor.batch import BatchOptions, run_batch
 from grader.instructor.course.shards import parse_shard, shard_of
 from grader.instructor.gather import GatherError, gather, split_arguments
+from grader.instructor.outputs.outcomes import SHARED_FILE
 from grader.kit import KIT
 
 pytestmark = pytest.mark.ex8_2
@@ -205,3 +207,24 @@ def test_the_arguments_split_into_shards_and_the_class(graded, tmp_path):
     assert shards == [*shard_folders(graded), tmp_path / "gone"] and submissions == EXAMPLES
     with pytest.raises(GatherError, match="at most one folder"):
         split_arguments([graded / "out-0", EXAMPLES, KIT / "docs"])
+
+
+def test_a_file_shared_across_shards_is_flagged_in_both(graded, tmp_path):
+    """One file under two names (a hard link) in the folders of two students graded in
+    different shards: each shard flags its student, as an unsharded batch flags both."""
+    root = tmp_path / "class"
+    for student in ("ann", "cat", "ben"):
+        (root / student).mkdir(parents=True)
+    (root / "ann" / "notes.txt").write_text("mine\n")
+    os.link(root / "ann" / "notes.txt", root / "cat" / "notes.txt")
+    (root / "ben" / "notes.txt").write_text("mine\n")  # alike, but not the same file
+    assert expected_shard("ann", 2) != expected_shard("cat", 2)
+    flags = {}
+    for index in range(2):
+        out = tmp_path / f"out-{index}"
+        # The demo's exercise and seed: its references are computed once, by the fixture.
+        options = BatchOptions(["8-2"], out, jobs=1, seed=SEED, pictures=False, shard=(index, 2))
+        for student in run_batch(root, options).students:
+            flags[student] = json.loads((out / "results" / f"{student}.json").read_text())["flags"]
+    assert {s for s, f in flags.items() if SHARED_FILE in f} == {"ann", "cat"}
+    assert sorted(flags) == ["ann", "ben", "cat"]
