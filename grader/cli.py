@@ -491,6 +491,8 @@ def batch(
                         option=name,
                     )
                 )
+        if output_format == "junit":
+            raise click.UsageError(_("a shard writes no junit.xml: `grader gather` does"))
         similarity = False  # across all students: `grader gather` writes it
     try:
         late = read_policy(course) if course else None
@@ -521,7 +523,7 @@ def batch(
     except KeyboardInterrupt:
         _interrupted(progress, out_dir)
     if shard is not None:
-        _shard_done(summary, shard, output_format)
+        _shard_done(summary, shard)
         return
     if output_format == "junit":
         click.echo((summary.out / "junit.xml").read_text(encoding="utf-8"), nl=False)
@@ -579,12 +581,10 @@ def _shard(value: str | None) -> tuple[int, int] | None:
         raise click.BadParameter(str(error), param_hint="--shard") from None
 
 
-def _shard_done(summary, shard: tuple[int, int], output_format: str) -> None:
+def _shard_done(summary, shard: tuple[int, int]) -> None:
     """A shard's summary: its students only; the class's outputs come from `grader gather`."""
     from grader.instructor.batch import SHARD_FILE
 
-    if output_format == "junit":
-        raise click.UsageError(_("a shard writes no junit.xml: `grader gather` does"))
     click.echo(
         _(
             "Shard {index}/{count}: {students} students: {graded} graded, {skipped} already "
