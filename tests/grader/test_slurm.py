@@ -201,7 +201,7 @@ def test_a_slurm_array_grades_the_class_and_a_cancelled_task_is_named_and_rerun(
     )
     assert sorted(whole.graded) == sorted(CLASS)
     expected = (tmp_path / "whole" / "grades.csv").read_bytes()
-    wait_for(lambda: queue_empty(slurm, array, gather), 120, "the jobs did not end", logs)
+    wait_for(lambda: queue_empty(slurm, array, gather), 300, "the jobs did not end", logs)
     assert not (out / "grades.csv").exists()
     folders = [out / "shards" / f"shard-{k}" for k in range(SHARDS)]
     named = CliRunner().invoke(cli.main, ["gather", *map(str, folders), "--out", str(out)])
@@ -215,6 +215,6 @@ def test_a_slurm_array_grades_the_class_and_a_cancelled_task_is_named_and_rerun(
     # Just the failed task again, then the gather, as `grader slurm` printed.
     again = sbatch(slurm, "--array=1", str(script))
     gathered = sbatch(slurm, f"--dependency=afterok:{again}", str(out / "slurm/gather.sbatch"))
-    wait_for(lambda: queue_empty(slurm, again, gathered), 120, "the rerun did not end", logs)
+    wait_for(lambda: queue_empty(slurm, again, gathered), 300, "the rerun did not end", logs)
     assert (out / "grades.csv").exists(), "\n".join(p.read_text() for p in logs if p.exists())
     assert (out / "grades.csv").read_bytes() == expected
