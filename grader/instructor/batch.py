@@ -2,7 +2,9 @@
 after another, see grader.sandbox.processes), results written as they come, so an interrupted run
 resumes where it stopped.
 
-Plain functions; `grader batch` is a thin layer over `run_batch`.
+Plain functions; `grader batch` is a thin layer over `run_batch`. With a shard (`--shard K/N`)
+it grades that shard's students only and marks its folder (shard.json); `write_class_outputs`,
+the class-wide step, then runs in `grader gather` (grader.instructor.gather).
 """
 
 from __future__ import annotations
