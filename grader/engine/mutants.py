@@ -368,7 +368,9 @@ def _binop_edits(node: ast.BinOp, parameters: set[str]) -> Iterator[Edit]:
     left, right = _free_names(node.left), _free_names(node.right)
     named = lambda names: [n for n in names if n in parameters]  # noqa: E731
     if op in (ast.Add, ast.Sub):
-        yield "term dropped", {"names": named(right)}, lambda n: n.left
+        # A subtracted term left out reads, from the student's side, as one counted once too
+        # often (Σ_{j≥i} for Σ_{j>i}): the words say both.
+        yield "term dropped", {"names": named(right), "subtracted": op is ast.Sub}, lambda n: n.left
         yield (
             "term dropped",
             {"names": named(left)},

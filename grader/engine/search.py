@@ -361,6 +361,17 @@ def _words(mutant, pick, failing) -> str | None:
             right=_(_FUNCTION_WORDS.get(right, right)),
         )
     names = facts.get("names") or []
+    if kind == "term dropped" and facts.get("subtracted"):
+        if not names:
+            return _(
+                "a term is one too many in your computation: the formula subtracts it here (or "
+                "your sum counts one term too often)"
+            )
+        return _(
+            "your computation has {names} once too often here: the formula subtracts it (or "
+            "your sum counts it, where the formula sums only the others)",
+            names=_names(names),
+        )
     if kind in ("term dropped", "factor dropped"):
         if not names:
             return _("a term of the formula is missing from your computation")
@@ -540,10 +551,16 @@ SEPARATORS = (
 )
 
 
+# The fewest failing cases with a feature, and passing ones without it, before the feature is
+# said to separate them: on one case of each, any difference of the two is a "separator".
+SEPARATING_CASES = 2
+
+
 def separating(cases, failing: list[int], passing: list[int]) -> str | None:
     """What alone tells the failing cases of a part from its passing ones (every failing case
-    has it, no passing case does, and no other feature splits them so), or None."""
-    if not failing or not passing:
+    has it, no passing case does, and no other feature splits them so), or None. Evidence: at
+    least SEPARATING_CASES failing cases and as many passing ones."""
+    if len(failing) < SEPARATING_CASES or len(passing) < SEPARATING_CASES:
         return None
     splits = []
     for feature, words in SEPARATORS:
