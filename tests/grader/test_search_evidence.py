@@ -6,6 +6,7 @@ nothing is large enough to overflow, a subtracted term left out told as missing.
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from grader.engine import compare, search
 from grader.engine.judging import judge_part
@@ -189,3 +190,48 @@ def test_a_reference_is_mutated_once_per_process():
     again = list(mutants.mutants(ref.gaussian_weights))
     assert first and len(first) == len(again)
     assert all(a is b for a, b in zip(first, again, strict=True))
+
+
+# ---- whatever a student returns is the student's failure, on every kind of part ---------------
+
+
+@pytest.mark.parametrize("exercise_id", ["8-5", "pointer", "kv-cache"])
+def test_misshapen_outputs_of_functions_and_layers_are_the_students_failure(
+    exercise_id, monkeypatch
+):
+    """Layers and functions whose record names mistakes and whose search composes mutants
+    (8-5), indices and one number per example (pointer), a cache of several arrays
+    (kv-cache): a 0-d, bool, int, string, extra-axis, empty or NaN output is judged as the
+    student's, never the grader's, and a named mistake, the search and the NaN words never
+    trip on it."""
+    from tests.grader.test_evidence import misshapen, reference_answers
+
+    # The search runs on whatever it can read as numbers; a short budget keeps the test short
+    # (its answer is not what is tested here).
+    monkeypatch.setattr(search, "BUDGET", 0.05)
+    record, cases, expected = reference_answers(exercise_id)
+    for part in record.parts:
+        if part.name not in cases:
+            continue
+        right = [want.output for want in expected[part.name]]
+        for kind in misshapen(np.zeros(1)):
+            outputs = [
+                misshapen(np.asarray(r))[kind] if r is not None else np.zeros(1) for r in right
+            ]
+            grads = [
+                {name: misshapen(np.asarray(g))[kind] for name, g in want.grads.items()}
+                for want in expected[part.name]
+            ]
+            arrays: dict = {}
+            reports = [
+                answered(index, output, grads[index], arrays, case.inputs)
+                for index, (case, output) in enumerate(zip(cases[part.name], outputs, strict=True))
+            ]
+            outcome = Outcome(
+                RunState.FINISHED, 0.1, 0, {"import_error": None, "cases": reports}, arrays
+            )
+            result = judge_part(part, cases[part.name], expected[part.name], outcome, 5.0)
+            assert not result.grader_error, (part.name, kind)
+            assert all(c.message for c in failures(result)), (part.name, kind)
+            if kind in ("strings", "NaN", "empty"):
+                assert result.status == Status.FAILED, (part.name, kind, result.status)
