@@ -116,6 +116,7 @@ def difference(
     recompute: Recompute | None = None,
     *,
     ratio: bool = True,
+    diagnose: bool = True,
 ) -> Difference | None:
     """None when they agree; otherwise where they differ and, if recognised, the mistake (of
     `mistakes`, else a slip of grader.engine.diagnosis, recomputing by `recompute` if given).
@@ -123,7 +124,9 @@ def difference(
     A ratio ("every value is 1.33 times the expected one", a scale by another size) is said
     only on `diagnosis.ratio_evidence`: several distinct nonzero values sharing it, since any
     one wrong number is some multiple of the right one. `ratio=False` says no ratio at all:
-    a part whose failing cases do not share one (grader.engine.judging) has not earned it."""
+    a part whose failing cases do not share one (grader.engine.judging) has not earned it.
+    `diagnose=False` names nothing beyond a wrong shape, dtype or non-finite values: the
+    gradient of a wrong output, whose zeros or ratio are the wrong output's own."""
     expected = np.asarray(expected, dtype=np.float64)
     received = np.asarray(received)
     if not numeric(received):
@@ -140,17 +143,23 @@ def difference(
     finite = np.isfinite(received)
     if not finite.all():
         bad = [int(i) for i in np.argwhere(~finite)[0]]
-        return Difference(
-            _(
+        count, size = int((~finite).sum()), received.size
+        if _overflow_possible(case):
+            words = _(
                 "{count} of {size} values are NaN or infinite; an exp() that overflows or a "
                 "division by zero does this",
-                count=int((~finite).sum()),
-                size=received.size,
+                count=count,
+                size=size,
+            ) + (_("; use a numerically stable form") if "stability" in case.label else "")
+        else:
+            words = _(
+                "{count} of {size} values are NaN or infinite, on inputs too small for an "
+                "exp() to overflow: a division by zero (0/0), the log of 0, or -inf − (-inf) "
+                "(a row whose every position is masked with -inf) does this",
+                count=count,
+                size=size,
             )
-            + (_("; use a numerically stable form") if "stability" in case.label else ""),
-            "NaN",
-            detail=_("first at index {index}", index=bad),
-        )
+        return Difference(words, "NaN", detail=_("first at index {index}", index=bad))
     ok = close(expected, received, case)
     if ok.all():
         return None
@@ -174,6 +183,8 @@ def difference(
     both = (
         located if expected.size == 1 else _("{located}; {differ}", located=located, differ=differ)
     )
+    if not diagnose:
+        return Difference(differ, detail=located)
     for mistake in mistakes:
         candidate = mistake.output(case)
         if candidate is not None and matches(np.asarray(candidate, np.float64), received, case):
@@ -215,8 +226,10 @@ def gradient_difference(
     gradient" needs its evidence: the output itself right (`output_right`: else a zero
     gradient may be the wrong output's own, truly zero for this input, and nothing was cut),
     the received gradient zero everywhere, and the expected one beyond the tolerance at some
-    of those places (where the reference's gradient is zero too, nothing can be cut)."""
-    found = difference(expected, received, case, ratio=ratio)
+    of those places (where the reference's gradient is zero too, nothing can be cut). Nor does
+    the gradient of a wrong output earn any diagnosis of its own ("every value is zero", a
+    ratio, a slip): it is the gradient of another computation, zero or scaled for its reasons."""
+    found = difference(expected, received, case, ratio=ratio, diagnose=output_right)
     if found is None:
         return None
     received = np.asarray(received)
@@ -276,6 +289,28 @@ def _shape_difference(expected: np.ndarray, received: np.ndarray) -> Difference:
             )
         )
     return Difference(message)
+
+
+# Inputs of no larger magnitude than this cannot make an exp() of a few sums of their products
+# overflow (e^709 is float64's largest): a NaN there has another cause.
+OVERFLOW_MAGNITUDE = 50.0
+
+
+def _overflow_possible(case: Case) -> bool:
+    """Whether an exp() may overflow on this case: it is one of the large-value cases (labelled
+    for numerical stability), or some input, weight or setting is larger than
+    OVERFLOW_MAGNITUDE."""
+    if "stability" in case.label:
+        return True
+    for value in (*case.inputs.values(), *case.weights.values(), *case.params.values()):
+        try:
+            array = np.asarray(value, dtype=np.float64)
+        except (TypeError, ValueError):
+            continue
+        finite = array[np.isfinite(array)]
+        if finite.size and float(np.max(np.abs(finite))) > OVERFLOW_MAGNITUDE:
+            return True
+    return False
 
 
 def _constant_factor(expected, received, case) -> float | None:

@@ -71,6 +71,7 @@ def judge_part(part, cases, expected, outcome: Outcome, timeout: float, source=N
         judge_case(part, case, want, got, source)
         for case, want, got in zip(cases, expected, received, strict=True)
     ]
+    _unearned_named(part, cases, expected, received, per_case)
     _unearned_ratios(part, cases, expected, received, per_case)
     _searched(part, cases, expected, received, per_case)
     checks = []
@@ -127,6 +128,67 @@ def _searched(part, cases, expected, received, per_case) -> None:
             if check.detail and not check.hidden
             else hit.explanation
         )
+
+
+def _unearned_named(part, cases, expected, received, per_case) -> None:
+    """Withdraw a record's named mistake that the part's other failing cases contradict. A
+    mistake is named on a case where its output is the student's; on another failing case of
+    the same target where the mistake shows (its output differs from the expected one) and the
+    student's output is not its output, the student's computation is not that mistake, and its
+    words on the first case were a coincidence of that case's numbers (2 is the truncated
+    ratio and the linear count's ratio at once; softmax(-u²/h²) and softmax(-u²/2h) agree at
+    h = 2). A withdrawn mistake leaves the plain difference (and any other diagnosis, a
+    search's) in its place. A passing case contradicts nothing: a record's mistake may stand
+    for a slip in one branch of the computation (one setting), which cases of another setting
+    pass."""
+    mistakes = {mistake.name: mistake for mistake in part.mistakes}
+    compared = [
+        i
+        for i, checks in enumerate(per_case)
+        if _output_compared(cases[i], checks)
+        and received[i].output is not None
+        and expected[i].output is not None
+    ]
+    named = {per_case[i][0].mistake for i in compared} & set(mistakes)
+    for name in named:
+        mistake = mistakes[name]
+        shown = [i for i in compared if per_case[i][0].mistake == name]
+        targets = {cases[i].target for i in shown}
+        if not any(
+            _contradicts(mistake, cases[i], expected[i].output, received[i].output)
+            for i in compared
+            if i not in shown and not per_case[i][0].passed and cases[i].target in targets
+        ):
+            continue
+        others = tuple(m for m in part.mistakes if m.name != name)
+        for i in shown:
+            problem = compare.difference(
+                expected[i].output, received[i].output, cases[i], others, part.recompute
+            )
+            check = per_case[i][0]
+            replaced = _check(check.name, problem, cases[i].hidden)
+            replaced.hidden = cases[i].hidden
+            per_case[i][0] = replaced
+
+
+def _contradicts(mistake, case, want, got) -> bool:
+    """Whether the case shows `mistake` (its output differs from the expected one there) and
+    the student's output is not its output."""
+    try:
+        candidate = mistake.output(case)
+    except Exception:  # noqa: BLE001 - a mistake that cannot compute this case says nothing
+        return False
+    if candidate is None:
+        return False
+    try:
+        candidate = np.asarray(candidate, dtype=np.float64)
+        want = np.asarray(want, dtype=np.float64)
+        got = np.asarray(got, dtype=np.float64)
+    except (TypeError, ValueError):
+        return False
+    if candidate.shape != want.shape or compare.matches(want, candidate, case):
+        return False
+    return got.shape != candidate.shape or not compare.matches(candidate, got, case)
 
 
 def _output_compared(case, checks) -> bool:

@@ -117,6 +117,12 @@ class Mutant:
     function: Callable
     facts: dict = field(default_factory=dict)
     seen: dict = field(default_factory=dict)
+    # How it was made, to make it again together with another (`composed`): the function
+    # edited, the path of helper names to it from the top one, the index of the node edited
+    # (in ast.walk order) and the edit. None for a reordering of steps or a composition.
+    recipe: tuple | None = None
+    # The single mutants a composition is made of.
+    parts: tuple = ()
 
 
 def _call_name(node: ast.Call) -> str:
@@ -368,7 +374,9 @@ def _binop_edits(node: ast.BinOp, parameters: set[str]) -> Iterator[Edit]:
     left, right = _free_names(node.left), _free_names(node.right)
     named = lambda names: [n for n in names if n in parameters]  # noqa: E731
     if op in (ast.Add, ast.Sub):
-        yield "term dropped", {"names": named(right)}, lambda n: n.left
+        # A subtracted term left out reads, from the student's side, as one counted once too
+        # often (Σ_{j≥i} for Σ_{j>i}): the words say both.
+        yield "term dropped", {"names": named(right), "subtracted": op is ast.Sub}, lambda n: n.left
         yield (
             "term dropped",
             {"names": named(left)},
@@ -587,11 +595,87 @@ def _rebound(function: Callable, path: tuple[str, ...], changed: Callable) -> Ca
     )
 
 
+# Mutants already made, per (reference function, depth): each reference is edited and compiled
+# once per process, however many students' outputs are searched. A list and the generator that
+# goes on filling it where a search stopped early.
+_MADE: dict[tuple, tuple[list[Mutant], Iterator[Mutant]]] = {}
+
+
 def mutants(function: Callable, depth: int = 2) -> Iterator[Mutant]:
-    """Every mutant of `function`: its own body first, then its helpers', nearest first."""
+    """Every mutant of `function`: its own body first, then its helpers', nearest first. Made
+    once per process (see _MADE): a later call yields the same Mutant objects."""
+    key = (function, depth)
+    if key not in _MADE:
+        _MADE[key] = ([], _made(function, depth))
+    made, more = _MADE[key]
+    index = 0
+    while True:
+        if index < len(made):
+            yield made[index]
+            index += 1
+            continue
+        following = next(more, None)
+        if following is None:
+            return
+        made.append(following)
+
+
+def _made(function: Callable, depth: int) -> Iterator[Mutant]:
     targets = [(function, ())] + helpers(function, depth)
     for changed_function, path in targets:
         yield from _mutants_of(function, changed_function, path)
+
+
+def composed(first: Mutant, second: Mutant) -> Mutant | None:
+    """The reference with both changes, or None where they cannot be made together (a
+    reordering, the same node, one node inside the other, an edit that no longer compiles)."""
+    if first.recipe is None or second.recipe is None:
+        return None
+    (top, f1, path1, index1, edit1), (_top, f2, path2, index2, edit2) = first.recipe, second.recipe
+    if f1 is f2 and path1 == path2:
+        source = _parsed(f1)
+        if source is None or index1 == index2:
+            return None
+        tree = copy.deepcopy(source.tree)
+        nodes = list(ast.walk(tree.body[0]))
+        one, other = nodes[index1], nodes[index2]
+        if other in ast.walk(one) or one in ast.walk(other):
+            return None
+        for node, edit in ((one, edit1), (other, edit2)):
+            replacement = edit(node)
+            if replacement is not node and not _replace(tree, node, replacement):
+                return None
+        compiled = _compile(tree, f1, _unrecorded, _axis_used)
+        if compiled is None:
+            return None
+        function = _rebound(top, path1, compiled)
+    else:
+        # The outer edit first: rebinding a deeper helper then reaches into the edited caller.
+        (fa, pa, ia, ea), (fb, pb, ib, eb) = sorted(
+            [(f1, path1, index1, edit1), (f2, path2, index2, edit2)], key=lambda r: len(r[1])
+        )
+        function = top
+        for changed, path, index, edit in ((fa, pa, ia, ea), (fb, pb, ib, eb)):
+            single = _edited(changed, index, edit)
+            if single is None:
+                return None
+            function = _rebound(function, path, single)
+    mutant = Mutant("composed", first.where, max(first.depth, second.depth), function)
+    mutant.parts = (first, second)
+    return mutant
+
+
+def _edited(function: Callable, index: int, edit) -> Callable | None:
+    """`function` compiled with `edit` made at its node `index`, recording nothing."""
+    source = _parsed(function)
+    if source is None:
+        return None
+    tree = copy.deepcopy(source.tree)
+    node = list(ast.walk(tree.body[0]))[index]
+    replacement = edit(node)
+    if replacement is not node and not _replace(tree, node, replacement):
+        return None
+    return _compile(tree, function, _unrecorded, _axis_used)
 
 
 def _parameters(function: Callable) -> set[str]:
@@ -618,6 +702,7 @@ def _mutants_of(top: Callable, function: Callable, path: tuple[str, ...]) -> Ite
                 continue
             mutant = _make(kind, dict(facts), top, function, path, tree)
             if mutant is not None:
+                mutant.recipe = (top, function, path, index, edit)
                 yield mutant
     for block in _blocks(source.tree.body[0]):
         for i, reorder in _order_edits(block):
@@ -644,10 +729,7 @@ def _make(kind, facts, top, function, path, tree) -> Mutant | None:
 
     def choose_axis(site, original, axis):
         seen.setdefault(site + ":right", original)
-        if axis == "batch":
-            right = -1 if original is None else original
-            return right if isinstance(right, tuple) else (0, right)
-        return axis
+        return _axis_used(site, original, axis)
 
     compiled = _compile(tree, function, record, choose_axis)
     if compiled is None:
@@ -660,6 +742,19 @@ def _make(kind, facts, top, function, path, tree) -> Mutant | None:
         facts,
         seen,
     )
+
+
+def _axis_used(_site, original, axis):
+    """The axis a mutant's reduction runs over: `axis`, or for "batch" the right one and the
+    batch's together."""
+    if axis == "batch":
+        right = -1 if original is None else original
+        return right if isinstance(right, tuple) else (0, right)
+    return axis
+
+
+def _unrecorded(_site, value):
+    return value
 
 
 def _replace(tree: ast.AST, old: ast.AST, new: ast.AST) -> bool:

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import hashlib
 import inspect
+import itertools
 import re
 import time
 import types
@@ -36,6 +37,11 @@ from grader.vocabulary.spec import Case, call_with_case
 
 # Seconds a part's search may take at most (the part's own timeout is longer).
 BUDGET = 4.0
+# Two mistakes at once, when no one mutant explains the output: each of the ANCHORS single
+# mutants nearest the student's output (nearer than the expected output is) together with every
+# other single mutant, COMPOSED compositions at most (and within the part's BUDGET).
+ANCHORS = 3
+COMPOSED = 300
 _OP_WORDS = {
     "softmax": N_("the softmax"),
     "masked_softmax": N_("the softmax"),
@@ -136,13 +142,42 @@ def _search_target(part, usable, failing, deadline):
     passing = [u for u in usable if u not in failing]
     # Small cases first: a wrong mutant is usually rejected on the first one.
     failing = sorted(failing, key=lambda u: u[1].size)
+    case, want, got, _index = failing[0]
+    # How far the student's output is from the expected one; a mutant nearer to it is a step of
+    # the way, to be tried together with another (two mistakes at once).
+    base = float(np.mean(np.abs(want - got)))
+    near = []
     for mutant in mutants.mutants(function):
         if time.monotonic() > deadline:
             return None
-        if _reproduces(mutant, pick, failing, passing):
-            words = _words(mutant, pick, failing)
+        value = _output(mutant.function, pick, case)
+        if value is None or value.shape != got.shape:
+            continue
+        if compare.matches(value, got, case):
+            if _reproduces(mutant, pick, failing[1:], passing):
+                words = _words(mutant, pick, failing)
+                if words is not None:
+                    return mutant, pick, words
+            continue
+        if mutant.recipe is not None:
+            with np.errstate(all="ignore"):
+                distance = float(np.mean(np.abs(value - got)))
+            if np.isfinite(distance) and distance < base:
+                near.append((distance, len(near), mutant))
+    anchors = [mutant for *_order, mutant in sorted(near)[:ANCHORS]]
+    singles = [m for m in mutants.mutants(function) if m.recipe is not None]
+    pairs = itertools.islice(
+        ((first, second) for first in anchors for second in singles if second is not first),
+        COMPOSED,
+    )
+    for first, second in pairs:
+        if time.monotonic() > deadline:
+            return None
+        both = mutants.composed(first, second)
+        if both is not None and _reproduces(both, pick, failing, passing):
+            words = _words(both, pick, failing)
             if words is not None:
-                return mutant, pick, words
+                return both, pick, words
     return None
 
 
@@ -322,6 +357,11 @@ def _words(mutant, pick, failing) -> str | None:
     """What the mutant changed, in the student's words, told on the failing case where it can
     be told most plainly; None where it cannot be told without quoting the reference."""
     facts, kind = mutant.facts, mutant.kind
+    if kind == "composed":
+        told = [_words(part, pick, failing) for part in mutant.parts]
+        if None in told:
+            return None
+        return _("two mistakes together: {first}; and {second}", first=told[0], second=told[1])
     if kind == "axis":
         for case, _want, _got, _i in failing:
             mutant.seen.clear()
@@ -361,6 +401,17 @@ def _words(mutant, pick, failing) -> str | None:
             right=_(_FUNCTION_WORDS.get(right, right)),
         )
     names = facts.get("names") or []
+    if kind == "term dropped" and facts.get("subtracted"):
+        if not names:
+            return _(
+                "a term is one too many in your computation: the formula subtracts it here (or "
+                "your sum counts one term too often)"
+            )
+        return _(
+            "your computation has {names} once too often here: the formula subtracts it (or "
+            "your sum counts it, where the formula sums only the others)",
+            names=_names(names),
+        )
     if kind in ("term dropped", "factor dropped"):
         if not names:
             return _("a term of the formula is missing from your computation")
@@ -540,10 +591,16 @@ SEPARATORS = (
 )
 
 
+# The fewest failing cases with a feature, and passing ones without it, before the feature is
+# said to separate them: on one case of each, any difference of the two is a "separator".
+SEPARATING_CASES = 2
+
+
 def separating(cases, failing: list[int], passing: list[int]) -> str | None:
     """What alone tells the failing cases of a part from its passing ones (every failing case
-    has it, no passing case does, and no other feature splits them so), or None."""
-    if not failing or not passing:
+    has it, no passing case does, and no other feature splits them so), or None. Evidence: at
+    least SEPARATING_CASES failing cases and as many passing ones."""
+    if len(failing) < SEPARATING_CASES or len(passing) < SEPARATING_CASES:
         return None
     splits = []
     for feature, words in SEPARATORS:

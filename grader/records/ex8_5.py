@@ -28,6 +28,9 @@ CONTENT_SHAPES = [(2, 5, 4), (1, 1, 3), (3, 4, 1), (1, 6, 8), (2, 3, 2)]
 GATE_SHAPES = [(2, 5), (1, 1), (3, 4), (1, 7)]
 # N = 2 wraps at once, N smaller than the number of offsets, 5 offsets.
 SHIFT_SHAPES = [(2, 6, 3), (1, 2, 3), (2, 7, 5), (1, 1, 3), (2, 3, 5)]
+# Offsets beyond the ring (k > N: offset ±3 on 2 slots, ±4 on 3), in every draw: they must wrap
+# modulo N, which a slice by the raw offset does not.
+WIDE_SHIFTS = [(2, 2, 7), (1, 3, 9)]
 NTM_SHAPES = [(2, 6, 4, 3), (1, 1, 1, 3), (3, 5, 2, 3), (1, 8, 3, 5), (2, 2, 3, 3)]
 NTM_LAYER_SHAPES = [(2, 5, 3, 3, "float64"), (1, 4, 2, 5, "float64"), (2, 6, 3, 3, "float32")]
 
@@ -74,13 +77,27 @@ def _first_beta_zero(rng, dims):
     return beta
 
 
+def _key_near_a_row(rng, cases):
+    """The key of each example made a noisy copy of one of its memory rows, so that β K is
+    near β (about 1000 in these cases: an exp() of it overflows unless the softmax is stable)."""
+    for case in cases:
+        memory = case.inputs["memory"]
+        rows = rng.integers(0, memory.shape[1], size=memory.shape[0])
+        near = memory[np.arange(memory.shape[0]), rows]
+        case.inputs["key"] = near + 0.05 * rng.standard_normal(near.shape)
+    return cases
+
+
 def content_cases(rng, hidden=False):
     shapes = draw.shapes_for(rng, hidden, CONTENT_SHAPES, 3, 3, high=9)
     cases = draw.drawn_cases(rng, "content_weights", FUNCTION, "B N W", shapes, CONTENT)
     large = CONTENT | dict(beta=draw.uniform(800.0, 1200.0, "B"))
     label = "{dims}, beta about 1000 (numerical stability)"
-    cases += draw.drawn_cases(
-        rng, "content_weights", FUNCTION, "B N W", [(2, 6, 4)], large, label=label
+    cases += _key_near_a_row(
+        rng,
+        draw.drawn_cases(
+            rng, "content_weights", FUNCTION, "B N W", [(2, 6, 4)], large, label=label
+        ),
     )
     # The docstring allows β = 0 (uniform weights): the first row gets it, the others not.
     some_zero = CONTENT | dict(beta=_first_beta_zero)
@@ -104,7 +121,7 @@ def shift_cases(rng, hidden=False):
         slots = int(rng.integers(3, 9))
     label = "B={B} N={N}, {offsets} offsets"
     cases = draw.drawn_cases(
-        rng, "circular_shift", FUNCTION, "B N offsets", shapes, SHIFT, label=label
+        rng, "circular_shift", FUNCTION, "B N offsets", [*shapes, *WIDE_SHIFTS], SHIFT, label=label
     )
     one_hot = SHIFT | dict(shift=np.eye(3))
     label = "{dims}, one-hot shifts: rows are offsets -1, 0, +1"
@@ -119,7 +136,15 @@ def ntm_cases(rng, hidden=False):
         shapes = [(*size, _offsets(rng)) for size in _sizes(rng, 3)]
         layer_shapes = [(*_sizes(rng, 1)[0], 3, dtype) for dtype in ("float64", "float32")]
     names = "B N W offsets"
+    shapes = [*shapes, (2, 2, 3, 7)]  # offsets beyond the ring (k > N)
     cases = draw.drawn_cases(rng, "ntm_address", FUNCTION, names, shapes, NTM, label=OFFSETS)
+    # β about 1000, as content_weights allows: an exp() of β K overflows unless stable.
+    large = NTM | dict(beta=draw.uniform(800.0, 1200.0, "B"))
+    label = OFFSETS + ", beta about 1000 (numerical stability)"
+    cases += _key_near_a_row(
+        rng,
+        draw.drawn_cases(rng, "ntm_address", FUNCTION, names, [(2, 6, 4, 3)], large, label=label),
+    )
     return cases + draw.drawn_cases(
         rng, "NTMAddressing", LAYER, names, layer_shapes, NTM, "B N", label=OFFSETS
     )
@@ -308,6 +333,14 @@ RECORD = Exercise(
                     "wrap around modulo N (a circular, not a zero-padded, convolution).",
                     ref.circular_shift,
                     wrap=False,
+                ),
+                Mistake.of(
+                    "offsets beyond the ring not wrapped",
+                    "An offset as large as the ring or larger (|o| ≥ N, when the shift has more "
+                    "than 2N + 1 entries) left the weights where they were: the memory is a "
+                    "ring, so shift by o mod N (a slice by the raw offset does not wrap).",
+                    ref.circular_shift,
+                    beyond_ring=False,
                 ),
                 Mistake.of(
                     "offsets not centred",

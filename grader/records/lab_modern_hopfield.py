@@ -67,6 +67,9 @@ def retrieval_cases(rng, hidden=False):
             | draw.pick(rng, flips=range(1, 4))
             for beta, steps in ((80.0, 1), (12.0, 3))
         ]
+    # β = 1000 as the update allows it: β Xᵀξ is 750 or more (2 of 16 signs flipped), where an
+    # exp() overflows.
+    settings = [*settings, dict(d=16, N=4, M=2, beta=1000.0, steps=2, flips=2)]
     cases = []
     for s in settings:
         X, xi = ref.corrupted_patterns(rng, **s)

@@ -78,6 +78,10 @@ def regression_cases(rng, hidden=False):
     cases = [_case(rng, "nadaraya_watson", **setting) for setting in settings]
     # Training points on a grid of step 1/4 and h = 1/2: some lie at distance exactly h
     # (exact in binary floating point), and the last query has no training point within h.
+    # Queries far from every training point with a small h: every exp() of the Gaussian kernel
+    # underflows unless the softmax is stable (the weights of gaussian_weights).
+    far = 40.0 + 10.0 * rng.random(3)
+    cases.append(_case(rng, "nadaraya_watson", 3, 6, 0.1, "gaussian", queries=far, note=FAR))
     grid = rng.permutation(np.arange(0.0, 4.0, 0.25))
     queries = np.array([0.5, 1.25, 2.0, 3.75, 6.0])
     for kernel in ("boxcar", "epanechnikov"):

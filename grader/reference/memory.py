@@ -64,21 +64,28 @@ def content_addressing(memory, key, beta, keep=None):
     return masked_softmax(beta * scores, keep)
 
 
-def circular_shift(weights, shift, direction=1, wrap=True, centred=True, hard=False):
+def circular_shift(
+    weights, shift, direction=1, wrap=True, centred=True, hard=False, beyond_ring=True
+):
     """w̃_i = Σ_o s_o w_((i − o) mod N), s indexed by the offsets o = −k..k; one shift per row
     of a batch. The mistakes of exercise 8-5: `direction` −1 moves the other way, no `wrap`
     loses what passes an end, not `centred` reads entry j as offset j, `hard` rolls by the most
-    likely offset only."""
+    likely offset only, not `beyond_ring` leaves the weights unshifted for an offset |o| ≥ N
+    (a slice by the raw offset, which Python clamps)."""
     weights, shift = as64(weights), as64(shift)
     if weights.ndim > 1:
         rows = zip(weights, shift, strict=True)
-        return np.stack([circular_shift(w, s, direction, wrap, centred, hard) for w, s in rows])
+        return np.stack(
+            [circular_shift(w, s, direction, wrap, centred, hard, beyond_ring) for w, s in rows]
+        )
     if hard:
         shift = np.eye(len(shift))[np.argmax(shift)]
     n, k = len(weights), len(shift) // 2 if centred else 0
     out = np.zeros(n)
     for index, value in enumerate(shift):
         offset = direction * (index - k)
+        if not beyond_ring and abs(offset) >= n:
+            offset = 0
         for i in range(n):
             j = (i - offset) % n if wrap else i - offset
             if 0 <= j < n:

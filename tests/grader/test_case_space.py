@@ -203,3 +203,57 @@ def test_correct_solutions_in_other_styles_keep_full_marks(
 ):
     result = grade(exercise_id, plant(tmp_path, exercise_id, replacement), parts=parts)
     assert_full_marks(result)
+
+
+# ---- large scores and offsets beyond the ring, in the public cases and every hidden draw --------
+
+
+def _overflows(scores) -> bool:
+    return bool(np.max(scores) > np.log(np.finfo(np.float64).max))
+
+
+def _drawn(record, seed):
+    """The public cases (seed None) or the hidden ones of a draw, by part."""
+    cases = make_cases(get_exercise(record), 0, seed)
+    return {
+        part: [c for c in found if c.hidden == (seed is not None)] for part, found in cases.items()
+    }
+
+
+@pytest.mark.parametrize("seed", [None, 1, 2])
+def test_every_draw_has_scores_an_unstable_exp_overflows_or_underflows_on(seed):
+    """retrieve (β Xᵀξ), ntm_address (β cos) and nadaraya_watson (−u²/2 of the nearest
+    training point) each have a case where exp() of the scores overflows or underflows for
+    every key, so a softmax without its maximum subtracted fails there."""
+    from grader.reference import memory
+
+    retrieve = _drawn("modern-hopfield", seed)["retrieve"]
+    assert any(_overflows(c.params["beta"] * c.inputs["X"].T @ c.inputs["xi"]) for c in retrieve)
+    ntm = [c for c in _drawn("8-5", seed)["ntm_address"] if c.target == "ntm_address"]
+    cosines = [memory.cosine_rows(c.inputs["memory"], c.inputs["key"]) for c in ntm]
+    assert any(_overflows(c.inputs["beta"][:, None] * k) for c, k in zip(ntm, cosines, strict=True))
+    regression = _drawn("nw", seed)["nadaraya_watson"]
+    regression = [c for c in regression if c.params.get("kernel") == "gaussian"]
+
+    def every_exp_underflows(case):
+        u = (case.inputs["queries"][:, None] - case.inputs["keys"][None]) / case.params.get(
+            "bandwidth", 1.0
+        )
+        return bool(np.all(np.exp(-(u**2) / 2) == 0.0))
+
+    assert any(every_exp_underflows(c) for c in regression)
+
+
+@pytest.mark.parametrize("seed", [None, 1, 2])
+def test_every_draw_shifts_by_offsets_beyond_the_ring(seed):
+    """Some shift has an offset |o| > N not a multiple of N: a slice by the raw offset (Python
+    clamps it) does not wrap there."""
+    cases = _drawn("8-5", seed)
+
+    def beyond(case):
+        slots = case.inputs["weights" if "weights" in case.inputs else "w_previous"].shape[-1]
+        k = case.inputs["shift"].shape[-1] // 2
+        return any(abs(o) > slots and o % slots for o in range(-k, k + 1))
+
+    for part in ("circular_shift", "ntm_address"):
+        assert any(beyond(c) for c in cases[part] if "shift" in c.inputs), part
