@@ -201,6 +201,17 @@ def difference(
             located,
         )
     factor = _constant_factor(expected, received, case) if ratio else None
+    if factor is not None and matches(-expected, received, case):
+        # A factor of -1 is no scale: a sign, a difference or a direction is the other way.
+        return Difference(
+            _(
+                "every value has the sign opposite to the expected one: something is the "
+                "other way round (a term subtracted where it is added, a difference b − a for "
+                "a − b, or a gradient that flows through the wrong term)"
+            ),
+            "sign flipped",
+            located,
+        )
     if factor is not None:
         return Difference(
             _(

@@ -199,6 +199,7 @@ def _edits(node: ast.AST, parameters: set[str], scope: dict) -> Iterator[Edit]:
     elif isinstance(node, ast.Attribute) and node.attr == "T":
         yield "transpose dropped", {}, lambda n: n.value
     elif isinstance(node, ast.Subscript):
+        yield from _size_edits(node, parameters)
         yield from _subscript_edits(node)
     elif isinstance(node, ast.Constant) and type(node.value) is float and node.value != 0.0:
         for factor in (2.0, 0.5):
@@ -465,6 +466,94 @@ def _binop_edits(node: ast.BinOp, parameters: set[str]) -> Iterator[Edit]:
         yield "arguments swapped", {"op": "@"}, commute
 
 
+# The axes a size may wrongly be taken from: the first few and the last two.
+_SIZE_AXES = (0, 1, 2, 3, -1, -2)
+
+
+def _size_edits(node: ast.Subscript, parameters: set[str]) -> Iterator[Edit]:
+    """A size taken from another input or another axis (np.shape(query)[1], the number of
+    queries, where the formula needs np.shape(keys)[1]): `np.shape(x)[i]` and `x.shape[i]`."""
+    value, axis = node.value, _int_of(node.slice)
+    if axis is None:
+        return
+    if isinstance(value, ast.Call) and _call_name(value) == "shape" and len(value.args) == 1:
+        array = value.args[0]
+    elif isinstance(value, ast.Attribute) and value.attr == "shape":
+        array = value.value
+    else:
+        return
+    if not isinstance(array, ast.Name):
+        return
+    for name in sorted(parameters):
+        for other in _SIZE_AXES:
+            if name == array.id and other in (axis, axis - 4, axis + 4):
+                continue
+
+            def resize(_n, name=name, other=other):
+                shape = ast.Call(_stand_in("shape"), [ast.Name(name, ast.Load())], [])
+                return ast.Subscript(shape, _const(other), ast.Load())
+
+            facts = {"used": [(name, other)], "right": [(array.id, axis)]}
+            yield "size", facts, resize
+
+
+def _shape_names(function_def: ast.FunctionDef) -> dict[str, tuple[str, int]]:
+    """The local names bound to sizes of the inputs (`batch, steps, depth = query.shape`,
+    `depth = np.shape(query)[-1]`): name -> (the input, its axis)."""
+    found: dict[str, tuple[str, int]] = {}
+    for node in ast.walk(function_def):
+        if not isinstance(node, ast.Assign) or len(node.targets) != 1:
+            continue
+        target, value = node.targets[0], node.value
+        if isinstance(target, ast.Tuple):
+            array = _shape_of(value)
+            if array is not None:
+                for axis, element in enumerate(target.elts):
+                    if isinstance(element, ast.Name) and element.id != "_":
+                        found[element.id] = (array, axis)
+        elif isinstance(target, ast.Name) and isinstance(value, ast.Subscript):
+            array, axis = _shape_of(value.value), _int_of(value.slice)
+            if array is not None and axis is not None:
+                found[target.id] = (array, axis)
+    return found
+
+
+def _shape_of(node) -> str | None:
+    """ "x" for `x.shape` and `np.shape(x)`, else None."""
+    if isinstance(node, ast.Attribute) and node.attr == "shape":
+        node = node.value
+    elif isinstance(node, ast.Call) and _call_name(node) == "shape" and len(node.args) == 1:
+        node = node.args[0]
+    else:
+        return None
+    return node.id if isinstance(node, ast.Name) else None
+
+
+def _size_name_edits(node, shape_names: dict[str, tuple[str, int]]) -> Iterator[Edit]:
+    """A size used for another (`math.sqrt(steps)` for `math.sqrt(depth)`) or for the product of
+    two (the model's width H·d for the head's d)."""
+    if not (isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load)):
+        return
+    right = shape_names.get(node.id)
+    if right is None:
+        return
+    names = sorted(shape_names)
+    for other in names:
+        if other != node.id:
+            yield (
+                "size",
+                {"used": [shape_names[other]], "right": [right]},
+                (lambda _n, other=other: ast.Name(other, ast.Load())),
+            )
+    for first, second in itertools.combinations_with_replacement(names, 2):
+
+        def product(_n, first=first, second=second):
+            return ast.BinOp(ast.Name(first, ast.Load()), ast.Mult(), ast.Name(second, ast.Load()))
+
+        used = [shape_names[first], shape_names[second]]
+        yield "size", {"used": used, "right": [right]}, product
+
+
 def _subscript_edits(node: ast.Subscript) -> Iterator[Edit]:
     """Two index names swapped (k[n, j] for k[n, i]): the other axis of a pair."""
     index = node.slice
@@ -691,10 +780,14 @@ def _mutants_of(top: Callable, function: Callable, path: tuple[str, ...]) -> Ite
         return
     parameters = _parameters(function) | _parameters(top)
     nodes = list(ast.walk(source.tree.body[0]))
+    shape_names = _shape_names(source.tree.body[0])
     for index, node in enumerate(nodes):
         if index == 0:
             continue
-        for kind, facts, edit in _edits(node, parameters, function.__globals__):
+        edits = itertools.chain(
+            _edits(node, parameters, function.__globals__), _size_name_edits(node, shape_names)
+        )
+        for kind, facts, edit in edits:
             tree = copy.deepcopy(source.tree)
             copied = list(ast.walk(tree.body[0]))[index]
             replacement = edit(copied)

@@ -21,6 +21,7 @@ from __future__ import annotations
 import hashlib
 import inspect
 import itertools
+import math
 import re
 import time
 import types
@@ -404,12 +405,13 @@ def _words(mutant, pick, failing) -> str | None:
     if kind == "term dropped" and facts.get("subtracted"):
         if not names:
             return _(
-                "a term is one too many in your computation: the formula subtracts it here (or "
-                "your sum counts one term too often)"
+                "your computation counts a term once more than the formula here: the formula "
+                "subtracts it (a − … left out, or a term counted in a sum that must leave it out)"
             )
         return _(
-            "your computation has {names} once too often here: the formula subtracts it (or "
-            "your sum counts it, where the formula sums only the others)",
+            "your computation counts {names} once more than the formula here: the formula "
+            "subtracts it (a − {names} left out, or {names} counted in a sum that must leave it "
+            "out)",
             names=_names(names),
         )
     if kind in ("term dropped", "factor dropped"):
@@ -495,12 +497,50 @@ def _words(mutant, pick, failing) -> str | None:
             used=used,
             right=right,
         )
+    if kind == "size":
+        return _size_words(facts, failing)
     if kind == "order":
         return _(
             "two steps are in the wrong order: each step is right, but the formula applies "
             "them the other way round"
         )
     return None
+
+
+def _size_words(facts, failing) -> str | None:
+    """ "you used Tq = 3 where the formula needs S = 9", told on a failing case where the two
+    sizes differ; None where no case tells them apart by name or value."""
+    told = None
+    for case, _want, _got, _i in failing:
+        arrays = {**case.params, **case.weights, **case.inputs}
+        try:
+            used, right = (
+                [int(np.shape(arrays[name])[axis]) for name, axis in facts[side]]
+                for side in ("used", "right")
+            )
+        except (KeyError, IndexError, TypeError):
+            continue
+        if math.prod(used) == math.prod(right):
+            continue
+        by_value = _sizes(case)
+        words = _(
+            "a size is taken from the wrong input or axis: you used {used} where the formula "
+            "needs {right}",
+            used=_size_name(by_value, used),
+            right=_size_name(by_value, right),
+        )
+        if all(len(by_value.get(size, [])) == 1 for size in used + right):
+            return words  # told on the case whose sizes all have names of their own
+        told = told or words
+    return told
+
+
+def _size_name(by_value: dict[int, list[str]], factors: list[int]) -> str:
+    """ "S = 9", "H·d = 6", or "a size of 6" where a factor has no single name."""
+    names = [by_value.get(size, []) for size in factors]
+    if all(len(found) == 1 for found in names):
+        return f"{'·'.join(found[0] for found in names)} = {math.prod(factors)}"
+    return _("a size of {size}", size=math.prod(factors))
 
 
 def _same_axis(shape, first, second) -> bool:
@@ -609,8 +649,27 @@ def separating(cases, failing: list[int], passing: list[int]) -> str | None:
         if None in fail or None in ok:
             continue
         if all(fail) and not any(ok):
-            splits.append(words)
-    return _(splits[0]) if len(splits) == 1 else None
+            splits.append((feature, words))
+    if len(splits) != 1 or _confounded(
+        splits[0][0], [cases[i] for i in failing], [cases[i] for i in passing]
+    ):
+        return None
+    return _(splits[0][1])
+
+
+def _confounded(feature, failing: list, passing: list) -> bool:
+    """Whether another size of the cases (one above 1 in exactly the failing ones, say H where
+    the feature is B > 1) splits them just as well: then the feature is not what fails."""
+    own = {"B"} if feature is _batched else set()
+    names = {name for case in failing + passing for name, _v in named_sizes(case)} - own
+    for name in names:
+        fail = [dict(named_sizes(case)).get(name) for case in failing]
+        ok = [dict(named_sizes(case)).get(name) for case in passing]
+        if None in fail or None in ok:
+            continue
+        if all(v > 1 for v in fail) and not any(v > 1 for v in ok):
+            return True
+    return False
 
 
 def first_example_only(expected, received, cases, failing: list[int]) -> str | None:

@@ -131,7 +131,7 @@ def test_a_nan_on_small_inputs_is_not_blamed_on_an_overflowing_exp():
         assert "exp() that overflows" in found.message, large.label
 
 
-# ---- a subtracted term left out is told as counted once too often ----------------------------
+# ---- a subtracted term left out is told as counted once more, both readings said -------------
 
 
 def test_a_subtracted_term_left_out_reads_as_counted_once_too_often():
@@ -154,7 +154,7 @@ def test_a_subtracted_term_left_out_reads_as_counted_once_too_often():
     found = search.explain(part, cases, expected, received, deadline=None)
     assert found, "the mutant is not found"
     words = next(iter(found.values())).explanation
-    assert "once too often" in words and "missing" not in words, words
+    assert "once more than the formula" in words and "missing" not in words, words
 
 
 # ---- two mistakes at once; each reference mutated once per process ----------------------------

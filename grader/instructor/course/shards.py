@@ -12,13 +12,17 @@ from __future__ import annotations
 import hashlib
 import re
 
+from grader.i18n import _
+
 SHARD = re.compile(r"^\s*(\d+)\s*/\s*(\d+)\s*$")
 
 
 def shard_of(student_id: str, count: int) -> int:
     """The shard (0 … count−1) that grades `student_id`."""
     if count < 1:
-        raise ValueError(f"a class is split in at least 1 shard. Received: count={count}")
+        raise ValueError(
+            _("a class is split in at least 1 shard. Received: count={count}", count=count)
+        )
     digest = hashlib.sha256(student_id.encode("utf-8", "surrogateescape")).digest()
     return int.from_bytes(digest[:8], "big") % count
 
@@ -28,13 +32,26 @@ def parse_shard(text: str) -> tuple[int, int]:
     index count; ValueError saying what is wrong otherwise."""
     found = SHARD.match(text or "")
     if not found:
-        raise ValueError(f"give the shard as K/N, e.g. 0/4 (K from 0 to N-1). Received: {text!r}")
+        raise ValueError(
+            _(
+                "give the shard as K/N, e.g. 0/4 (K from 0 to N-1). Received: {text}",
+                text=repr(text),
+            )
+        )
     index, count = int(found.group(1)), int(found.group(2))
     if count < 1:
-        raise ValueError(f"N (the number of shards) must be at least 1. Received: {text!r}")
+        raise ValueError(
+            _("N (the number of shards) must be at least 1. Received: {text}", text=repr(text))
+        )
     if index >= count:
         raise ValueError(
-            f"K counts from 0 to N-1, so {index}/{count} names no shard "
-            f"(the last is {count - 1}/{count}). Received: {text!r}"
+            _(
+                "K counts from 0 to N-1, so {index}/{count} names no shard (the last is "
+                "{last}/{count}). Received: {text}",
+                index=index,
+                count=count,
+                last=count - 1,
+                text=repr(text),
+            )
         )
     return index, count
