@@ -42,6 +42,7 @@ HIDDEN_SEEDS = {
     "positions": 6,
     "kv-cache": 4,
     "transformer-block": 5,
+    "flash": 5,
 }
 
 
