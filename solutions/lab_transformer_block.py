@@ -88,7 +88,7 @@ def attention_mask(lengths, steps, causal=False):
         lengths: (B,), the number of real tokens of each sequence, 1 <= length <= steps
             (whole numbers, possibly in a float array).
         steps: T, the padded length.
-        causal: whether query i may also see only the keys j <= i.
+        causal: if True, query i also sees only the keys j <= i.
 
     Returns:
         (B, T, T) boolean: mask[b, i, j] is True where query i of sequence b may attend to

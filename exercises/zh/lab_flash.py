@@ -1,32 +1,28 @@
-"""Lab: flash — exact attention in blocks of keys with an online softmax (FlashAttention's forward).
+"""实验：flash——用在线 softmax 按键分块计算精确注意力（FlashAttention 的前向计算）。
 
-NNDL §8.2 (attention pooling) and §8.3; Milakov and Gimelshein 2018 (online softmax); Rabe and
-Staats 2021; Dao et al. 2022 (FlashAttention). Attention softmax(QKᵀ/√d)V builds a (Tq, Tk)
-matrix of scores. It need not: walk over the keys one block at a time, keeping for every query
-a running maximum m, a running sum l and a running unnormalised output o. After a block with
-scores s_j = q·k_j / √d:
+NNDL §8.2（注意力汇聚）和 §8.3；Milakov 和 Gimelshein 2018（在线 softmax）；Rabe 和 Staats
+2021；Dao 等人 2022（FlashAttention）。注意力 softmax(QKᵀ/√d)V 会构造一个 (Tq, Tk) 的打分矩阵。
+其实不必：每次处理一个键块，为每个查询保存运行最大值 m、运行和 l 以及未归一化的运行输出 o。
+处理完一个打分为 s_j = q·k_j / √d 的块之后：
 
     m' = max(m, max_j s_j)
     l' = l e^(m − m') + Σ_j e^(s_j − m')
     o' = o e^(m − m') + Σ_j e^(s_j − m') v_j
 
-and after the last block, output = o / l and L = m + log l = log Σ_j e^(s_j), the
-log-sum-exp that the backward pass saves to recompute any block's weights p_j = e^(s_j − L)
-without the whole softmax. Subtracting the running maximum keeps every e^(·) ≤ 1: scores of
-±1000 do not overflow.
+最后一个块之后，output = o / l，L = m + log l = log Σ_j e^(s_j)，即反向传播保存下来的
+log-sum-exp，用它可以不经完整的 softmax 重新算出任意块的权重 p_j = e^(s_j − L)。减去运行最大值
+使每个 e^(·) ≤ 1：±1000 的打分也不会溢出。
 
-The state of one query is one row: state[..., 0] = m, state[..., 1] = l, state[..., 2:] = o,
-shape (B, Tq, 2 + d_v); `empty_state` (given) is the state before any key (m = −∞, l = 0,
-o = 0).
+一个查询的状态是一行：state[..., 0] = m，state[..., 1] = l，state[..., 2:] = o，形状为
+(B, Tq, 2 + d_v)；`empty_state`（已给出）是任何键之前的状态（m = −∞，l = 0，o = 0）。
 
-Grade your work with `grader check flash`. The functions are called with NumPy arrays in
-float64 (and once in float32). The grader gives `online_softmax_step` and `block_weights` one
-block of keys at a time, with states and log-sum-exps it computed from keys it does not send;
-`flash_forward` must return the state after EVERY block, starting from a given state; the
-layer's gradients are taken through your `flash_attention`. Keep the names and signatures.
+用 `grader check flash` 为你的作业评分。这些函数以 float64（以及一次 float32）的 NumPy 数组
+调用。评分器每次只给 `online_softmax_step` 和 `block_weights` 一个键块，并附上它用自己不发送的
+键算出的状态和 log-sum-exp；`flash_forward` 必须从给定状态出发，返回每个块之后的状态；层的梯度
+穿过你的 `flash_attention` 求得。保持名称和签名不变。
 
-Parts: online_softmax_step 3, flash_forward 3, output and log-sum-exp 2, block_weights 1,
-gradients 1 — 10 points.
+各部分：online_softmax_step 3，flash_forward 3，output and log-sum-exp 2，block_weights 1，
+gradients 1——共 10 分。
 """
 
 import math
@@ -36,8 +32,9 @@ from keras import ops
 
 
 def empty_state(query, value):
-    """Given: not part of the exercise. The state before any key, (B, Tq, 2 + d_v): m = −∞,
-    l = 0, o = 0, in the query's dtype."""
+    """已给出：不属于练习。任何键之前的状态，(B, Tq, 2 + d_v)：m = −∞，
+    l = 0，o = 0，dtype 与查询相同。
+    """
     batch, queries = ops.shape(query)[0], ops.shape(query)[1]
     running_max = ops.full((batch, queries, 1), float("-inf"), dtype=query.dtype)
     return ops.concatenate(
@@ -46,62 +43,65 @@ def empty_state(query, value):
 
 
 def online_softmax_step(state, query, key_block, value_block):
-    """The state after one more block of keys.
+    """再处理一个键块之后的状态。
 
     Args:
-        state: (B, Tq, 2 + d_v), [m, l, o] of the keys seen so far (or the empty state).
-        query: (B, Tq, d). key_block: (B, Bk, d). value_block: (B, Bk, d_v).
+        state: (B, Tq, 2 + d_v)，到目前为止见过的键的 [m, l, o]（或空状态）。
+        query: (B, Tq, d)。key_block: (B, Bk, d)。value_block: (B, Bk, d_v)。
 
     Returns:
-        (B, Tq, 2 + d_v): [m', l', o'] with s_j = q·k_j / √d over the block's keys,
-        m' = max(m, max_j s_j), l' = l e^(m − m') + Σ_j e^(s_j − m'),
-        o' = o e^(m − m') + Σ_j e^(s_j − m') v_j. Never compute e^(s_j) unshifted.
+        (B, Tq, 2 + d_v)：[m', l', o']，其中 s_j = q·k_j / √d 取遍这个块的键，
+        m' = max(m, max_j s_j)，l' = l e^(m − m') + Σ_j e^(s_j − m')，
+        o' = o e^(m − m') + Σ_j e^(s_j − m') v_j。永远不要计算未平移的 e^(s_j)。
     """
-    raise NotImplementedError("练习 flash：the block's scores, the new maximum, rescale the old sum and output, add")
+    raise NotImplementedError("练习 flash：这个块的打分、新的最大值、重新缩放旧的和与输出、再加上")
 
 
 def flash_forward(state, query, key, value, block_size):
-    """Walk over the keys in blocks of `block_size`, from `state`.
+    """从 `state` 出发，以每块 `block_size` 个键遍历所有键。
 
     Args:
-        state: (B, Tq, 2 + d_v), the state of keys seen before these (or the empty state).
-        query: (B, Tq, d). key: (B, Tk, d). value: (B, Tk, d_v).
-        block_size: keys per block; the last block is shorter where it does not divide Tk.
+        state: (B, Tq, 2 + d_v)，这些键之前见过的键的状态（或空状态）。
+        query: (B, Tq, d)。key: (B, Tk, d)。value: (B, Tk, d_v)。
+        block_size: 每块的键数；不能整除 Tk 时最后一块较短。
 
     Returns:
-        (n_blocks, B, Tq, 2 + d_v): the state after each block, n_blocks = ⌈Tk / block_size⌉.
+        (n_blocks, B, Tq, 2 + d_v)：每个块之后的状态，n_blocks = ⌈Tk / block_size⌉。
     """
-    raise NotImplementedError("练习 flash：one online_softmax_step per block, each from the previous block's state")
+    raise NotImplementedError("练习 flash：每个块一次 online_softmax_step，每次从上一个块的状态出发")
 
 
 def flash_attention(query, key, value, block_size):
-    """softmax(QKᵀ/√d)V computed in blocks of keys: (B, Tq, d), (B, Tk, d), (B, Tk, d_v) ->
-    (B, Tq, d_v), the final state's o / l (from the empty state)."""
-    raise NotImplementedError("练习 flash：the last state of flash_forward from the empty state, o divided by l")
+    """按键分块计算的 softmax(QKᵀ/√d)V：(B, Tq, d), (B, Tk, d), (B, Tk, d_v) ->
+    (B, Tq, d_v)，即（从空状态出发的）最终状态的 o / l。
+    """
+    raise NotImplementedError("练习 flash：flash_forward 从空状态出发的最后一个状态，o 除以 l")
 
 
 def saved_logsumexp(query, key, value, block_size):
-    """The log-sum-exp the backward pass saves: L = m + log l of the final state, (B, Tq),
-    equal to log Σ_j e^(s_j) over all keys."""
-    raise NotImplementedError("练习 flash：the last state of flash_forward from the empty state, m + log l")
+    """反向传播保存的 log-sum-exp：最终状态的 L = m + log l，(B, Tq)，
+    等于对全部键的 log Σ_j e^(s_j)。
+    """
+    raise NotImplementedError("练习 flash：flash_forward 从空状态出发的最后一个状态，m + log l")
 
 
 def block_weights(query, key_block, logsumexp):
-    """One block's attention weights recomputed from the saved log-sum-exp (the backward pass).
+    """由保存的 log-sum-exp 重新算出的一个块的注意力权重（反向传播）。
 
     Args:
-        query: (B, Tq, d). key_block: (B, Bk, d), some of the keys.
-        logsumexp: (B, Tq), L of ALL the keys (most of which this block does not hold).
+        query: (B, Tq, d)。key_block: (B, Bk, d)，部分键。
+        logsumexp: (B, Tq)，全部键的 L（其中大部分不在这个块里）。
 
     Returns:
-        (B, Tq, Bk): p_j = e^(q·k_j / √d − L), the block's columns of the full softmax.
+        (B, Tq, Bk)：p_j = e^(q·k_j / √d − L)，即完整 softmax 中属于这个块的各列。
     """
-    raise NotImplementedError("练习 flash：the block's scaled scores minus L, exponentiated")
+    raise NotImplementedError("练习 flash：这个块缩放后的打分减去 L，再求指数")
 
 
 class FlashAttention(keras.layers.Layer):
-    """Given: not part of the exercise. Your `flash_attention` as a layer, so that the grader
-    takes its gradients with respect to the query, the key and the value."""
+    """已给出：不属于练习。把你的 `flash_attention` 包装成层，以便评分器
+    求它关于查询、键和值的梯度。
+    """
 
     def __init__(self, block_size=2, **kwargs):
         super().__init__(**kwargs)

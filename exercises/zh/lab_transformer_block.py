@@ -1,29 +1,26 @@
-"""Lab: transformer-block — one Transformer encoder block: norms, feed-forward, residuals, masks.
+"""实验：transformer-block——一个 Transformer 编码器块：归一化、前馈网络、残差、掩码。
 
-NNDL §8.3 (self-attention); Vaswani et al. 2017 (the Transformer); Xiong et al. 2020 (pre-LN);
-Zhang and Sennrich 2019 (RMSNorm). An encoder block is multi-head self-attention and a
-position-wise feed-forward network, each inside a residual connection with a layer norm. The
-original block normalises after each residual sum (post-LN):
+NNDL §8.3（自注意力）；Vaswani 等人 2017（Transformer）；Xiong 等人 2020（pre-LN）；
+Zhang 和 Sennrich 2019（RMSNorm）。编码器块由多头自注意力和逐位置的前馈网络组成，每个都处在
+带层归一化的残差连接之中。最初的块在每次残差求和之后做归一化（post-LN）：
 
     h = LN_1(x + MHA(x)),         out = LN_2(h + FFN(h))
 
-and most models since normalise each sub-layer's input instead (pre-LN):
+此后大多数模型改为对每个子层的输入做归一化（pre-LN）：
 
     h = x + MHA(LN_1(x)),         out = h + FFN(LN_2(h))
 
-with LN(x) = γ ⊙ (x − μ) / √(σ² + ε) + β over the features of each token (σ² the biased
-variance) and FFN(x) = max(0, x W_1 + b_1) W_2 + b_2. Sequences of a batch are padded to one
-length T: a query attends only to the keys j < length of its sequence, and in a causal block
-(a decoder's self-attention) only to the keys j ≤ i as well.
+其中 LN(x) = γ ⊙ (x − μ) / √(σ² + ε) + β 在每个词元的特征上计算（σ² 为有偏方差），
+FFN(x) = max(0, x W_1 + b_1) W_2 + b_2。一个批次中的序列被填充到同一长度 T：查询只关注其序列中
+j < length 的键；在因果块（解码器的自注意力）中还只关注 j ≤ i 的键。
 
-Grade your work with `grader check transformer-block`. The functions are called with NumPy
-arrays in float64 (and once in float32). The block is called in float64 (and once in float32)
-with the grader's weights, set by name; its output AND gradients (w.r.t. x and all twelve
-weights) are compared with the reference, post-LN and pre-LN, with padding and causal masks.
-Keep the names, the `build` method and the signatures below; use `keras.ops`.
+用 `grader check transformer-block` 为你的作业评分。这些函数以 float64（以及一次 float32）的
+NumPy 数组调用。块以 float64（以及一次 float32）调用，权重由评分器按名称设置；它的输出以及梯度
+（关于 x 和全部十二个权重）与参考答案比较，包括 post-LN 和 pre-LN，以及填充和因果掩码。
+保持名称、`build` 方法和下面的签名不变；使用 `keras.ops`。
 
-Parts: layer_norm 2, rms_norm 1, feed_forward 1, attention_mask 2, post-LN block 2,
-pre-LN block 2, masked block 2 — 12 points.
+各部分：layer_norm 2，rms_norm 1，feed_forward 1，attention_mask 2，post-LN block 2，
+pre-LN block 2，masked block 2——共 12 分。
 """
 
 import math
@@ -33,64 +30,65 @@ from keras import ops
 
 
 def layer_norm(x, gamma, beta, epsilon=1e-5):
-    """Layer normalisation over the last axis (the features of each token).
+    """在最后一个轴（每个词元的特征）上做层归一化。
 
     Args:
-        x: (..., d). gamma, beta: (d,), the scale γ and the shift β.
-        epsilon: ε, added to the variance inside the square root.
+        x: (..., d)。gamma, beta: (d,)，缩放 γ 和平移 β。
+        epsilon: ε，加在平方根内的方差上。
 
     Returns:
-        (..., d): γ ⊙ (x − μ) / √(σ² + ε) + β, with μ and σ² = mean((x − μ)²) (the biased
-        variance, divided by d) taken over the last axis of each token.
+        (..., d)：γ ⊙ (x − μ) / √(σ² + ε) + β，其中 μ 和 σ² = mean((x − μ)²)（有偏方差，
+        除以 d）在每个词元的最后一个轴上计算。
     """
-    raise NotImplementedError("练习 transformer-block：mean and biased variance over the last axis, normalise, scale and shift")
+    raise NotImplementedError("练习 transformer-block：在最后一个轴上求均值和有偏方差，归一化，再缩放和平移")
 
 
 def rms_norm(x, gamma, epsilon=1e-6):
-    """RMSNorm over the last axis: no mean subtracted, no shift.
+    """在最后一个轴上做 RMSNorm：不减均值，不平移。
 
     Args:
-        x: (..., d). gamma: (d,). epsilon: ε, added to the mean square.
+        x: (..., d)。gamma: (d,)。epsilon: ε，加在均方上。
 
     Returns:
-        (..., d): γ ⊙ x / √(mean(x²) + ε), the mean over the last axis of each token.
+        (..., d)：γ ⊙ x / √(mean(x²) + ε)，均值在每个词元的最后一个轴上计算。
     """
-    raise NotImplementedError("练习 transformer-block：the root of the mean square over the last axis, then scale by gamma")
+    raise NotImplementedError("练习 transformer-block：在最后一个轴上求均方根，再乘以 gamma")
 
 
 def feed_forward(x, ff_kernel_1, ff_bias_1, ff_kernel_2, ff_bias_2):
-    """The position-wise feed-forward network: max(0, x W_1 + b_1) W_2 + b_2.
+    """逐位置的前馈网络：max(0, x W_1 + b_1) W_2 + b_2。
 
     Args:
-        x: (..., d). ff_kernel_1: (d, f), ff_bias_1: (f,), ff_kernel_2: (f, d),
-        ff_bias_2: (d,).
+        x: (..., d)。ff_kernel_1: (d, f)，ff_bias_1: (f,)，ff_kernel_2: (f, d)，
+        ff_bias_2: (d,)。
 
     Returns:
-        (..., d), the same network applied to every token.
+        (..., d)，对每个词元应用同一个网络。
     """
-    raise NotImplementedError("练习 transformer-block：first layer, ReLU, second layer (no activation after it)")
+    raise NotImplementedError("练习 transformer-block：第一层、ReLU、第二层（其后没有激活函数）")
 
 
 def attention_mask(lengths, steps, causal=False):
-    """Which keys each query may attend to, in a batch of padded sequences.
+    """在一批填充后的序列中，每个查询可以关注哪些键。
 
     Args:
-        lengths: (B,), the number of real tokens of each sequence, 1 <= length <= steps
-            (whole numbers, possibly in a float array).
-        steps: T, the padded length.
-        causal: whether query i may also see only the keys j <= i.
+        lengths: (B,)，每个序列的真实词元数，1 <= length <= steps
+            （整数，可能放在浮点数组中）。
+        steps: T，填充后的长度。
+        causal: 若为 True，查询 i 还只能看到键 j <= i。
 
     Returns:
-        (B, T, T) boolean: mask[b, i, j] is True where query i of sequence b may attend to
-        key j: j < lengths[b] (padding hides KEYS), and j <= i when causal.
+        (B, T, T) 布尔值：查询 i（序列 b）可以关注键 j 时 mask[b, i, j] 为 True：
+        j < lengths[b]（填充隐藏的是键），并且在因果时 j <= i。
     """
-    raise NotImplementedError("练习 transformer-block：compare key positions with the lengths; with causal, also j <= i")
+    raise NotImplementedError("练习 transformer-block：把键的位置与长度比较；若为因果，还要 j <= i")
 
 
 def multi_head_self_attention(x, mask, kernels, num_heads):
-    """Given: not part of the exercise (lab mha). Self-attention of x (B, T, d) with `num_heads`
-    heads of size d / num_heads, the kernels (query, key, value, output) each (d, d), the
-    masked scores set to -1e9 before the softmax; (B, T, d)."""
+    """已给出：不属于练习（实验 mha）。x (B, T, d) 的自注意力，`num_heads`
+    个头，每个头的维度为 d / num_heads，核（查询、键、值、输出）均为 (d, d)，
+    被掩盖的打分在 softmax 之前设为 -1e9；(B, T, d)。
+    """
     query_kernel, key_kernel, value_kernel, output_kernel = kernels
     batch, steps, features = ops.shape(x)
     depth = features // num_heads
@@ -108,11 +106,11 @@ def multi_head_self_attention(x, mask, kernels, num_heads):
 
 
 class TransformerEncoderBlock(keras.layers.Layer):
-    """One encoder block: self-attention and feed-forward, with residuals and layer norms.
+    """一个编码器块：自注意力和前馈网络，带残差和层归一化。
 
-    Args: num_heads, ff_dim (f, the feed-forward's hidden size), norm_first (False: post-LN,
-    True: pre-LN), causal (whether queries see only the keys j <= i), epsilon (the layer
-    norms' ε).
+    Args: num_heads，ff_dim（f，前馈网络的隐藏层大小），norm_first（False：post-LN，
+    True：pre-LN），causal（查询是否只能看到键 j <= i），epsilon（层归一化的
+    ε）。
     """
 
     def __init__(
@@ -139,13 +137,13 @@ class TransformerEncoderBlock(keras.layers.Layer):
             setattr(self, f"{norm}_beta", beta)
 
     def call(self, x, lengths):
-        """x (B, T, d), lengths (B,) -> (B, T, d).
+        """x (B, T, d)，lengths (B,) -> (B, T, d)。
 
-        Build the mask with `attention_mask(lengths, T, self.causal)`; attend with
-        `multi_head_self_attention(x, mask, kernels, self.num_heads)`, the kernels in the
-        order (query, key, value, output); `layer_norm` with norm_1_gamma and norm_1_beta
-        around the attention, norm_2_gamma and norm_2_beta around `feed_forward`, each with
-        self.epsilon. Post-LN: h = LN_1(x + MHA(x)), out = LN_2(h + FFN(h)). Pre-LN
-        (norm_first): h = x + MHA(LN_1(x)), out = h + FFN(LN_2(h)). Keep the inputs' dtype.
+        用 `attention_mask(lengths, T, self.causal)` 构造掩码；用
+        `multi_head_self_attention(x, mask, kernels, self.num_heads)` 计算注意力，核的顺序为
+        （查询、键、值、输出）；注意力周围用带 norm_1_gamma 和 norm_1_beta 的 `layer_norm`，
+        `feed_forward` 周围用 norm_2_gamma 和 norm_2_beta，都用 self.epsilon。
+        Post-LN：h = LN_1(x + MHA(x))，out = LN_2(h + FFN(h))。Pre-LN（norm_first）：
+        h = x + MHA(LN_1(x))，out = h + FFN(LN_2(h))。保持输入的 dtype。
         """
-        raise NotImplementedError("练习 transformer-block：mask, then two residual sub-layers, the norm after (post-LN) or before")
+        raise NotImplementedError("练习 transformer-block：掩码，然后是两个残差子层，归一化在之后（post-LN）或之前")

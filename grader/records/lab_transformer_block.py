@@ -131,7 +131,7 @@ SECOND_NORM = Mistake.of(
     second_norm=False,
 )
 ORDER_EXPLAINED = (
-    "post-LN (norm_first=False): h = LN_1(x + MHA(x)), out = LN_2(h + FFN(h)); pre-LN "
+    "Post-LN (norm_first=False): h = LN_1(x + MHA(x)), out = LN_2(h + FFN(h)); pre-LN "
     "(norm_first=True): h = x + MHA(LN_1(x)), out = h + FFN(LN_2(h))."
 )
 
@@ -268,7 +268,7 @@ RECORD = Exercise(
                 Mistake.of(
                     "pre-LN instead of post-LN",
                     "This is the pre-LN block: with norm_first=False the norm comes AFTER each "
-                    "residual sum, " + ORDER_EXPLAINED,
+                    "residual sum. " + ORDER_EXPLAINED,
                     ref.encoder_block,
                     norm_first=True,
                 ),
@@ -300,7 +300,7 @@ RECORD = Exercise(
                 Mistake.of(
                     "post-LN instead of pre-LN",
                     "This is the post-LN block: with norm_first=True each sub-layer's INPUT is "
-                    "normalised and the residual sum is left as it is, " + ORDER_EXPLAINED,
+                    "normalised and the residual sum is left as it is. " + ORDER_EXPLAINED,
                     ref.encoder_block,
                     norm_first=False,
                 ),
