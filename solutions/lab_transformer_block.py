@@ -114,12 +114,12 @@ def multi_head_self_attention(x, mask, kernels, num_heads):
 
     def heads(kernel):
         projected = ops.reshape(ops.matmul(x, kernel), (batch, steps, num_heads, depth))
-        return ops.transpose(projected, (0, 2, 1, 3))  # (B, h, T, d/h)
+        return ops.transpose(projected, (0, 2, 1, 3))
 
     query, key, value = heads(query_kernel), heads(key_kernel), heads(value_kernel)
     scores = ops.matmul(query, ops.transpose(key, (0, 1, 3, 2))) / math.sqrt(depth)
     scores = ops.where(mask[:, None], scores, ops.cast(-1e9, scores.dtype))
-    attended = ops.matmul(ops.softmax(scores, axis=-1), value)  # (B, h, T, d/h)
+    attended = ops.matmul(ops.softmax(scores, axis=-1), value)
     merged = ops.reshape(ops.transpose(attended, (0, 2, 1, 3)), (batch, steps, features))
     return ops.matmul(merged, output_kernel)
 

@@ -12,9 +12,17 @@ never holds Tq × Tk scores is not proved.
 
 from __future__ import annotations
 
+from grader.engine import sampling as draw
 from grader.engine import selectors as on
+from grader.i18n import N_
 from grader.reference import flash as ref
+from grader.vocabulary.labels import label_texts
 from grader.vocabulary.spec import FUNCTION, LAYER, Case, Exercise, Mistake, Part
+
+# The words of this record's case labels, translated where shown (grader.vocabulary.labels).
+EARLIER, EMPTY, ALL_KEYS = label_texts(
+    N_("from {count} earlier keys"), N_("from the empty state"), N_("L of {count} keys")
+)
 
 # (B, Tq, Bk, d, d_v, earlier keys, scale of the scores): from the empty state, after keys the
 # grader keeps, one key and one query, scores of about ±1000 (e^(s) overflows unshifted), and
@@ -77,9 +85,9 @@ def step_case(rng, row, dtype="float64"):
     state = state_from(rng, query, earlier, value_dim, 3.0 if scale == 3.0 else 1.0)
     inputs = {"state": state, "query": query, "key_block": key_block, "value_block": value_block}
     inputs = {name: array.astype(dtype) for name, array in inputs.items()}
-    seen = f"{earlier} earlier keys" if earlier else "the empty state"
-    label = f"B={batch} Tq={queries} block={block} d={depth} d_v={value_dim}, from {seen}"
-    label += ", large scores" * (scale > 10)
+    seen = EARLIER.format(count=earlier) if earlier else EMPTY
+    label = f"B={batch} Tq={queries} block={block} d={depth} d_v={value_dim}, {seen}"
+    label += f", {draw.LARGE_SCORES}" * (scale > 10)
     return Case("online_softmax_step", FUNCTION, labelled(label, dtype), inputs, dtype=dtype)
 
 
@@ -100,9 +108,9 @@ def forward_case(rng, row, dtype="float64"):
     state = state_from(rng, query, earlier, value_dim)
     inputs = {"state": state, "query": query, "key": key, "value": value}
     inputs = {name: array.astype(dtype) for name, array in inputs.items()}
-    seen = f"{earlier} earlier keys" if earlier else "the empty state"
+    seen = EARLIER.format(count=earlier) if earlier else EMPTY
     label = f"B={batch} Tq={queries} Tk={keys} d={depth} d_v={value_dim}, block_size="
-    label += f"{block_size}, from {seen}"
+    label += f"{block_size}, {seen}"
     params = {"block_size": block_size}
     return Case("flash_forward", FUNCTION, labelled(label, dtype), inputs, params, dtype=dtype)
 
@@ -123,7 +131,7 @@ def attention_case(target):
             name: a.astype(dtype) for name, a in zip(("query", "key", "value"), arrays, strict=True)
         }
         label = f"B={batch} Tq={queries} Tk={keys} d={depth} d_v={value_dim}, block_size="
-        label += f"{block_size}" + ", large scores" * (scale > 10)
+        label += f"{block_size}" + f", {draw.LARGE_SCORES}" * (scale > 10)
         params = {"block_size": block_size}
         return Case(target, FUNCTION, labelled(label, dtype), inputs, params, dtype=dtype)
 
@@ -151,7 +159,8 @@ def weights_case(rng, row, dtype="float64"):
     inputs = {"query": query, "key_block": keys[:, :block]}
     inputs["logsumexp"] = ref.logsumexp(query, keys)
     inputs = {name: array.astype(dtype) for name, array in inputs.items()}
-    label = f"B={batch} Tq={queries} block={block} d={depth}, L of {block + others} keys"
+    label = f"B={batch} Tq={queries} block={block} d={depth}, "
+    label += ALL_KEYS.format(count=block + others)
     return Case("block_weights", FUNCTION, labelled(label, dtype), inputs, dtype=dtype)
 
 

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from grader.engine.references import default_reference
+from grader.engine.sampling import LARGE_SCORES
 from grader.grading import grade
 from grader.records import get_exercise
 from grader.reference import flash as ref
@@ -48,7 +49,7 @@ def test_the_reference_is_checked_on_resumed_states_large_scores_and_gradients()
     result = reference_result(LAB, HIDDEN_SEEDS[LAB])
     names = [check.name for part in result.parts for check in part.checks]
     assert any("from 5 earlier keys" in name for name in names)
-    assert any(name.endswith("large scores") for name in names)
+    assert any(name.endswith(LARGE_SCORES) for name in names)
     for wrt in ("query", "key", "value"):
         assert any(name.startswith(f"gradient wrt {wrt}, ") for name in names), wrt
 
