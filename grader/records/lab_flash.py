@@ -12,194 +12,102 @@ never holds Tq × Tk scores is not proved.
 
 from __future__ import annotations
 
+import numpy as np
+
 from grader.engine import sampling as draw
 from grader.engine import selectors as on
-from grader.i18n import N_
 from grader.reference import flash as ref
-from grader.vocabulary.labels import label_texts
 from grader.vocabulary.spec import FUNCTION, LAYER, Case, Exercise, Mistake, Part
 
-# The words of this record's case labels, translated where shown (grader.vocabulary.labels).
-EARLIER, EMPTY, ALL_KEYS = label_texts(
-    N_("from {count} earlier keys"), N_("from the empty state"), N_("L of {count} keys")
+QKV = {"query": "B Tq d", "key": "B Tk d", "value": "B Tk d_v"}
+# Step: from the empty state (earlier=0) and after earlier keys the grader keeps, one key,
+# scores of about ±1000 (scale=400: e^(s) overflows unshifted), earlier keys scoring higher
+# than the block (scale=3 scales them, so that m' = m) or lower.
+STEPS = draw.Dims(
+    "B Tq Tk d d_v earlier scale",
+    ((2, 3, 4, 4, 3, 0, 1), (2, 3, 2, 4, 2, 5, 1), (1, 1, 1, 1, 1, 3, 1), (2, 2, 3, 4, 2, 4, 400))
+    + ((1, 4, 3, 2, 3, 6, 3),),
+    (("B Tq Tk d d_v earlier", 1, 6),),
+    derived={"scale": lambda row: (1, 3, 400)[row["earlier"] % 3]},
+    float32=(2, 3, 4, 4, 3, 4, 1),
+)
+# Walks: a block that does not divide Tk, one block, blocks of one key, a state to resume.
+FORWARDS = draw.Dims(
+    "B Tq Tk d d_v block_size earlier",
+    ((2, 3, 7, 4, 3, 3, 0), (1, 2, 4, 2, 2, 8, 0), (2, 2, 3, 3, 2, 1, 4), (1, 3, 6, 4, 5, 2, 3)),
+    (("B Tq d d_v block_size earlier", 1, 5), ("Tk", 1, 9)),
+    float32=(2, 3, 5, 4, 3, 2, 2),
+)
+ATTENTIONS = draw.Dims(
+    "B Tq Tk d d_v block_size scale",
+    ((2, 3, 7, 4, 3, 3, 1), (1, 1, 1, 2, 2, 4, 1), (2, 4, 5, 3, 2, 2, 300)),
+    (("B Tq d d_v block_size", 1, 5), ("Tk", 1, 9), ("scale", 1, 3)),
+    derived={"scale": lambda row: (1, 300)[row["scale"] - 1]},
+    float32=(2, 3, 6, 4, 3, 4, 1),
+)
+# One block of Tk keys, the L of those and `others` more the grader keeps.
+WEIGHTS = draw.Dims(
+    "B Tq Tk d others",
+    ((2, 3, 2, 4, 5), (1, 2, 3, 1, 0), (2, 1, 1, 3, 6)),
+    (("B Tq Tk d", 1, 5), ("others", 1, 7)),
+    float32=(2, 3, 3, 4, 4),
+)
+LAYERS = draw.Dims(
+    "B Tq Tk d d_v block_size",
+    ((2, 3, 5, 4, 3, 2), (1, 2, 4, 2, 2, 4), (2, 1, 3, 3, 1, 1)),
+    (("B Tq d d_v block_size", 1, 5), ("Tk", 1, 9)),
+    count=2,
+    float32=(2, 3, 5, 4, 2, 3),
 )
 
-# (B, Tq, Bk, d, d_v, earlier keys, scale of the scores): from the empty state, after keys the
-# grader keeps, one key and one query, scores of about ±1000 (e^(s) overflows unshifted), and
-# earlier keys that scored higher than the block (m' = m) or lower.
-STEPS = (
-    (2, 3, 4, 4, 3, 0, 1.0),
-    (2, 3, 2, 4, 2, 5, 1.0),
-    (1, 1, 1, 1, 1, 3, 1.0),
-    (2, 2, 3, 4, 2, 4, 400.0),
-    (1, 4, 3, 2, 3, 6, 3.0),
-)
-STEP_FLOAT32 = (2, 3, 4, 4, 3, 4, 1.0)
-# (B, Tq, Tk, d, d_v, block_size, earlier keys): a block that does not divide Tk, one block,
-# blocks of one key, a state to resume from.
-FORWARDS = (
-    (2, 3, 7, 4, 3, 3, 0),
-    (1, 2, 4, 2, 2, 8, 0),
-    (2, 2, 3, 3, 2, 1, 4),
-    (1, 3, 6, 4, 5, 2, 3),
-)
-FORWARD_FLOAT32 = (2, 3, 5, 4, 3, 2, 2)
-# (B, Tq, Tk, d, d_v, block_size, scale of the scores)
-ATTENTIONS = ((2, 3, 7, 4, 3, 3, 1.0), (1, 1, 1, 2, 2, 4, 1.0), (2, 4, 5, 3, 2, 2, 300.0))
-ATTENTION_FLOAT32 = (2, 3, 6, 4, 3, 4, 1.0)
-# (B, Tq, Bk, d, other keys)
-WEIGHTS = ((2, 3, 2, 4, 5), (1, 2, 3, 1, 0), (2, 1, 1, 3, 6))
-WEIGHTS_FLOAT32 = (2, 3, 3, 4, 4)
-# (B, Tq, Tk, d, d_v, block_size)
-LAYERS = ((2, 3, 5, 4, 3, 2), (1, 2, 4, 2, 2, 4), (2, 1, 3, 3, 1, 1))
-LAYER_FLOAT32 = (2, 3, 5, 4, 2, 3)
 
-
-def draw_qkv(rng, batch, queries, keys, depth, value_dim, scale=1.0):
-    query = scale * rng.standard_normal((batch, queries, depth))
-    return (
-        query,
-        rng.standard_normal((batch, keys, depth)),
-        rng.standard_normal((batch, keys, value_dim)),
-    )
-
-
-def state_from(rng, query, earlier, value_dim, scale=1.0):
+def state_after(rng, query, dims):
     """The state after `earlier` keys and values the grader draws and keeps (the empty state
-    for none); `scale` scales those keys, so that they score higher or lower than the block."""
-    batch, queries, depth = query.shape
-    if earlier == 0:
-        return ref.empty_state(batch, queries, value_dim)
-    keys = scale * rng.standard_normal((batch, earlier, depth))
-    values = rng.standard_normal((batch, earlier, value_dim))
-    return ref.online_softmax_step(ref.empty_state(batch, queries, value_dim), query, keys, values)
+    for none); those keys scaled by 3 where scale is 3, so that they score above the block."""
+    if dims["earlier"] == 0:
+        return ref.empty_state(dims["B"], dims["Tq"], dims["d_v"])
+    earlier = draw.normal(rng, dims | {"Tk": dims["earlier"]}, **QKV)
+    keys = earlier["key"] * (3.0 if dims.get("scale") == 3 else 1.0)
+    empty = ref.empty_state(dims["B"], dims["Tq"], dims["d_v"])
+    return ref.online_softmax_step(empty, query, keys, earlier["value"])
 
 
-def labelled(label, dtype):
-    return label + " float32" * (dtype == "float32")
+def flash_case(target, names=("query", "key", "value"), kind=FUNCTION):
+    """A case of `target` from a row of sizes: query (times `scale`), key, value, the state
+    after `earlier` keys, the L of the keys and `others`; the inputs `names` as the target
+    takes them, the rest of the row's settings as params where the target has them."""
 
-
-def step_case(rng, row, dtype="float64"):
-    batch, queries, block, depth, value_dim, earlier, scale = row
-    query, key_block, value_block = draw_qkv(rng, batch, queries, block, depth, value_dim, scale)
-    state = state_from(rng, query, earlier, value_dim, 3.0 if scale == 3.0 else 1.0)
-    inputs = {"state": state, "query": query, "key_block": key_block, "value_block": value_block}
-    inputs = {name: array.astype(dtype) for name, array in inputs.items()}
-    seen = EARLIER.format(count=earlier) if earlier else EMPTY
-    label = f"B={batch} Tq={queries} block={block} d={depth} d_v={value_dim}, {seen}"
-    label += f", {draw.LARGE_SCORES}" * (scale > 10)
-    return Case("online_softmax_step", FUNCTION, labelled(label, dtype), inputs, dtype=dtype)
-
-
-def step_cases(rng, hidden=False):
-    rows = STEPS
-    if hidden:
-        rows = []
-        for _ in range(3):
-            sizes = tuple(int(v) for v in rng.integers(1, (4, 5, 5, 5, 4, 6)))
-            rows.append((*sizes, (1.0, 3.0, 400.0)[int(rng.integers(3))]))
-    cases = [step_case(rng, row) for row in rows]
-    return cases + [step_case(rng, STEP_FLOAT32, "float32")]
-
-
-def forward_case(rng, row, dtype="float64"):
-    batch, queries, keys, depth, value_dim, block_size, earlier = row
-    query, key, value = draw_qkv(rng, batch, queries, keys, depth, value_dim)
-    state = state_from(rng, query, earlier, value_dim)
-    inputs = {"state": state, "query": query, "key": key, "value": value}
-    inputs = {name: array.astype(dtype) for name, array in inputs.items()}
-    seen = EARLIER.format(count=earlier) if earlier else EMPTY
-    label = f"B={batch} Tq={queries} Tk={keys} d={depth} d_v={value_dim}, block_size="
-    label += f"{block_size}, {seen}"
-    params = {"block_size": block_size}
-    return Case("flash_forward", FUNCTION, labelled(label, dtype), inputs, params, dtype=dtype)
-
-
-def forward_cases(rng, hidden=False):
-    rows = FORWARDS
-    if hidden:
-        rows = [tuple(int(v) for v in rng.integers(1, (4, 5, 9, 5, 4, 5, 5))) for _ in range(3)]
-    cases = [forward_case(rng, row) for row in rows]
-    return cases + [forward_case(rng, FORWARD_FLOAT32, "float32")]
-
-
-def attention_case(target):
-    def make(rng, row, dtype="float64"):
-        batch, queries, keys, depth, value_dim, block_size, scale = row
-        arrays = draw_qkv(rng, batch, queries, keys, depth, value_dim, scale)
-        inputs = {
-            name: a.astype(dtype) for name, a in zip(("query", "key", "value"), arrays, strict=True)
-        }
-        label = f"B={batch} Tq={queries} Tk={keys} d={depth} d_v={value_dim}, block_size="
-        label += f"{block_size}" + f", {draw.LARGE_SCORES}" * (scale > 10)
-        params = {"block_size": block_size}
-        return Case(target, FUNCTION, labelled(label, dtype), inputs, params, dtype=dtype)
+    def make(rng, row):
+        dims = {"d_v": 1} | row  # block_weights takes no values
+        inputs = draw.normal(rng, dims, **QKV)
+        inputs["query"] = inputs["query"] * dims.get("scale", 1)
+        if "state" in names:
+            inputs["state"] = state_after(rng, inputs["query"], dims)
+        if "logsumexp" in names:
+            others = draw.normal(rng, dims | {"Tk": dims["others"]}, key="B Tk d")["key"]
+            keys = [inputs["key"], others]
+            inputs["logsumexp"] = ref.logsumexp(inputs["query"], np.concatenate(keys, 1))
+        inputs["key_block"], inputs["value_block"] = inputs["key"], inputs["value"]
+        params = {"block_size": dims["block_size"]} if "block_size" in dims else {}
+        upstream = rng.standard_normal((dims["B"], dims["Tq"], dims["d_v"]))
+        chosen = {name: inputs[name] for name in names}
+        case = Case(target, kind, draw.dims_label(**row), chosen, params)
+        case.upstream = upstream if kind == LAYER else None
+        return case
 
     return make
 
 
 def attention_cases(rng, hidden=False):
-    rows = ATTENTIONS
-    if hidden:
-        rows = [
-            (*(int(v) for v in rng.integers(1, (4, 5, 9, 5, 4, 5))), (1.0, 300.0)[i % 2])
-            for i in range(2)
-        ]
-    cases = []
-    for target in ("flash_attention", "saved_logsumexp"):
-        cases += [attention_case(target)(rng, row) for row in rows]
-        cases.append(attention_case(target)(rng, ATTENTION_FLOAT32, "float32"))
-    return cases
+    made = [
+        ATTENTIONS.cases(flash_case(target)) for target in ("flash_attention", "saved_logsumexp")
+    ]
+    return [case for make_cases in made for case in make_cases(rng, hidden)]
 
 
-def weights_case(rng, row, dtype="float64"):
-    batch, queries, block, depth, others = row
-    query = rng.standard_normal((batch, queries, depth))
-    keys = rng.standard_normal((batch, block + others, depth))
-    inputs = {"query": query, "key_block": keys[:, :block]}
-    inputs["logsumexp"] = ref.logsumexp(query, keys)
-    inputs = {name: array.astype(dtype) for name, array in inputs.items()}
-    label = f"B={batch} Tq={queries} block={block} d={depth}, "
-    label += ALL_KEYS.format(count=block + others)
-    return Case("block_weights", FUNCTION, labelled(label, dtype), inputs, dtype=dtype)
-
-
-def weights_cases(rng, hidden=False):
-    rows = WEIGHTS
-    if hidden:
-        rows = [
-            tuple(int(v) for v in rng.integers((1, 1, 1, 1, 1), (4, 5, 5, 5, 7))) for _ in range(3)
-        ]
-    cases = [weights_case(rng, row) for row in rows]
-    return cases + [weights_case(rng, WEIGHTS_FLOAT32, "float32")]
-
-
-def layer_case(rng, row, dtype="float64"):
-    batch, queries, keys, depth, value_dim, block_size = row
-    arrays = draw_qkv(rng, batch, queries, keys, depth, value_dim)
-    inputs = dict(zip(("query", "key", "value"), arrays, strict=True))
-    upstream = rng.standard_normal((batch, queries, value_dim))
-    label = f"B={batch} Tq={queries} Tk={keys} d={depth} d_v={value_dim}, block_size={block_size}"
-    params = {"block_size": block_size}
-    return Case(
-        "FlashAttention",
-        LAYER,
-        labelled(label, dtype),
-        inputs,
-        params,
-        upstream=upstream,
-        dtype=dtype,
-    )
-
-
-def layer_cases(rng, hidden=False):
-    rows = LAYERS
-    if hidden:
-        rows = [tuple(int(v) for v in rng.integers(1, (4, 5, 9, 5, 4, 5))) for _ in range(2)]
-    cases = [layer_case(rng, row) for row in rows]
-    return cases + [layer_case(rng, LAYER_FLOAT32, "float32")]
-
-
+STEP_INPUTS = ("state", "query", "key_block", "value_block")
+FORWARD_INPUTS = ("state", "query", "key", "value")
+WEIGHT_INPUTS = ("query", "key_block", "logsumexp")
 SEVERAL_FEATURES = on.given(ref.several_features)
 RESUMES = on.given(ref.resumes)
 
@@ -219,7 +127,7 @@ RECORD = Exercise(
         Part(
             name="online_softmax_step",
             points=3,
-            make_cases=step_cases,
+            make_cases=draw.in_dtype(STEPS.cases(flash_case("online_softmax_step", STEP_INPUTS))),
             description="online_softmax_step: [m', l', o'] after one block of keys, from a "
             "state of keys the grader keeps.",
             mistakes=(
@@ -261,7 +169,7 @@ RECORD = Exercise(
         Part(
             name="flash_forward",
             points=3,
-            make_cases=forward_cases,
+            make_cases=draw.in_dtype(FORWARDS.cases(flash_case("flash_forward", FORWARD_INPUTS))),
             description="flash_forward: the state after every block of block_size keys, from "
             "the given state.",
             mistakes=(
@@ -288,7 +196,7 @@ RECORD = Exercise(
             name="output and log-sum-exp",
             points=2,
             targets=("flash_attention", "saved_logsumexp"),
-            make_cases=attention_cases,
+            make_cases=draw.in_dtype(attention_cases),
             description="flash_attention: o / l of the final state; saved_logsumexp: "
             "m + log l = log Σ_j e^(s_j).",
             mistakes=(
@@ -313,7 +221,7 @@ RECORD = Exercise(
         Part(
             name="block_weights",
             points=1,
-            make_cases=weights_cases,
+            make_cases=draw.in_dtype(WEIGHTS.cases(flash_case("block_weights", WEIGHT_INPUTS))),
             description="block_weights: e^(q·k_j / √d − L) for the block's keys, L of all "
             "the keys.",
             mistakes=(
@@ -338,7 +246,7 @@ RECORD = Exercise(
             name="gradients",
             points=1,
             targets=("FlashAttention",),
-            make_cases=layer_cases,
+            make_cases=LAYERS.cases(flash_case("FlashAttention", kind=LAYER)),
             description="FlashAttention (given) over your flash_attention: outputs and "
             "gradients w.r.t. the query, key and value.",
         ),

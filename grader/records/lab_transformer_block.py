@@ -151,7 +151,7 @@ RECORD = Exercise(
         Part(
             name="layer_norm",
             points=2,
-            make_cases=NORMS.cases(norm_case("layer_norm")),
+            make_cases=draw.in_dtype(NORMS.cases(norm_case("layer_norm"))),
             description="layer_norm: γ ⊙ (x − μ) / √(σ² + ε) + β over the last axis, with the "
             "biased variance.",
             mistakes=(
@@ -184,7 +184,7 @@ RECORD = Exercise(
         Part(
             name="rms_norm",
             points=1,
-            make_cases=NORMS.cases(norm_case("rms_norm")),
+            make_cases=draw.in_dtype(NORMS.cases(norm_case("rms_norm"))),
             description="rms_norm: γ ⊙ x / √(mean(x²) + ε) over the last axis.",
             mistakes=(
                 Mistake.of(
@@ -206,7 +206,7 @@ RECORD = Exercise(
         Part(
             name="feed_forward",
             points=1,
-            make_cases=FEED_FORWARD.cases(feed_forward_case),
+            make_cases=draw.in_dtype(FEED_FORWARD.cases(feed_forward_case)),
             description="feed_forward: max(0, x W_1 + b_1) W_2 + b_2 for every token.",
             mistakes=(
                 Mistake.of(

@@ -15,7 +15,12 @@ import math
 
 import numpy as np
 
-from grader.reference.attention import as64
+
+def as64(x):
+    """A float64 COPY of x: the grader's mutant search (grader.engine.search) runs edited
+    copies of these functions on the case's own arrays, and an edit that writes into a view of
+    an argument must not change the case."""
+    return np.array(x, dtype=np.float64)
 
 
 def empty_state(batch, queries, value_dim):
@@ -54,12 +59,13 @@ def online_softmax_step(
                 scores = scores / math.sqrt(depth)
             old_max, old_sum, old_output = state[b, i, 0], state[b, i, 1], state[b, i, 2:]
             new_max = max(old_max, scores.max()) if running_max else scores.max()
-            decay = math.exp(old_max - new_max) if old_max > -np.inf else 0.0
-            weights = np.exp(scores - new_max)
-            new[b, i, 0] = new_max
-            new[b, i, 1] = old_sum * (decay if rescale_sum else 1.0) + weights.sum()
-            new[b, i, 2:] = old_output * (decay if rescale_output else 1.0)
-            new[b, i, 2:] += sum(w * v for w, v in zip(weights, value_block[b], strict=True))
+            with np.errstate(over="ignore", invalid="ignore"):  # the block-max mistake's
+                decay = np.exp(old_max - new_max) if old_max > -np.inf else 0.0
+                weights = np.exp(scores - new_max)
+                new[b, i, 0] = new_max
+                new[b, i, 1] = old_sum * (decay if rescale_sum else 1.0) + weights.sum()
+                new[b, i, 2:] = old_output * (decay if rescale_output else 1.0)
+                new[b, i, 2:] += sum(w * v for w, v in zip(weights, value_block[b], strict=True))
     return new
 
 

@@ -11,7 +11,15 @@ import math
 
 import numpy as np
 
-from grader.reference.attention import as64, softmax
+from grader.reference.attention import softmax
+
+
+def as64(x):
+    """A float64 COPY of x: the grader's mutant search (grader.engine.search) runs edited
+    copies of these functions on the case's own arrays, and an edit that writes into a view of
+    an argument must not change the case."""
+    return np.array(x, dtype=np.float64)
+
 
 # What the lab's attention puts in place of a hidden score (a query whose every key is hidden
 # then spreads its weight evenly, as `ops.where(mask, scores, -1e9)` does).

@@ -78,8 +78,12 @@ ALTERNATIVE_FUNCTIONS = {
 
 
 def alternative():
+    return replaced_source(ALTERNATIVE_FUNCTIONS)
+
+
+def replaced_source(bodies):
     source = patched_solution(LAB)
-    for name, body in ALTERNATIVE_FUNCTIONS.items():
+    for name, body in bodies.items():
         start = source.index("    # BEGIN SOLUTION", source.index(f"def {name}("))
         end = source.index("    # END SOLUTION", start)
         source = source[:start] + body.lstrip("\n") + source[end:]
