@@ -2,12 +2,12 @@
 the step of one key block, the state after every block, the output, the saved log-sum-exp, the
 weights recomputed from it, and the gradients.
 
-What is checked of "no (Tq, Tk) score tensor" (docs/exercises.md#flash says the same): the
-grader gives `online_softmax_step` and `block_weights` one block of keys at a time, with states
-and log-sum-exps it computed in its own process from keys it never sends, so those two can hold
-no more than (B, Tq, block) scores; `flash_forward` must resume from such a state and report
-the state after every block. The grader sees returned arrays only: that `flash_forward` itself
-never holds Tq × Tk scores is not proved.
+What is checked of "no (Tq, Tk) score tensor" (docs/exercises.md, "flash: what the blockwise
+checks prove"): the grader gives `online_softmax_step` and `block_weights` one block of keys at
+a time, with states and log-sum-exps it computed in its own process from keys it never sends,
+so those two can hold no more than (B, Tq, block) scores; `flash_forward` must resume from such
+a state and report the state after every block. The grader sees returned arrays only: that
+`flash_forward` itself never holds Tq × Tk scores is not proved.
 """
 
 from __future__ import annotations
