@@ -138,14 +138,26 @@ class TransformerEncoderBlock(keras.layers.Layer):
             setattr(self, f"{norm}_gamma", gamma)
             setattr(self, f"{norm}_beta", beta)
 
+    def norm_1(self, y):
+        """Given: LN_1, the layer norm of the attention sub-layer."""
+        return layer_norm(y, self.norm_1_gamma, self.norm_1_beta, self.epsilon)
+
+    def norm_2(self, y):
+        """Given: LN_2, the layer norm of the feed-forward sub-layer."""
+        return layer_norm(y, self.norm_2_gamma, self.norm_2_beta, self.epsilon)
+
     def call(self, x, lengths):
         """x (B, T, d), lengths (B,) -> (B, T, d).
 
         Build the mask with `attention_mask(lengths, T, self.causal)`; attend with
-        `multi_head_self_attention(x, mask, kernels, self.num_heads)`, the kernels in the
-        order (query, key, value, output); `layer_norm` with norm_1_gamma and norm_1_beta
-        around the attention, norm_2_gamma and norm_2_beta around `feed_forward`, each with
-        self.epsilon. Post-LN: h = LN_1(x + MHA(x)), out = LN_2(h + FFN(h)). Pre-LN
-        (norm_first): h = x + MHA(LN_1(x)), out = h + FFN(LN_2(h)). Keep the inputs' dtype.
+        `multi_head_self_attention(x, mask, kernels, self.num_heads)`; normalise with
+        `self.norm_1` around the attention and `self.norm_2` around `feed_forward`.
+        Post-LN: h = LN_1(x + MHA(x)), out = LN_2(h + FFN(h)). Pre-LN (norm_first):
+        h = x + MHA(LN_1(x)), out = h + FFN(LN_2(h)). Keep the inputs' dtype.
         """
-        raise NotImplementedError("Exercise transformer-block: mask, then two residual sub-layers, the norm after (post-LN) or before")
+        kernels = (self.query_kernel, self.key_kernel, self.value_kernel, self.output_kernel)
+        ffn = (self.ff_kernel_1, self.ff_bias_1, self.ff_kernel_2, self.ff_bias_2)
+        raise NotImplementedError("Exercise transformer-block: the mask of these lengths and T, causal where self.causal")
+        if self.norm_first:
+            raise NotImplementedError("Exercise transformer-block: pre-LN: each sub-layer's input normalised, its output added")
+        raise NotImplementedError("Exercise transformer-block: post-LN: each sub-layer's output added to its input, then normalised")

@@ -136,14 +136,26 @@ class TransformerEncoderBlock(keras.layers.Layer):
             setattr(self, f"{norm}_gamma", gamma)
             setattr(self, f"{norm}_beta", beta)
 
+    def norm_1(self, y):
+        """已给出：LN_1，注意力子层的层归一化。"""
+        return layer_norm(y, self.norm_1_gamma, self.norm_1_beta, self.epsilon)
+
+    def norm_2(self, y):
+        """已给出：LN_2，前馈子层的层归一化。"""
+        return layer_norm(y, self.norm_2_gamma, self.norm_2_beta, self.epsilon)
+
     def call(self, x, lengths):
         """x (B, T, d)，lengths (B,) -> (B, T, d)。
 
         用 `attention_mask(lengths, T, self.causal)` 构造掩码；用
-        `multi_head_self_attention(x, mask, kernels, self.num_heads)` 计算注意力，核的顺序为
-        （查询、键、值、输出）；注意力周围用带 norm_1_gamma 和 norm_1_beta 的 `layer_norm`，
-        `feed_forward` 周围用 norm_2_gamma 和 norm_2_beta，都用 self.epsilon。
+        `multi_head_self_attention(x, mask, kernels, self.num_heads)` 计算注意力；注意力周围用
+        `self.norm_1` 归一化，`feed_forward` 周围用 `self.norm_2`。
         Post-LN：h = LN_1(x + MHA(x))，out = LN_2(h + FFN(h))。Pre-LN（norm_first）：
         h = x + MHA(LN_1(x))，out = h + FFN(LN_2(h))。保持输入的 dtype。
         """
-        raise NotImplementedError("练习 transformer-block：掩码，然后是两个残差子层，归一化在之后（post-LN）或之前")
+        kernels = (self.query_kernel, self.key_kernel, self.value_kernel, self.output_kernel)
+        ffn = (self.ff_kernel_1, self.ff_bias_1, self.ff_kernel_2, self.ff_bias_2)
+        raise NotImplementedError("练习 transformer-block：这些长度和 T 的掩码，self.causal 时为因果掩码")
+        if self.norm_first:
+            raise NotImplementedError("练习 transformer-block：pre-LN：对每个子层的输入做归一化，再加上它的输出")
+        raise NotImplementedError("练习 transformer-block：post-LN：把每个子层的输出加到它的输入上，再做归一化")

@@ -97,7 +97,7 @@ def test_correct_alternative_scores_full_marks(tmp_path):
 BLOCK_ORDER = ("if self.norm_first:", "if not self.norm_first:")
 NORM_1_TWICE = (
     "return layer_norm(y, self.norm_2_gamma, self.norm_2_beta, self.epsilon)",
-    "return layer_norm(y, self.norm_1_gamma, self.norm_1_beta, self.epsilon)",
+    "return self.norm_1(y)",
 )
 MASK_CALL = "mask = attention_mask(lengths, ops.shape(x)[1], self.causal)"
 
@@ -186,13 +186,16 @@ PATCHES = [
         "post-LN block",
         "attention residual missing",
         "the residual keeps x",
-        ("h = norm_1(x + multi_head", "h = norm_1(multi_head"),
+        ("h = self.norm_1(x + multi_head", "h = self.norm_1(multi_head"),
     ),
     (
         "post-LN block",
         "feed-forward residual missing",
         "out = LN_2(h + FFN(h))",
-        ("return norm_2(h + feed_forward(h, *ffn))", "return norm_2(feed_forward(h, *ffn))"),
+        (
+            "return self.norm_2(h + feed_forward(h, *ffn))",
+            "return self.norm_2(feed_forward(h, *ffn))",
+        ),
     ),
     ("post-LN block", "norm_1 used twice", "a layer norm of its own", NORM_1_TWICE),
     ("pre-LN block", "post-LN instead of pre-LN", "INPUT is normalised", BLOCK_ORDER),
@@ -201,15 +204,18 @@ PATCHES = [
         "residual from the normalised input",
         "adds the block's input itself",
         (
-            "h = x + multi_head_self_attention(norm_1(x), mask",
-            "x = norm_1(x)\n            h = x + multi_head_self_attention(x, mask",
+            "h = x + multi_head_self_attention(self.norm_1(x), mask",
+            "x = self.norm_1(x)\n            h = x + multi_head_self_attention(x, mask",
         ),
     ),
     (
         "pre-LN block",
         "feed-forward residual missing",
         "out = h + FFN(LN_2(h))",
-        ("return h + feed_forward(norm_2(h), *ffn)", "return feed_forward(norm_2(h), *ffn)"),
+        (
+            "return h + feed_forward(self.norm_2(h), *ffn)",
+            "return feed_forward(self.norm_2(h), *ffn)",
+        ),
     ),
     ("pre-LN block", "norm_1 used twice", "a layer norm of its own", NORM_1_TWICE),
     (
