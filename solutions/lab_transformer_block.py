@@ -155,6 +155,15 @@ class TransformerEncoderBlock(keras.layers.Layer):
             setattr(self, f"{norm}_gamma", gamma)
             setattr(self, f"{norm}_beta", beta)
 
+    def attend(self, y, mask):
+        """Given: MHA(y), this block's multi-head self-attention under `mask`."""
+        kernels = (self.query_kernel, self.key_kernel, self.value_kernel, self.output_kernel)
+        return multi_head_self_attention(y, mask, kernels, self.num_heads)
+
+    def ffn(self, y):
+        """Given: FFN(y), this block's `feed_forward`."""
+        return feed_forward(y, self.ff_kernel_1, self.ff_bias_1, self.ff_kernel_2, self.ff_bias_2)
+
     def norm_1(self, y):
         """Given: LN_1, the layer norm of the attention sub-layer."""
         return layer_norm(y, self.norm_1_gamma, self.norm_1_beta, self.epsilon)
@@ -166,23 +175,20 @@ class TransformerEncoderBlock(keras.layers.Layer):
     def call(self, x, lengths):
         """x (B, T, d), lengths (B,) -> (B, T, d).
 
-        Build the mask with `attention_mask(lengths, T, self.causal)`; attend with
-        `multi_head_self_attention(x, mask, kernels, self.num_heads)`; normalise with
-        `self.norm_1` around the attention and `self.norm_2` around `feed_forward`.
-        Post-LN: h = LN_1(x + MHA(x)), out = LN_2(h + FFN(h)). Pre-LN (norm_first):
-        h = x + MHA(LN_1(x)), out = h + FFN(LN_2(h)). Keep the inputs' dtype.
+        Build the mask with `attention_mask(lengths, T, self.causal)`; the sub-layers are
+        `self.attend(y, mask)` (MHA) and `self.ffn(y)` (FFN), their norms `self.norm_1` and
+        `self.norm_2`. Post-LN: h = LN_1(x + MHA(x)), out = LN_2(h + FFN(h)). Pre-LN
+        (norm_first): h = x + MHA(LN_1(x)), out = h + FFN(LN_2(h)).
         """
-        kernels = (self.query_kernel, self.key_kernel, self.value_kernel, self.output_kernel)
-        ffn = (self.ff_kernel_1, self.ff_bias_1, self.ff_kernel_2, self.ff_bias_2)
         # BEGIN SOLUTION: the mask of these lengths and T, causal where self.causal
         mask = attention_mask(lengths, ops.shape(x)[1], self.causal)
         # END SOLUTION
         if self.norm_first:
             # BEGIN SOLUTION: pre-LN: each sub-layer's input normalised, its output added
-            h = x + multi_head_self_attention(self.norm_1(x), mask, kernels, self.num_heads)
-            return h + feed_forward(self.norm_2(h), *ffn)
+            h = x + self.attend(self.norm_1(x), mask)
+            return h + self.ffn(self.norm_2(h))
             # END SOLUTION
         # BEGIN SOLUTION: post-LN: each sub-layer's output added to its input, then normalised
-        h = self.norm_1(x + multi_head_self_attention(x, mask, kernels, self.num_heads))
-        return self.norm_2(h + feed_forward(h, *ffn))
+        h = self.norm_1(x + self.attend(x, mask))
+        return self.norm_2(h + self.ffn(h))
         # END SOLUTION

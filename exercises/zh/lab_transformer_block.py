@@ -136,6 +136,15 @@ class TransformerEncoderBlock(keras.layers.Layer):
             setattr(self, f"{norm}_gamma", gamma)
             setattr(self, f"{norm}_beta", beta)
 
+    def attend(self, y, mask):
+        """已给出：MHA(y)，这个块在 `mask` 下的多头自注意力。"""
+        kernels = (self.query_kernel, self.key_kernel, self.value_kernel, self.output_kernel)
+        return multi_head_self_attention(y, mask, kernels, self.num_heads)
+
+    def ffn(self, y):
+        """已给出：FFN(y)，这个块的 `feed_forward`。"""
+        return feed_forward(y, self.ff_kernel_1, self.ff_bias_1, self.ff_kernel_2, self.ff_bias_2)
+
     def norm_1(self, y):
         """已给出：LN_1，注意力子层的层归一化。"""
         return layer_norm(y, self.norm_1_gamma, self.norm_1_beta, self.epsilon)
@@ -147,14 +156,11 @@ class TransformerEncoderBlock(keras.layers.Layer):
     def call(self, x, lengths):
         """x (B, T, d)，lengths (B,) -> (B, T, d)。
 
-        用 `attention_mask(lengths, T, self.causal)` 构造掩码；用
-        `multi_head_self_attention(x, mask, kernels, self.num_heads)` 计算注意力；注意力周围用
-        `self.norm_1` 归一化，`feed_forward` 周围用 `self.norm_2`。
+        用 `attention_mask(lengths, T, self.causal)` 构造掩码；两个子层是 `self.attend(y, mask)`
+        （MHA）和 `self.ffn(y)`（FFN），它们的归一化是 `self.norm_1` 和 `self.norm_2`。
         Post-LN：h = LN_1(x + MHA(x))，out = LN_2(h + FFN(h))。Pre-LN（norm_first）：
-        h = x + MHA(LN_1(x))，out = h + FFN(LN_2(h))。保持输入的 dtype。
+        h = x + MHA(LN_1(x))，out = h + FFN(LN_2(h))。
         """
-        kernels = (self.query_kernel, self.key_kernel, self.value_kernel, self.output_kernel)
-        ffn = (self.ff_kernel_1, self.ff_bias_1, self.ff_kernel_2, self.ff_bias_2)
         raise NotImplementedError("练习 transformer-block：这些长度和 T 的掩码，self.causal 时为因果掩码")
         if self.norm_first:
             raise NotImplementedError("练习 transformer-block：pre-LN：对每个子层的输入做归一化，再加上它的输出")

@@ -186,15 +186,15 @@ PATCHES = [
         "post-LN block",
         "attention residual missing",
         "the residual keeps x",
-        ("h = self.norm_1(x + multi_head", "h = self.norm_1(multi_head"),
+        ("h = self.norm_1(x + self.attend(x, mask))", "h = self.norm_1(self.attend(x, mask))"),
     ),
     (
         "post-LN block",
         "feed-forward residual missing",
         "out = LN_2(h + FFN(h))",
         (
-            "return self.norm_2(h + feed_forward(h, *ffn))",
-            "return self.norm_2(feed_forward(h, *ffn))",
+            "return self.norm_2(h + self.ffn(h))",
+            "return self.norm_2(self.ffn(h))",
         ),
     ),
     ("post-LN block", "norm_1 used twice", "a layer norm of its own", NORM_1_TWICE),
@@ -204,8 +204,8 @@ PATCHES = [
         "residual from the normalised input",
         "adds the block's input itself",
         (
-            "h = x + multi_head_self_attention(self.norm_1(x), mask",
-            "x = self.norm_1(x)\n            h = x + multi_head_self_attention(x, mask",
+            "h = x + self.attend(self.norm_1(x), mask)",
+            "x = self.norm_1(x)\n            h = x + self.attend(x, mask)",
         ),
     ),
     (
@@ -213,8 +213,8 @@ PATCHES = [
         "feed-forward residual missing",
         "out = h + FFN(LN_2(h))",
         (
-            "return h + feed_forward(self.norm_2(h), *ffn)",
-            "return feed_forward(self.norm_2(h), *ffn)",
+            "return h + self.ffn(self.norm_2(h))",
+            "return self.ffn(self.norm_2(h))",
         ),
     ),
     ("pre-LN block", "norm_1 used twice", "a layer norm of its own", NORM_1_TWICE),
