@@ -120,6 +120,19 @@ def rows_cases(make, public, draw=None, count: int = 3, float32=None):
     return make_cases
 
 
+def in_dtype(make_cases):
+    """A part's `make_cases` whose cases get their inputs in their own dtype: the float32 case
+    of a function (which is called with the arrays as they are) is given float32 arrays."""
+
+    def made(rng, hidden=False):
+        cases = make_cases(rng, hidden)
+        for case in cases:
+            case.inputs = {name: array.astype(case.dtype) for name, array in case.inputs.items()}
+        return cases
+
+    return made
+
+
 def settings_cases(make, public, fresh=(), size: int = 3):
     """A part's `make_cases` from named settings: `make(rng, **setting)` for each `public`
     setting or (hidden checks) `make(rng, *shape, **setting)` for each `fresh` one, with a

@@ -183,10 +183,20 @@ def _search_target(part, usable, failing, deadline):
 
 
 def _output(function, pick, case) -> np.ndarray | None:
+    # On copies of the case's arrays: a mutant may write into a view of an argument, and the
+    # case is the one the grader keeps (memoised with the reference's outputs) for the next
+    # submission it grades.
     with warnings.catch_warnings(), np.errstate(all="ignore"):
         warnings.simplefilter("ignore")
         try:
-            value = call_with_case(function, case)
+            taken = inspect.signature(function).parameters
+            arrays = {
+                name: np.array(value, copy=True)
+                for source in (case.weights, case.inputs)
+                for name, value in source.items()
+                if name in taken
+            }
+            value = call_with_case(function, case, arrays)
         except Exception:  # noqa: BLE001 - a mutant that cannot compute is no explanation
             return None
     if pick is not None:

@@ -10,4 +10,7 @@ tests check every attnkit layer against it:
 - `kernel_regression`, `seq2seq` (additive, Bahdanau, Luong), `pointer`, `structured`
   (hierarchical, CRF).
 - `memory`: memory networks, NTM addressing and read/write. `hopfield`: Hopfield networks.
+- `transformer`: layer norm, RMSNorm, the feed-forward network, padding and causal masks, the
+  post-LN and pre-LN encoder block. `flash`: the online softmax over blocks of keys, the
+  log-sum-exp and the weights recomputed from it.
 """

@@ -41,6 +41,8 @@ HIDDEN_SEEDS = {
     "pointer": 5,
     "positions": 6,
     "kv-cache": 4,
+    "transformer-block": 5,
+    "flash": 5,
 }
 
 

@@ -181,3 +181,18 @@ def test_a_student_reads_the_search_first_in_english_and_chinese(tmp_path):
         start = next(i for i, line in enumerate(lines) if "AdditiveScore" in line)
         first = lines[start + 1]
         assert all(word in first for word in words), shown
+
+
+def test_a_mutant_that_writes_into_its_argument_leaves_the_case_as_it_was():
+    """The grader keeps its cases (memoised with the reference's outputs) for the next
+    submission: a mutant run on them must not change them."""
+    from grader.vocabulary.spec import FUNCTION, Case
+
+    def writes_into(x, scale=2.0):
+        x *= scale  # an edited reference that scales its argument in place
+        return x
+
+    case = Case("f", FUNCTION, "x", {"x": np.arange(3.0)})
+    value = search._output(writes_into, None, case)
+    np.testing.assert_array_equal(value, [0.0, 2.0, 4.0])
+    np.testing.assert_array_equal(case.inputs["x"], [0.0, 1.0, 2.0])
