@@ -144,7 +144,15 @@ def difference(
     if not finite.all():
         bad = [int(i) for i in np.argwhere(~finite)[0]]
         count, size = int((~finite).sum()), received.size
-        if _overflow_possible(case):
+        if np.all(received[~finite] == -np.inf):
+            # Only -inf, no NaN: a log of 0 or a masked (-inf) value that reaches the result.
+            words = _(
+                "{count} of {size} values are -inf: a log of 0, or a value masked with -inf "
+                "that is then read (picked, summed, or masked before it is used) does this",
+                count=count,
+                size=size,
+            )
+        elif _overflow_possible(case):
             words = _(
                 "{count} of {size} values are NaN or infinite; an exp() that overflows or a "
                 "division by zero does this",
