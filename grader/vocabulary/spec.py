@@ -279,6 +279,11 @@ class Exercise:
     extra: Mapping[str, str] = field(default_factory=dict)
 
     @property
+    def trains(self) -> bool:
+        """Whether a part trains a model (graded by what it learns: `Training`)."""
+        return any(part.training is not None for part in self.parts)
+
+    @property
     def max_score(self) -> float:
         return float(sum(part.points for part in self.parts))
 
