@@ -1,8 +1,8 @@
 """Lab: train-transformer — a small Transformer decoder that learns to reverse a sequence.
 
 NNDL §8.3 (self-attention); Vaswani et al. 2017 (the decoder's masked self-attention, learned or
-sinusoidal positions). Each sequence is a source of n distinct tokens (1 … V − 1), the separator
-0, then the source reversed:
+sinusoidal positions). Each sequence is a source of n tokens (1 … V − 1, repeats allowed), the
+separator 0, then the source reversed:
 
     x_0 … x_{n−1}  0  x_{n−1} … x_0
 

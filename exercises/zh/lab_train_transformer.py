@@ -1,35 +1,33 @@
-"""Lab: train-transformer — a small Transformer decoder that learns to reverse a sequence.
+"""实验：train-transformer —— 一个学会反转序列的小型 Transformer 解码器。
 
-NNDL §8.3 (self-attention); Vaswani et al. 2017 (the decoder's masked self-attention, learned or
-sinusoidal positions). Each sequence is a source of n distinct tokens (1 … V − 1), the separator
-0, then the source reversed:
+NNDL §8.3（自注意力）；Vaswani 等 2017（解码器的掩码自注意力，可学习的或正弦的位置）。
+每个序列是 n 个源词元（1 … V − 1，可以重复），接着分隔符 0，再接反转后的源序列：
 
     x_0 … x_{n−1}  0  x_{n−1} … x_0
 
-The model reads the sequence without its last token (length L = 2n) and predicts, at every
-position, the next token (teacher forcing). Only the answer positions p = n … 2n − 1 can be
-predicted: the answer at p is the source token at position 2n − 1 − p. Your model must be a
-decoder: its output at position p may depend on tokens 0 … p only (a causal mask).
+模型读入去掉最后一个词元的序列（长度 L = 2n），在每个位置预测下一个词元（教师强制）。
+只有答案位置 p = n … 2n − 1 可以预测：位置 p 的答案是位置 2n − 1 − p 上的源词元。你的模型
+必须是解码器：位置 p 的输出只能依赖词元 0 … p（因果掩码）。
 
-The grader makes the data from a seed it keeps, calls `build_model` and then `train_model` in
-the sandbox, and asks the trained model (through `predict` and `attention_weights`, given
-below) about held-out sequences it made. In its own process it then checks:
+评分器用自己保管的种子生成数据，在沙箱中先调用 `build_model` 再调用 `train_model`，然后
+（通过下面给出的 `predict` 和 `attention_weights`）向训练好的模型询问它生成的留出序列。
+随后在它自己的进程中检查：
 
-- accuracy: at least 95% of the held-out answer tokens right;
-- causal: changing tokens after a position leaves every output up to it unchanged;
-- uses positions: when the source is put in another order, the first answer (the last source
-  token) follows; self-attention alone sees a set, not an order (NNDL §8.3);
-- attention is anti-diagonal: at answer position p, the largest attention weight is on the
-  mirrored source token, key 2n − 1 − p (in at least one head).
+- 准确率：留出答案词元至少答对 95%；
+- 因果：改动某个位置之后的词元，不改变到该位置为止的任何输出；
+- 使用位置：源序列换一种顺序后，第一个答案（最后一个源词元）随之改变；单靠自注意力
+  看到的是集合而不是顺序（NNDL §8.3）；
+- 注意力在反对角线上：在答案位置 p，最大的注意力权重落在镜像位置的源词元上，即键
+  2n − 1 − p（至少一个头如此）。
 
-Training must finish within the part's time limit on one CPU core (`grader show
-train-transformer` says it): keep the model small. Keras is seeded before `build_model` is
-called, so the same file and seed give the same model. Keep the names and signatures below;
-`predict` and `attention_weights` expect the model's two outputs as `build_model` documents.
+训练必须在该部分的时间限制内、在一个 CPU 核上完成（`grader show train-transformer`
+会告诉你）：让模型保持小巧。调用 `build_model` 之前 Keras 已设好种子，所以同一文件和
+同一种子得到同一模型。请保留下面的名字和签名；`predict` 和 `attention_weights` 要求
+模型的两个输出如 `build_model` 所述。
 
-Grade your work with `grader check train-transformer`.
+用 `grader check train-transformer` 给你的作业评分。
 
-Parts: train 10 — 10 points.
+各部分：train 10 —— 共 10 分。
 """
 
 import keras
@@ -38,40 +36,40 @@ from keras import layers, ops
 
 
 def build_model(vocab_size, length):
-    """A Transformer decoder for sequences of `length` tokens of a vocabulary of `vocab_size`.
+    """一个 Transformer 解码器，处理长度为 `length`、词表大小为 `vocab_size` 的序列。
 
     Args:
-        vocab_size: int, tokens are 0 … vocab_size − 1 (0 is the separator).
-        length: int, the number of positions L the model reads (2n).
+        vocab_size: int，词元为 0 … vocab_size − 1（0 是分隔符）。
+        length: int，模型读入的位置数 L（2n）。
 
     Returns:
-        A keras.Model from int tokens (B, L) to two outputs: the probabilities of the next
-        token (B, L, vocab_size), and the weights of its self-attention (B, H, L, L) (or
-        (B, L, L)), causal (zero above the diagonal), each row summing to 1.
+        一个 keras.Model，把整数词元 (B, L) 映射到两个输出：下一个词元的概率
+        (B, L, vocab_size)，以及其自注意力的权重 (B, H, L, L)（或 (B, L, L)），
+        因果（对角线以上为零），每行之和为 1。
     """
-    raise NotImplementedError("练习 train-transformer：embeddings + learned positions, causal attention + residual, MLP, softmax")
+    raise NotImplementedError("练习 train-transformer：嵌入 + 可学习位置，因果注意力 + 残差，MLP，softmax")
 
 
 def train_model(model, inputs, targets):
-    """Train `model` (from `build_model`) to predict `targets` from `inputs`.
+    """训练 `model`（`build_model` 的返回值），由 `inputs` 预测 `targets`。
 
     Args:
-        model: the keras.Model `build_model` returned.
-        inputs: (N, L) int32, the training sequences without their last token.
-        targets: (N, L) int32, the next token at each position (`inputs` shifted by one). The
-            targets at the source positions 0 … n − 1 are random: no model can learn them.
+        model: `build_model` 返回的 keras.Model。
+        inputs: (N, L) int32，去掉最后一个词元的训练序列。
+        targets: (N, L) int32，每个位置的下一个词元（`inputs` 移一位）。源位置
+            0 … n − 1 的目标是随机的：任何模型都学不会。
 
     Returns:
-        Nothing: the model is trained in place.
+        无：模型就地训练。
     """
-    raise NotImplementedError("练习 train-transformer：fit the probabilities only, weighting the answer positions; Adam, 30 epochs")
+    raise NotImplementedError("练习 train-transformer：只拟合概率输出，给答案位置加权；Adam，30 个轮次")
 
 
 def predict(model, inputs):
-    """The next-token probabilities (N, L, vocab_size) of the trained model."""
+    """训练后模型的下一个词元概率 (N, L, vocab_size)。"""
     return model.predict(inputs, batch_size=256, verbose=0)[0]
 
 
 def attention_weights(model, inputs):
-    """The self-attention weights (N, H, L, L) of the trained model."""
+    """训练后模型的自注意力权重 (N, H, L, L)。"""
     return model.predict(inputs, batch_size=256, verbose=0)[1]
