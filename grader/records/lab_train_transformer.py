@@ -8,7 +8,13 @@ import numpy as np
 
 from grader.i18n import N_, _
 from grader.reference import tasks
+from grader.vocabulary.labels import label_texts
 from grader.vocabulary.spec import TRAIN, Case, Exercise, Gate, Part, Training
+
+# The words of this record's case labels, translated where shown (grader.vocabulary.labels).
+LABEL_TEXTS = label_texts(
+    N_("reversal of {count} tokens"), N_("{count} training sequences"), N_("seed {seed}")
+)
 
 VOCAB_SIZE = 12
 SOURCE_LENGTH = 6  # the model reads L = 2n = 12 positions

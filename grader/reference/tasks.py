@@ -109,3 +109,41 @@ def anti_diagonal_hits(weights):
     hits = on_source.argmax(axis=-1) == mirrored  # (N, H, n)
     mass = weights[:, :, rows, mirrored]
     return hits.mean(axis=(0, 2)), mass.mean(axis=(0, 2))
+
+
+# Where is the person? (lab train-memn2n). A story of F facts "person is in place", the persons
+# 1 … P and the places P + 1 … P + Q tokens of one vocabulary (0 pads), persons repeating:
+# people move. The question names a person of the story; the answer is the place of the latest
+# fact about them, the supporting fact. Inputs pack the story and the question in one int
+# array (N, F + 1, 2): rows 0 … F − 1 the facts (person, place), row F (the person asked, 0).
+
+
+def whereabouts_data(rng, count, persons, places, facts):
+    """`count` stories: (inputs (count, F + 1, 2) int32, answers (count,) int32, the index of
+    each one's supporting fact (count,))."""
+    inputs = np.zeros((count, facts + 1, 2), dtype="int32")
+    inputs[:, :facts, 0] = rng.integers(1, persons + 1, (count, facts))
+    inputs[:, :facts, 1] = rng.integers(persons + 1, persons + places + 1, (count, facts))
+    asked = inputs[np.arange(count), rng.integers(facts, size=count), 0]
+    inputs[:, facts, 0] = asked
+    answers, support = whereabouts_answers(inputs)
+    return inputs, answers, support
+
+
+def whereabouts_answers(inputs):
+    """The place of the latest fact about the person asked, and that fact's index."""
+    inputs = np.asarray(inputs)
+    facts = inputs.shape[1] - 1
+    about = inputs[:, :facts, 0] == inputs[:, facts : facts + 1, 0]  # (N, F)
+    support = facts - 1 - np.argmax(about[:, ::-1], axis=1)
+    return inputs[np.arange(len(inputs)), support, 1].astype("int32"), support
+
+
+def moved_away(rng, inputs, persons, places):
+    """Each story with the place of its supporting fact changed: the answer must follow."""
+    moved = np.array(inputs, copy=True)
+    _answers, support = whereabouts_answers(moved)
+    rows = np.arange(len(moved))
+    shift = rng.integers(1, places, size=len(moved))
+    moved[rows, support, 1] = persons + 1 + (moved[rows, support, 1] - persons - 1 + shift) % places
+    return moved
