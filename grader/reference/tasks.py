@@ -147,3 +147,49 @@ def moved_away(rng, inputs, persons, places):
     shift = rng.integers(1, places, size=len(moved))
     moved[rows, support, 1] = persons + 1 + (moved[rows, support, 1] - persons - 1 + shift) % places
     return moved
+
+
+# Dates (lab train-seq2seq): "14 <jul> 2023" → "1 4 0 7 2 0 2 3". Digits are the tokens 0 … 9,
+# the months 10 … 21, the decoder's start 22. The source is the day's two digits, the month's
+# token and the year's four digits (7 tokens); the target the day's, the month's and the year's
+# digits (8 tokens). Inputs pack the source and the decoder's inputs (the start token, then the
+# target but its last token) in one int array (N, 7 + 8). The alignment is monotone: target
+# step t translates source token DATE_ALIGNMENT[t].
+FIRST_MONTH, DATE_START, DATE_VOCABULARY = 10, 22, 23
+DATE_SOURCE, DATE_TARGET = 7, 8
+DATE_ALIGNMENT = np.array([0, 1, 2, 2, 3, 4, 5, 6])
+
+
+def _digits(values, count):
+    return np.stack([(values // 10 ** (count - 1 - i)) % 10 for i in range(count)], axis=1)
+
+
+def dates_data(rng, count):
+    """`count` dates: (inputs (count, 15) int32, targets (count, 8) int32)."""
+    day, month = rng.integers(1, 29, count), rng.integers(1, 13, count)
+    year = rng.integers(1900, 2100, count)
+    source = np.concatenate(
+        [_digits(day, 2), (FIRST_MONTH + month - 1)[:, None], _digits(year, 4)], axis=1
+    )
+    target = np.concatenate([_digits(day, 2), _digits(month, 2), _digits(year, 4)], axis=1)
+    start = np.full((count, 1), DATE_START)
+    inputs = np.concatenate([source, start, target[:, :-1]], axis=1)
+    return inputs.astype("int32"), target.astype("int32")
+
+
+def dates_answers(inputs):
+    """The right target digits of date inputs (N, 15), from their source."""
+    source = np.asarray(inputs)[:, :DATE_SOURCE]
+    month = source[:, 2] - FIRST_MONTH + 1
+    return np.concatenate([source[:, :2], _digits(month, 2), source[:, 3:]], axis=1)
+
+
+def decoder_inputs_changed(rng, inputs):
+    """Each date with the decoder's inputs after a drawn step c (0 ≤ c < 7) changed to other
+    digits, the source kept: a decoder's outputs at steps ≤ c cannot change."""
+    changed = np.array(inputs, copy=True)
+    for row in changed:
+        cut = DATE_SOURCE + int(rng.integers(DATE_TARGET - 1))
+        later = row[cut + 1 :]
+        row[cut + 1 :] = (later + rng.integers(1, 10, later.shape)) % 10
+    return changed
