@@ -22,10 +22,10 @@ below) about held-out sequences it made. In its own process it then checks:
 - attention is anti-diagonal: at answer position p, the largest attention weight is on the
   mirrored source token, key 2n − 1 − p (in at least one head).
 
-Training must finish within the part's time limit on one CPU core (`grader show
-train-transformer` says it): keep the model small. Keras is seeded before `build_model` is
-called, so the same file and seed give the same model. Keep the names and signatures below;
-`predict` and `attention_weights` expect the model's two outputs as `build_model` documents.
+Training must finish within the part's time limit, 150 s, on one CPU core: keep the model
+small. Keras is seeded before `build_model` is called, so the same file and seed give the same
+model. Keep the names and signatures below; `predict` and `attention_weights` expect the
+model's two outputs as `build_model` documents.
 
 Grade your work with `grader check train-transformer`.
 
