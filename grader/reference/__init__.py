@@ -10,4 +10,6 @@ tests check every attnkit layer against it:
 - `kernel_regression`, `seq2seq` (additive, Bahdanau, Luong), `pointer`, `structured`
   (hierarchical, CRF).
 - `memory`: memory networks, NTM addressing and read/write. `hopfield`: Hopfield networks.
+- `tasks`: the synthetic tasks the labs graded by what a model learns train on (reversal,
+  where-is stories, dates), their right answers, probes and the measures of their gates.
 """
