@@ -26,7 +26,7 @@ def _is_teaching_call(node: ast.Call) -> bool:
     function = node.func
     name = function.attr if isinstance(function, ast.Attribute) else getattr(function, "id", "")
     owner = getattr(function.value, "id", "") if isinstance(function, ast.Attribute) else ""
-    return owner in ("Mistake", "relations") or name in ("Property", "N_", "label_texts")
+    return owner in ("Mistake", "relations") or name in ("Property", "Gate", "N_", "label_texts")
 
 
 def _only_teaching(value: ast.AST) -> bool:
@@ -42,7 +42,17 @@ def teaching_lines(source: str) -> set[int]:
     def cover(node):
         lines.update(range(node.lineno, node.end_lineno + 1))
 
+    # A gate's check (a lab that trains a model) is teaching, as a Property's is.
+    gate_checks = {
+        argument.id
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Call) and getattr(node.func, "id", "") == "Gate"
+        for argument in node.args[1:]
+        if isinstance(argument, ast.Name)
+    }
     for node in tree.body:
+        if isinstance(node, ast.FunctionDef) and node.name in gate_checks:
+            cover(node)
         named = isinstance(node, ast.Assign) and isinstance(node.targets[0], ast.Name)
         if named and node.targets[0].id != "RECORD" and _only_teaching(node.value):
             cover(node)

@@ -13,7 +13,7 @@ from dataclasses import replace
 
 import numpy as np
 
-from grader.engine import compare, contracts, framework_errors, properties, search
+from grader.engine import compare, contracts, framework_errors, properties, search, training
 from grader.engine.results import CheckResult, PartResult
 from grader.i18n import N_, _, tr
 from grader.sandbox import child  # noqa: F401 - registers the words its reports are in
@@ -71,9 +71,10 @@ def judge_part(part, cases, expected, outcome: Outcome, timeout: float, source=N
         judge_case(part, case, want, got, source)
         for case, want, got in zip(cases, expected, received, strict=True)
     ]
-    _unearned_named(part, cases, expected, received, per_case)
-    _unearned_ratios(part, cases, expected, received, per_case)
-    _searched(part, cases, expected, received, per_case)
+    if part.training is None:  # a trained model's answers are no function to search slips in
+        _unearned_named(part, cases, expected, received, per_case)
+        _unearned_ratios(part, cases, expected, received, per_case)
+        _searched(part, cases, expected, received, per_case)
     checks = []
     for index, case_checks in enumerate(per_case):
         for check in case_checks:
@@ -365,6 +366,8 @@ def _judge_case(part, case: Case, want: CaseOutput, got: CaseOutput, source=None
                 prefix + _("output, {label}", label=label), False, _("no output was reported")
             )
         ]
+    if part.training is not None:
+        return training.checks(part, case, want, got, prefix, label)
     hidden = case.hidden
     output_problem = compare.difference(
         want.output, got.output, case, part.mistakes, part.recompute

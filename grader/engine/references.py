@@ -7,6 +7,7 @@ import tempfile
 from pathlib import Path
 
 from grader.engine.cases import make_cases, save_cases
+from grader.engine.training import expected_output
 from grader.i18n import _
 from grader.kit import KIT
 from grader.sandbox.processes import Job, run_jobs
@@ -19,7 +20,7 @@ from grader.vocabulary.protocol import (
     read_case_outputs,
 )
 from grader.vocabulary.protocol import failed as failed_report
-from grader.vocabulary.spec import Case, Exercise
+from grader.vocabulary.spec import TRAIN, Case, Exercise
 from grader.vocabulary.status import CaseStatus, RunState
 
 # In a fixture file, the arrays of the reference's answers are those a child would write, under
@@ -54,7 +55,10 @@ class LiveReference:
         if self._key(record, seed) in self._memo:
             return None
         path = workdir / f"cases-{key}.npz"
-        save_cases(path, [case for part in record.parts for case in cases[part.name]])
+        run = _run_by_reference(record, cases)
+        if not run:
+            return None
+        save_cases(path, run)
         return Job(
             key,
             self.directory / record.file,
@@ -68,13 +72,16 @@ class LiveReference:
         key = self._key(record, seed)
         if key in self._memo:
             return self._memo[key][1]
-        everything = [case for part in record.parts for case in cases[part.name]]
+        everything = _run_by_reference(record, cases)
         try:
-            if outcome is None or outcome.state != RunState.FINISHED:
+            if not everything:
+                outputs = []
+            elif outcome is None or outcome.state != RunState.FINISHED:
                 raise ValueError(outcome.problem if outcome else _("it did not run"))
-            if outcome.meta.get("import_error"):
+            elif outcome.meta.get("import_error"):
                 raise ValueError(str(outcome.meta["import_error"]))
-            outputs = read_case_outputs(outcome, len(everything))
+            else:
+                outputs = read_case_outputs(outcome, len(everything))
         except ValueError as error:
             raise GraderError(f"the reference solution could not run: {error}") from error
         failed = [
@@ -93,10 +100,12 @@ class LiveReference:
                 f"the reference solution failed on {case.target}, {case.label}: "
                 f"{output.exception}: {output.message} ({output.where})"
             )
-        expected, start = {}, 0
+        expected, answered = {}, iter(outputs)
         for part in record.parts:
-            expected[part.name] = outputs[start : start + len(cases[part.name])]
-            start += len(cases[part.name])
+            expected[part.name] = [
+                expected_output(part, case) if case.kind == TRAIN else next(answered)
+                for case in cases[part.name]
+            ]
         self._memo[key] = (cases, expected)
         return expected
 
@@ -141,6 +150,13 @@ class FixtureReference:
 
     def expected(self, record, seed, cases, outcome):
         return self._load(record, seed)[1]
+
+
+def _run_by_reference(record: Exercise, cases) -> list[Case]:
+    """The cases whose expected outputs come from running the reference solution: all but those
+    that train a model, whose right answers the grader computes itself (and whose reference
+    would only cost a second training)."""
+    return [case for part in record.parts for case in cases[part.name] if case.kind != TRAIN]
 
 
 def _seeds(seed) -> tuple[int, int | None]:

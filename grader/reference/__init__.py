@@ -13,4 +13,6 @@ tests check every attnkit layer against it:
 - `transformer`: layer norm, RMSNorm, the feed-forward network, padding and causal masks, the
   post-LN and pre-LN encoder block. `flash`: the online softmax over blocks of keys, the
   log-sum-exp and the weights recomputed from it.
+- `tasks`: the synthetic tasks the labs graded by what a model learns train on (reversal,
+  where-is stories, dates), their right answers, probes and the measures of their gates.
 """

@@ -25,7 +25,7 @@ from grader.sandbox import limits, supervisor, world
 from grader.vocabulary import protocol
 from grader.vocabulary.bundle import cases_from_bundle, load_bundle, save_bundle
 from grader.vocabulary.labels import reported_text
-from grader.vocabulary.spec import LAYER
+from grader.vocabulary.spec import LAYER, TRAIN
 from grader.vocabulary.status import CaseStatus
 
 # What the child reports in these words is translated where the grader shows it
@@ -218,6 +218,9 @@ def _run_case(module, case, index: int, arrays: dict, module_path: str) -> dict:
             raise SubmissionError(NOT_DEFINED.format(file=Path(module_path).name, name=case.target))
         if case.kind == LAYER:
             output, grads, after = _run_layer(target, case)
+        elif case.kind == TRAIN:
+            output, grads = _run_training(module, case, module_path)
+            after = {}
         else:
             output, after = _run_function(target, case)
             grads = {}
@@ -255,6 +258,40 @@ def _run_function(function, case) -> tuple[np.ndarray, dict[str, np.ndarray]]:
     args = [case.inputs[name] for name in case.inputs]
     output = _to_numpy(function(*args, **case.params), f"{case.target}()")
     return output, {name: _left(arg) for name, arg in zip(case.inputs, args, strict=True)}
+
+
+def _run_training(module, case, module_path: str) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+    """Build and train the submission's model on the case's data, then ask it the case's probes
+    (see grader.vocabulary.spec.Case.training): the first probe's answer, and every answer by
+    name. Keras is seeded with the case's seed first, and TensorFlow's ops made deterministic,
+    so that (on one CPU thread, as every child runs) a submission and a seed give the same
+    model every time."""
+    import keras
+
+    plan = case.training
+    keras.utils.set_random_seed(int(plan["seed"]))
+    if keras.backend.backend() == "tensorflow":
+        import tensorflow as tf
+
+        tf.config.experimental.enable_op_determinism()
+
+    def named(name):
+        function = getattr(module, name, None)
+        if function is None:
+            raise SubmissionError(NOT_DEFINED.format(file=Path(module_path).name, name=name))
+        return function
+
+    # Copies: what one call does to its arguments cannot change what a later call is given.
+    model = named(plan["build"])(**case.params)
+    if model is None:
+        raise SubmissionError(RETURNED_NONE.format(what=f"{plan['build']}()"))
+    inputs, targets = (_copy(case.inputs[name], copy=True) for name in ("inputs", "targets"))
+    named(plan["train"])(model, inputs, targets)
+    answers = {}
+    for answer, function, source in plan["probes"]:
+        given = named(function)(model, _copy(case.inputs[source], copy=True))
+        answers[answer] = _to_numpy(given, f"{function}()")
+    return answers[plan["probes"][0][0]], answers
 
 
 def _left(value) -> np.ndarray:

@@ -185,6 +185,7 @@ def cases_to_bundle(cases: list[Case]) -> tuple[list[dict], dict[str, np.ndarray
                 "variant_of": case.variant_of,
                 "relation": case.relation,
                 "first_call": list(case.first_call),
+                "training": case.training,
             }
         )
         for name, value in case.first_call.items():
@@ -221,6 +222,7 @@ def cases_from_bundle(described: list[dict], arrays: dict[str, np.ndarray]) -> l
                 first_call={
                     name: arrays[f"case{index}/first/{name}"] for name in info.get("first_call", [])
                 },
+                training=dict(info.get("training") or {}),
             )
         )
     return cases

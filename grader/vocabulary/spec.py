@@ -16,6 +16,9 @@ import numpy as np
 
 LAYER = "layer"
 FUNCTION = "function"
+# A model the submission builds and trains in the child, then asks for answers on inputs the
+# grader made (see `Training`).
+TRAIN = "train"
 
 
 @dataclass
@@ -54,6 +57,13 @@ class Case:
     # (it builds the layer): a mask or a shape kept on the layer from its first call fails the
     # graded call. Empty: the layer is built on the case's own inputs.
     first_call: dict[str, np.ndarray] = field(default_factory=dict)
+    # A case of kind "train": which of the submission's functions the child calls, as JSON:
+    # {"build": name, "train": name, "seed": int, "probes": [[answer, function, input], ...]}.
+    # The child seeds Keras with `seed`, builds `model = build(**params)`, calls
+    # `train(model, inputs["inputs"], inputs["targets"])`, then for each probe
+    # `function(model, inputs[input])`, and returns each answer by name (the first one is the
+    # case's output too). Judged by the part's `Training`, in the grader's process.
+    training: dict = field(default_factory=dict)
 
 
 def call_with_case(function: Callable, case: Case, changed: Mapping | None = None):
@@ -189,6 +199,36 @@ class Relation:
 
 
 @dataclass(frozen=True)
+class Gate:
+    """A condition a trained model must meet beyond accuracy, checked in the grader's process.
+
+    `check(case, answers)` is given the case (its inputs: the data and the probes the grader
+    made) and the arrays the submission's functions returned for it, by probe name; it returns
+    None when the condition holds, else what the model does wrong and why it matters, in plain
+    words (for example: its output at position 3 changed when only position 5 changed).
+    """
+
+    name: str
+    check: Callable[[Case, Mapping[str, np.ndarray]], str | None]
+
+
+@dataclass(frozen=True)
+class Training:
+    """How a part whose cases train a model (kind "train") is scored: by what the model
+    learned, never by comparison with the reference solution (which is not run for it).
+
+    `answers(case)` gives, in the grader's process, the right tokens for the case's first probe
+    (its held-out inputs), -1 where a position is not scored; the first probe's answer is
+    token scores (..., vocabulary) or tokens, and the accuracy over the scored positions must
+    be at least `pass_at`. Each of `gates` must hold too.
+    """
+
+    answers: Callable[[Case], np.ndarray]
+    pass_at: float
+    gates: tuple[Gate, ...] = ()
+
+
+@dataclass(frozen=True)
 class Part:
     """A graded part. `make_cases(rng, hidden=False)` makes its cases; with `hidden=True` it
     draws fresh shapes as well as values (batch grading's hidden checks). `targets` are the
@@ -204,6 +244,8 @@ class Part:
     relations: tuple[Relation, ...] = ()
     # How to recompute the output under generic slips (grader.engine.diagnosis), if declared.
     recompute: Recompute | None = None
+    # A part whose cases train a model: how it is scored (its cases are of kind "train").
+    training: Training | None = None
 
     def __post_init__(self):
         if not self.targets:
@@ -235,6 +277,11 @@ class Exercise:
     timeout: float = 60.0
     written: tuple[WrittenPart, ...] = ()
     extra: Mapping[str, str] = field(default_factory=dict)
+
+    @property
+    def trains(self) -> bool:
+        """Whether a part trains a model (graded by what it learns: `Training`)."""
+        return any(part.training is not None for part in self.parts)
 
     @property
     def max_score(self) -> float:

@@ -56,6 +56,27 @@ def test_attention_benchmark_quick_prints_its_tables():
     assert all(float(value) > 0 for row in mask_rows for value in row[2:]), mask_rows
 
 
+@pytest.mark.slow
+def test_train_labs_benchmark_quick_passes_one_seed_of_a_training_lab():
+    """One seed of the cheapest training lab (about 11 s of one core), graded as the child
+    grades it: the summary line counts it passed."""
+    done = subprocess.run(
+        [
+            sys.executable,
+            str(BENCHMARKS / "train_labs_bench.py"),
+            "--quick",
+            "--lab",
+            "train-memn2n",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.splitlines()[0] == "lab seed passed cpu_s wall_s"
+    assert "train-memn2n: 1/1 seeds passed" in done.stdout, done.stdout
+
+
 def test_no_record_is_longer_than_its_solution_without_its_teaching():
     """Issue 13: a record holds its cases as data, so what is left once its teaching (mistakes,
     properties, texts) is set aside is no longer than the solution it grades."""

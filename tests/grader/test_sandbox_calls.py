@@ -34,7 +34,10 @@ def calls_only(counts: dict) -> dict:
 
 
 def refusals(exercise_id: str) -> dict:
-    result = grade(exercise_id, SOLUTIONS, seed=3, hidden_seed=11, sandbox={}, timeout=120)
+    # A lab that trains a model trains once per case: its public case alone (one training, about
+    # 12 s of a core) exercises every call training makes.
+    hidden_seed = None if EXERCISES[exercise_id].trains else 11
+    result = grade(exercise_id, SOLUTIONS, seed=3, hidden_seed=hidden_seed, sandbox={}, timeout=120)
     assert result.passed, (exercise_id, [p.status for p in result.parts])
     return {"counts": calls_only(result.refused), "examples": result.refused_examples}
 

@@ -1,0 +1,73 @@
+"""实验：train-memn2n —— 一个学会每个人在哪的端到端记忆网络。
+
+NNDL §8.5.1（端到端记忆网络）；Sukhbaatar 等 2015（bAbI 任务 1，一条支持事实，以及其 §4.1
+的时间编码）。一个故事是 F 条“某人在某地”的事实，人们在各地点之间走动；问题问故事中的
+某个人，答案是关于此人的最新一条事实中的地点：即支持事实。人是词元 1 … P，地点是
+P + 1 … P + Q，同属一个词表（0 不是任何事实的词元）。故事和问题装在一个形状为
+(N, F + 1, 2) 的整数数组里：
+
+    inputs[:, i] = 事实 i 的 (人, 地点)，i = 0 … F − 1（最早的在前）
+    inputs[:, F] = (被问的人, 0)
+
+记忆网络把每条事实嵌入为记忆 m_i（以及输出 c_i），把问题嵌入为 u，计算注意力
+p_i = softmax_i(u · m_i)，再由 o + u 作答，其中 o = Σ_i p_i c_i。哪条事实是关于某人的
+最新一条，取决于事实的先后：记忆需要时间编码。
+
+评分器用自己保管的种子生成数据，在沙箱中先调用 `build_model` 再调用 `train_model`，然后
+（通过下面给出的 `predict` 和 `attention_weights`）向训练好的模型询问它生成的留出故事。
+随后在它自己的进程中检查：
+
+- 准确率：留出答案至少答对 90%；
+- 注意力在支持事实上：至少 80% 的留出故事中最大的注意力权重落在支持事实上（至少
+  一跳如此）；
+- 答案随事实而变：把支持事实的地点改掉，至少 80% 的故事的答案随之改变。
+
+训练必须在该部分的时间限制内、在一个 CPU 核上完成：让模型保持小巧。调用 `build_model`
+之前 Keras 已设好种子，所以同一文件和同一种子得到同一模型。请保留下面的名字和签名。
+
+用 `grader check train-memn2n` 给你的作业评分。
+
+各部分：train 10 —— 共 10 分。
+"""
+
+import keras
+from keras import layers, ops
+
+
+def build_model(vocab_size, facts):
+    """一个端到端记忆网络，处理由 `facts` 条事实组成的故事。
+
+    Args:
+        vocab_size: int，人和地点是词元 1 … vocab_size − 1。
+        facts: int，一个故事的事实数 F。
+
+    Returns:
+        一个 keras.Model，把整数输入 (B, F + 1, 2)（先是事实，再是问题）映射到两个
+        输出：答案的概率 (B, vocab_size)，以及对事实的注意力权重 (B, F)
+        （或 (B, hops, F)），每行之和为 1。
+    """
+    raise NotImplementedError("练习 train-memn2n：记忆：词元嵌入之和 + 时间编码；一跳；对 o + u 做全连接")
+
+
+def train_model(model, inputs, targets):
+    """训练 `model`（`build_model` 的返回值），由 `inputs` 回答 `targets`。
+
+    Args:
+        model: `build_model` 返回的 keras.Model。
+        inputs: (N, F + 1, 2) int32，故事和问题。
+        targets: (N,) int32，答案（地点词元）。
+
+    Returns:
+        无：模型就地训练。
+    """
+    raise NotImplementedError("练习 train-memn2n：只拟合概率输出；Adam，30 个轮次")
+
+
+def predict(model, inputs):
+    """训练后模型的答案概率 (N, vocab_size)。"""
+    return model.predict(inputs, batch_size=256, verbose=0)[0]
+
+
+def attention_weights(model, inputs):
+    """训练后模型对事实的注意力权重 (N, F)。"""
+    return model.predict(inputs, batch_size=256, verbose=0)[1]

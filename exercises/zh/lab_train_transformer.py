@@ -1,0 +1,74 @@
+"""实验：train-transformer —— 一个学会反转序列的小型 Transformer 解码器。
+
+NNDL §8.3（自注意力）；Vaswani 等 2017（解码器的掩码自注意力，可学习的或正弦的位置）。
+每个序列是 n 个源词元（1 … V − 1，可以重复），接着分隔符 0，再接反转后的源序列：
+
+    x_0 … x_{n−1}  0  x_{n−1} … x_0
+
+模型读入去掉最后一个词元的序列（长度 L = 2n），在每个位置预测下一个词元（教师强制）。
+只有答案位置 p = n … 2n − 1 可以预测：位置 p 的答案是位置 2n − 1 − p 上的源词元。你的模型
+必须是解码器：位置 p 的输出只能依赖词元 0 … p（因果掩码）。
+
+评分器用自己保管的种子生成数据，在沙箱中先调用 `build_model` 再调用 `train_model`，然后
+（通过下面给出的 `predict` 和 `attention_weights`）向训练好的模型询问它生成的留出序列。
+随后在它自己的进程中检查：
+
+- 准确率：留出答案词元至少答对 95%；
+- 因果：改动某个位置之后的词元，不改变到该位置为止的任何输出；
+- 使用位置：源序列换一种顺序后，第一个答案（最后一个源词元）随之改变；单靠自注意力
+  看到的是集合而不是顺序（NNDL §8.3）；
+- 注意力在反对角线上：在答案位置 p，最大的注意力权重落在镜像位置的源词元上，即键
+  2n − 1 − p（至少一个头如此）。
+
+训练必须在该部分的时间限制（150 秒）内、在一个 CPU 核上完成：让模型保持小巧。调用 `build_model` 之前 Keras 已设好种子，所以同一文件和
+同一种子得到同一模型。请保留下面的名字和签名；`predict` 和 `attention_weights` 要求
+模型的两个输出如 `build_model` 所述。
+
+用 `grader check train-transformer` 给你的作业评分。
+
+各部分：train 10 —— 共 10 分。
+"""
+
+import keras
+import numpy as np
+from keras import layers, ops
+
+
+def build_model(vocab_size, length):
+    """一个 Transformer 解码器，处理长度为 `length`、词表大小为 `vocab_size` 的序列。
+
+    Args:
+        vocab_size: int，词元为 0 … vocab_size − 1（0 是分隔符）。
+        length: int，模型读入的位置数 L（2n）。
+
+    Returns:
+        一个 keras.Model，把整数词元 (B, L) 映射到两个输出：下一个词元的概率
+        (B, L, vocab_size)，以及其自注意力的权重 (B, H, L, L)（或 (B, L, L)），
+        因果（对角线以上为零），每行之和为 1。
+    """
+    raise NotImplementedError("练习 train-transformer：嵌入 + 可学习位置，因果注意力 + 残差，MLP，softmax")
+
+
+def train_model(model, inputs, targets):
+    """训练 `model`（`build_model` 的返回值），由 `inputs` 预测 `targets`。
+
+    Args:
+        model: `build_model` 返回的 keras.Model。
+        inputs: (N, L) int32，去掉最后一个词元的训练序列。
+        targets: (N, L) int32，每个位置的下一个词元（`inputs` 移一位）。源位置
+            0 … n − 1 的目标是随机的：任何模型都学不会。
+
+    Returns:
+        无：模型就地训练。
+    """
+    raise NotImplementedError("练习 train-transformer：只拟合概率输出，给答案位置加权；Adam，30 个轮次")
+
+
+def predict(model, inputs):
+    """训练后模型的下一个词元概率 (N, L, vocab_size)。"""
+    return model.predict(inputs, batch_size=256, verbose=0)[0]
+
+
+def attention_weights(model, inputs):
+    """训练后模型的自注意力权重 (N, H, L, L)。"""
+    return model.predict(inputs, batch_size=256, verbose=0)[1]

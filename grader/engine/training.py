@@ -1,0 +1,86 @@
+"""Judging a part that trains a model: by what the model learned, in the grader's process.
+
+The child (grader.sandbox.child) builds and trains the submission's model on data the grader
+made from its seed and returns plain arrays: the model's answers to the probes the grader made.
+Here those arrays become checks: the accuracy on the held-out inputs, against the right answers
+computed here (`Training.answers`, never sent to the child), and each of the part's gates
+(`Training.gates`), each saying what the model does wrong when it fails. The reference solution
+is not run for these cases: the task's answers are known without it.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from grader.engine.results import CheckResult
+from grader.i18n import _, tr
+from grader.vocabulary.protocol import CaseOutput
+from grader.vocabulary.spec import Case, Part
+from grader.vocabulary.status import CaseStatus
+
+
+def expected_output(part: Part, case: Case) -> CaseOutput:
+    """What stands for the reference's answer to a training case: the right tokens of its
+    held-out inputs, -1 where a position is not scored."""
+    return CaseOutput(CaseStatus.OK, output=np.asarray(part.training.answers(case)))
+
+
+def predicted_tokens(answer: np.ndarray, truth: np.ndarray) -> np.ndarray | str:
+    """The tokens an answer predicts (the argmax of scores over the last axis, or the tokens
+    themselves), or what is wrong with its shape or values."""
+    answer = np.asarray(answer)
+    if answer.ndim == truth.ndim + 1 and answer.shape[:-1] == truth.shape:
+        if not np.all(np.isfinite(answer)):
+            return _("the model's scores hold NaN or infinite values: training diverged?")
+        return np.argmax(answer, axis=-1)
+    if answer.shape == truth.shape and answer.dtype.kind in "biu":
+        return answer
+    return _(
+        "the predictions have shape {shape}; expected scores of shape {scores} (one per token "
+        "of the vocabulary) or tokens of shape {tokens}",
+        shape=answer.shape,
+        scores=(*truth.shape, "vocabulary"),
+        tokens=truth.shape,
+    )
+
+
+def accuracy(answer: np.ndarray, truth: np.ndarray) -> float | str:
+    """The share of the scored positions (truth ≥ 0) answered right, or what is wrong with
+    the answer."""
+    tokens = predicted_tokens(answer, truth)
+    if isinstance(tokens, str):
+        return tokens
+    scored = truth >= 0
+    return float(np.mean(tokens[scored] == truth[scored]))
+
+
+def checks(part: Part, case: Case, want: CaseOutput, got: CaseOutput, prefix: str, label: str):
+    """The checks of one training case: its accuracy, then each gate."""
+    truth = np.asarray(want.output)
+    found = accuracy(got.output, truth)
+    name = prefix + _("accuracy on held-out inputs, {label}", label=label)
+    if isinstance(found, str):
+        result = [CheckResult(name, False, found)]
+    else:
+        needed = part.training.pass_at
+        message = ""
+        if found < needed:
+            message = _(
+                "the trained model answered {found:.1%} of the {count} held-out tokens right; "
+                "at least {needed:.0%} is needed",
+                found=found,
+                count=int(np.sum(truth >= 0)),
+                needed=needed,
+            )
+        result = [CheckResult(name, found >= needed, message)]
+    for gate in part.training.gates:
+        broken = gate.check(case, got.grads)
+        result.append(
+            CheckResult(
+                f"{prefix}{tr(gate.name)}, {label}",
+                broken is None,
+                broken or "",
+                "property: " + gate.name if broken else None,
+            )
+        )
+    return result

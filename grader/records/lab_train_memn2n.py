@@ -1,0 +1,160 @@
+"""Lab train-memn2n: an end-to-end memory network trained in the sandbox on generated
+where-is-the-person stories (bAbI task 1's structure), graded by what it learned: held-out
+accuracy, attention on the supporting fact, and that the answer follows that fact."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from grader.i18n import N_, _
+from grader.reference import tasks
+from grader.vocabulary.labels import label_texts
+from grader.vocabulary.spec import TRAIN, Case, Exercise, Gate, Part, Training
+
+# The words of this record's case labels, translated where shown (grader.vocabulary.labels).
+LABEL_TEXTS = label_texts(
+    N_("{facts} facts about {persons} persons in {places} places"),
+    N_("{count} training stories"),
+    N_("seed {seed}"),
+)
+
+PERSONS, PLACES, FACTS = 4, 6, 6
+VOCAB_SIZE = 1 + PERSONS + PLACES
+TRAIN_COUNT = 5000
+HELD_OUT_COUNT = 500
+PASS_AT = 0.9
+# The share of held-out stories whose largest attention weight must be on the supporting fact.
+SUPPORT_AT = 0.8
+# The share of stories whose answer must follow a change of the supporting fact's place.
+FOLLOWS_AT = 0.8
+
+PROBES = [
+    ["held_out", "predict", "held_out"],
+    ["moved", "predict", "moved"],
+    ["attention", "attention_weights", "held_out"],
+]
+
+
+def story_cases(rng, hidden=False):
+    """One training case: the stories to train on, the held-out ones and their variant with the
+    supporting fact's place changed, all drawn from `rng`, and the seed Keras is given."""
+    seed = int(rng.integers(2**31))
+    inputs, targets, _support = tasks.whereabouts_data(rng, TRAIN_COUNT, PERSONS, PLACES, FACTS)
+    held_out = tasks.whereabouts_data(rng, HELD_OUT_COUNT, PERSONS, PLACES, FACTS)[0]
+    arrays = {
+        "inputs": inputs,
+        "targets": targets,
+        "held_out": held_out,
+        "moved": tasks.moved_away(rng, held_out, PERSONS, PLACES).astype("int32"),
+    }
+    label = (
+        f"{FACTS} facts about {PERSONS} persons in {PLACES} places, {TRAIN_COUNT} training "
+        f"stories, seed {seed}"
+    )
+    plan = {"build": "build_model", "train": "train_model", "seed": seed, "probes": PROBES}
+    params = {"vocab_size": VOCAB_SIZE, "facts": FACTS}
+    return [Case("build_model", TRAIN, label, arrays, params, training=plan)]
+
+
+def story_answers(case):
+    return tasks.whereabouts_answers(case.inputs["held_out"])[0]
+
+
+def on_the_supporting_fact(case, answers):
+    count = len(case.inputs["held_out"])
+    weights = answers.get("attention")
+    if weights is None:
+        return _("no answer came back for {name}", name="attention")
+    weights = np.asarray(weights, dtype=float)
+    if weights.ndim == 2:
+        weights = weights[:, None]
+    if (
+        weights.ndim != 3
+        or weights.shape[0] != count
+        or weights.shape[-1] != FACTS
+        or not np.all(np.isfinite(weights))
+    ):
+        return _(
+            "attention_weights returned shape {shape}: expected finite weights of shape "
+            "{single} or {hops} (one per fact)",
+            shape=np.shape(answers["attention"]),
+            single=(count, FACTS),
+            hops=(count, "hops", FACTS),
+        )
+    sums = weights.sum(axis=-1)
+    if np.any(weights < -1e-6) or np.abs(sums - 1).max() > 1e-3:
+        return _(
+            "attention_weights returned rows that are no distributions (a row sums to "
+            "{sum:.3g}): return the weights after the softmax, not the scores",
+            sum=float(sums.flat[np.abs(sums - 1).argmax()]),
+        )
+    support = tasks.whereabouts_answers(case.inputs["held_out"])[1]
+    hits = (weights.argmax(axis=-1) == support[:, None]).mean(axis=0)  # per hop
+    best = int(np.argmax(hits))
+    if hits[best] >= SUPPORT_AT:
+        return None
+    return _(
+        "the largest attention weight was on the supporting fact (the latest fact about the "
+        "person asked) in only {hits:.0%} of the held-out stories (hop {hop}; at least "
+        "{needed:.0%} needed): a memory network answers by reading that fact. Where it reads an "
+        "older fact about the same person, its memories do not know the order of the facts: "
+        "add a temporal encoding to them",
+        hits=float(hits[best]),
+        hop=best,
+        needed=SUPPORT_AT,
+    )
+
+
+def follows_the_fact(case, answers):
+    moved = answers.get("moved")
+    count = len(case.inputs["held_out"])
+    if moved is None or np.shape(moved) != (count, VOCAB_SIZE):
+        return _(
+            "predict returned shape {shape} on the changed stories: expected {expected}",
+            shape=None if moved is None else np.shape(moved),
+            expected=(count, VOCAB_SIZE),
+        )
+    right = tasks.whereabouts_answers(case.inputs["moved"])[0]
+    follows = float(np.mean(np.asarray(moved).argmax(axis=-1) == right))
+    if follows >= FOLLOWS_AT:
+        return None
+    return _(
+        "with the place of the supporting fact changed, the answer changed with it in only "
+        "{follows:.0%} of the held-out stories (at least {needed:.0%} needed): the model "
+        "answers from what it remembers of the training stories, not from the story it reads",
+        follows=follows,
+        needed=FOLLOWS_AT,
+    )
+
+
+RECORD = Exercise(
+    id="train-memn2n",
+    title="Lab: train an end-to-end memory network on where-is stories",
+    file="lab_train_memn2n.py",
+    section="NNDL 8.5.1 (end-to-end memory networks); Sukhbaatar 2015 (bAbI task 1)",
+    timeout=150.0,
+    summary=(
+        "Build an end-to-end memory network and train it to answer where a person is, from "
+        "stories of people moving. The grader trains it in the sandbox on stories from its own "
+        "seed and grades what it learned on held-out stories: accuracy, that its attention is "
+        "on the supporting fact, and that the answer follows that fact."
+    ),
+    parts=(
+        Part(
+            name="train",
+            points=10,
+            make_cases=story_cases,
+            targets=("build_model", "train_model", "predict", "attention_weights"),
+            description="train: build_model and train_model; graded on held-out accuracy "
+            f"(≥ {PASS_AT:.0%}) and two gates.",
+            training=Training(
+                answers=story_answers,
+                pass_at=PASS_AT,
+                gates=(
+                    Gate(N_("attention on the supporting fact"), on_the_supporting_fact),
+                    Gate(N_("the answer follows the supporting fact"), follows_the_fact),
+                ),
+            ),
+        ),
+    ),
+)

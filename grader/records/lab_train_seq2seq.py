@@ -1,0 +1,154 @@
+"""Lab train-seq2seq: an encoder–decoder with Bahdanau's additive attention trained in the
+sandbox to rewrite dates, graded by what it learned: held-out accuracy, a causal decoder, and a
+monotone alignment."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from grader.i18n import N_, _
+from grader.reference import tasks
+from grader.vocabulary.labels import label_texts
+from grader.vocabulary.spec import TRAIN, Case, Exercise, Gate, Part, Training
+
+# The words of this record's case labels, translated where shown (grader.vocabulary.labels).
+LABEL_TEXTS = label_texts(N_("dates to digits"), N_("{count} training dates"), N_("seed {seed}"))
+
+TRAIN_COUNT = 3000
+HELD_OUT_COUNT = 500
+PASS_AT = 0.95
+# The share of target steps whose largest attention weight must be on their source token.
+ALIGNED_AT = 0.8
+CAUSAL_TOLERANCE = 1e-4
+SOURCE, TARGET = tasks.DATE_SOURCE, tasks.DATE_TARGET
+
+PROBES = [
+    ["held_out", "predict", "held_out"],
+    ["later_changed", "predict", "later_changed"],
+    ["attention", "attention_weights", "held_out"],
+]
+
+
+def date_cases(rng, hidden=False):
+    """One training case: the dates to train on, the held-out ones and their variant with the
+    decoder's later inputs changed, all drawn from `rng`, and the seed Keras is given."""
+    seed = int(rng.integers(2**31))
+    inputs, targets = tasks.dates_data(rng, TRAIN_COUNT)
+    held_out = tasks.dates_data(rng, HELD_OUT_COUNT)[0]
+    arrays = {
+        "inputs": inputs,
+        "targets": targets,
+        "held_out": held_out,
+        "later_changed": tasks.decoder_inputs_changed(rng, held_out).astype("int32"),
+    }
+    label = f"dates to digits, {TRAIN_COUNT} training dates, seed {seed}"
+    plan = {"build": "build_model", "train": "train_model", "seed": seed, "probes": PROBES}
+    params = {
+        "vocab_size": tasks.DATE_VOCABULARY,
+        "source_length": SOURCE,
+        "target_length": TARGET,
+    }
+    return [Case("build_model", TRAIN, label, arrays, params, training=plan)]
+
+
+def date_answers(case):
+    return tasks.dates_answers(case.inputs["held_out"])
+
+
+def causal(case, answers):
+    held_out, changed = case.inputs["held_out"], case.inputs["later_changed"]
+    shape = (len(held_out), TARGET, tasks.DATE_VOCABULARY)
+    outputs, changed_outputs = answers.get("held_out"), answers.get("later_changed")
+    if any(np.shape(found) != shape for found in (outputs, changed_outputs)):
+        return _(
+            "predict returned shape {shape}: expected {expected}",
+            shape=np.shape(changed_outputs),
+            expected=shape,
+        )
+    leak, (sequence, step, first) = tasks.causal_leak(
+        outputs, changed_outputs, held_out[:, SOURCE:], changed[:, SOURCE:]
+    )
+    if leak <= CAUSAL_TOLERANCE:
+        return None
+    return _(
+        "the output of step {step} changed (by {leak:.3g}) when only the decoder's inputs "
+        "from step {first} on were changed (held-out date {sequence}): the decoder reads later "
+        "inputs. With teacher forcing the next digit is among them, so such a decoder fits its "
+        "data and still cannot translate; run the decoder forward only (no Bidirectional)",
+        step=step,
+        leak=leak,
+        first=first,
+        sequence=sequence,
+    )
+
+
+def monotone_alignment(case, answers):
+    count = len(case.inputs["held_out"])
+    weights = answers.get("attention")
+    shape = (count, TARGET, SOURCE)
+    if weights is None or np.shape(weights) != shape or not np.all(np.isfinite(weights)):
+        return _(
+            "attention_weights returned shape {shape}: expected finite weights of shape "
+            "{expected} (target steps, source tokens)",
+            shape=None if weights is None else np.shape(weights),
+            expected=shape,
+        )
+    weights = np.asarray(weights, dtype=float)
+    sums = weights.sum(axis=-1)
+    if np.any(weights < -1e-6) or np.abs(sums - 1).max() > 1e-3:
+        return _(
+            "attention_weights returned rows that are no distributions (a row sums to "
+            "{sum:.3g}): return the weights after the softmax, not the scores",
+            sum=float(sums.flat[np.abs(sums - 1).argmax()]),
+        )
+    aligned = weights.argmax(axis=-1) == tasks.DATE_ALIGNMENT  # (N, T)
+    if aligned.mean() >= ALIGNED_AT:
+        return None
+    worst = int(np.argmin(aligned.mean(axis=0)))
+    return _(
+        "the largest attention weight was on the source token a step translates in only "
+        "{share:.0%} of the steps (at least {needed:.0%} needed; step {step}, which translates "
+        "source token {token}, only {worst:.0%}): the rewriting is monotone, step t reads "
+        "source token 0, 1, 2, 2, 3, 4, 5, 6, and an attention that looks there is what lets "
+        "the decoder copy and convert",
+        share=float(aligned.mean()),
+        needed=ALIGNED_AT,
+        step=worst,
+        token=int(tasks.DATE_ALIGNMENT[worst]),
+        worst=float(aligned[:, worst].mean()),
+    )
+
+
+RECORD = Exercise(
+    id="train-seq2seq",
+    title="Lab: train an encoder–decoder with Bahdanau attention to rewrite dates",
+    file="lab_train_seq2seq.py",
+    section="NNDL 8.2 (attention in seq2seq); Bahdanau 2015 (additive attention)",
+    timeout=150.0,
+    summary=(
+        "Build an encoder–decoder with Bahdanau's additive attention and train it to rewrite "
+        "dates as digits. The grader trains it in the sandbox on dates from its own seed and "
+        "grades what it learned on held-out dates: accuracy, that the decoder is causal, and "
+        "that its attention follows the monotone alignment."
+    ),
+    parts=(
+        Part(
+            name="train",
+            points=10,
+            make_cases=date_cases,
+            targets=("build_model", "train_model", "predict", "attention_weights"),
+            description="train: build_model and train_model; graded on held-out accuracy "
+            f"(≥ {PASS_AT:.0%}) and two gates.",
+            training=Training(
+                answers=date_answers,
+                pass_at=PASS_AT,
+                gates=(
+                    Gate(
+                        N_("causal: later decoder inputs leave earlier outputs unchanged"), causal
+                    ),
+                    Gate(N_("monotone alignment"), monotone_alignment),
+                ),
+            ),
+        ),
+    ),
+)

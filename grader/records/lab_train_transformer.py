@@ -1,0 +1,209 @@
+"""Lab train-transformer: a small Transformer decoder trained in the sandbox to reverse
+sequences, graded by what it learned: held-out accuracy, and gates a model that merely fits
+cannot pass (causal, uses positions, attention on the anti-diagonal)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from grader.i18n import N_, _
+from grader.reference import tasks
+from grader.vocabulary.labels import label_texts
+from grader.vocabulary.spec import TRAIN, Case, Exercise, Gate, Part, Training
+
+# The words of this record's case labels, translated where shown (grader.vocabulary.labels).
+LABEL_TEXTS = label_texts(
+    N_("reversal of {count} tokens"), N_("{count} training sequences"), N_("seed {seed}")
+)
+
+VOCAB_SIZE = 12
+SOURCE_LENGTH = 6  # the model reads L = 2n = 12 positions
+TRAIN_COUNT = 3000
+HELD_OUT_COUNT = 500
+PASS_AT = 0.95
+# Of the answer rows, the share whose largest weight on a source token must be on the mirrored one.
+ANTI_DIAGONAL_AT = 0.8
+# A reordered source: the share of first answers that must follow the new last source token.
+FOLLOWS_AT = 0.8
+# How far an output before the first changed token may move (float32 rounding, batching).
+CAUSAL_TOLERANCE = 1e-4
+
+PROBES = [
+    ["held_out", "predict", "held_out"],
+    ["later_changed", "predict", "later_changed"],
+    ["reordered", "predict", "reordered"],
+    ["attention", "attention_weights", "held_out"],
+]
+
+
+def reversal_cases(rng, hidden=False):
+    """One training case: the training data, the held-out sequences and their two variants,
+    all drawn from `rng`, and the seed Keras is given in the child."""
+    seed = int(rng.integers(2**31))
+    inputs, targets = tasks.reversal_data(rng, TRAIN_COUNT, VOCAB_SIZE, SOURCE_LENGTH)
+    held_out, _unused = tasks.reversal_data(rng, HELD_OUT_COUNT, VOCAB_SIZE, SOURCE_LENGTH)
+    arrays = {
+        "inputs": inputs,
+        "targets": targets,
+        "held_out": held_out,
+        "later_changed": tasks.later_changed(rng, held_out).astype("int32"),
+        "reordered": tasks.reordered_sources(rng, held_out).astype("int32"),
+    }
+    label = (
+        f"reversal of {SOURCE_LENGTH} tokens, V={VOCAB_SIZE}, {TRAIN_COUNT} training sequences, "
+        f"seed {seed}"
+    )
+    plan = {"build": "build_model", "train": "train_model", "seed": seed, "probes": PROBES}
+    params = {"vocab_size": VOCAB_SIZE, "length": 2 * SOURCE_LENGTH}
+    return [Case("build_model", TRAIN, label, arrays, params, training=plan)]
+
+
+def reversal_answers(case):
+    return tasks.reversal_answers(case.inputs["held_out"])
+
+
+def _answer(answers, name, expected_shape):
+    """The named answer as an array of `expected_shape`'s rank and leading sizes, or why not."""
+    found = answers.get(name)
+    if found is None:
+        return None, _("no answer came back for {name}", name=name)
+    found = np.asarray(found, dtype=float)
+    if found.shape[: len(expected_shape)] != expected_shape or not np.all(np.isfinite(found)):
+        return None, _(
+            "{name}: expected finite values of shape {shape}, got shape {found}",
+            name=name,
+            shape=(*expected_shape, "…"),
+            found=found.shape,
+        )
+    return found, None
+
+
+def causal(case, answers):
+    held_out = case.inputs["held_out"]
+    outputs, problem = _answer(answers, "held_out", held_out.shape)
+    changed_outputs, problem = (
+        (None, problem) if problem else _answer(answers, "later_changed", held_out.shape)
+    )
+    if problem:
+        return problem
+    leak, (sequence, position, first) = tasks.causal_leak(
+        outputs, changed_outputs, held_out, case.inputs["later_changed"]
+    )
+    if leak <= CAUSAL_TOLERANCE:
+        return None
+    return _(
+        "the output at position {position} changed (by {leak:.3g}) when only tokens from "
+        "position {first} on were changed (held-out sequence {sequence}): the model looks at "
+        "later tokens. With teacher forcing the next token is in the input, so a model that "
+        "peeks fits its data and still cannot generate; mask the attention causally "
+        "(use_causal_mask=True, or a mask with zeros above the diagonal)",
+        position=position,
+        leak=leak,
+        first=first,
+        sequence=sequence,
+    )
+
+
+def uses_positions(case, answers):
+    held_out, reordered = case.inputs["held_out"], case.inputs["reordered"]
+    before, problem = _answer(answers, "held_out", held_out.shape)
+    after, problem = (None, problem) if problem else _answer(answers, "reordered", held_out.shape)
+    if problem:
+        return problem
+    first = SOURCE_LENGTH  # the position that predicts the first answer, the last source token
+    rows = tasks.reordered_rows(held_out, reordered)
+    before, after, reordered = before[rows, first], after[rows, first], reordered[rows]
+    follows = float(np.mean(after.argmax(axis=-1) == reordered[:, first - 1]))
+    if follows >= FOLLOWS_AT:
+        return None
+    unchanged = float(np.mean(np.abs(after - before).max(axis=-1) < 1e-5))
+    if unchanged > 0.5:
+        return _(
+            "with the source tokens put in another order, the first answer did not change in "
+            "{unchanged:.0%} of the held-out sequences: the model does not see order. "
+            "Self-attention alone treats its inputs as a set (NNDL 8.3); add positions (a "
+            "learned or sinusoidal encoding) to the embeddings",
+            unchanged=unchanged,
+        )
+    return _(
+        "with the source tokens put in another order, the first answer was the new last "
+        "source token in only {follows:.0%} of the held-out sequences (at least {needed:.0%} "
+        "needed): the model does not find the token by its position",
+        follows=follows,
+        needed=FOLLOWS_AT,
+    )
+
+
+def anti_diagonal(case, answers):
+    held_out = case.inputs["held_out"]
+    count, length = held_out.shape
+    weights = answers.get("attention")
+    if weights is None:
+        return _("no answer came back for {name}", name="attention")
+    weights = np.asarray(weights, dtype=float)
+    square = weights.shape[-2:] == (length, length) and weights.shape[0] == count
+    if not square or weights.ndim not in (3, 4) or not np.all(np.isfinite(weights)):
+        return _(
+            "attention_weights returned shape {shape}: expected finite weights of shape "
+            "{heads} or {single} (queries, keys)",
+            shape=weights.shape,
+            heads=(count, "H", length, length),
+            single=(count, length, length),
+        )
+    sums = weights.sum(axis=-1)
+    if np.any(weights < -1e-6) or np.abs(sums - 1).max() > 1e-3:
+        return _(
+            "attention_weights returned rows that are no distributions (a row sums to "
+            "{sum:.3g}): return the weights after the softmax, not the scores",
+            sum=float(sums.flat[np.abs(sums - 1).argmax()]),
+        )
+    hits, mass = tasks.anti_diagonal_hits(weights)
+    best = int(np.argmax(hits))
+    if hits[best] >= ANTI_DIAGONAL_AT:
+        return None
+    return _(
+        "at the answer positions p = n … 2n − 1, of the source tokens the one with the largest "
+        "attention weight was the mirrored one (key 2n − 1 − p) in only {hits:.0%} of the rows "
+        "(head {head}, mean weight there {mass:.2f}; at least {needed:.0%} needed): the answer "
+        "at p is that token, so a model that reverses by attention looks there",
+        hits=float(hits[best]),
+        head=best,
+        mass=float(mass[best]),
+        needed=ANTI_DIAGONAL_AT,
+    )
+
+
+RECORD = Exercise(
+    id="train-transformer",
+    title="Lab: train a Transformer decoder to reverse sequences",
+    file="lab_train_transformer.py",
+    section="NNDL 8.3 (self-attention); Vaswani 2017 (masked decoder self-attention)",
+    timeout=150.0,
+    summary=(
+        "Build a small Transformer decoder (embeddings, positions, causal self-attention) and "
+        "train it to reverse sequences. The grader trains it in the sandbox on data from its own "
+        "seed and grades what it learned on held-out sequences: accuracy, that it is causal, "
+        "that it uses positions, and that its attention looks at the mirrored token."
+    ),
+    parts=(
+        Part(
+            name="train",
+            points=10,
+            make_cases=reversal_cases,
+            targets=("build_model", "train_model", "predict", "attention_weights"),
+            description="train: build_model and train_model; graded on held-out accuracy "
+            f"(≥ {PASS_AT:.0%}) and three gates.",
+            training=Training(
+                answers=reversal_answers,
+                pass_at=PASS_AT,
+                gates=(
+                    Gate(N_("causal: later tokens leave earlier outputs unchanged"), causal),
+                    Gate(
+                        N_("uses positions: the answer follows the source's order"), uses_positions
+                    ),
+                    Gate(N_("attention on the anti-diagonal"), anti_diagonal),
+                ),
+            ),
+        ),
+    ),
+)

@@ -1,0 +1,195 @@
+"""Synthetic tasks for the labs graded by what a model learns (lab train-transformer): data
+drawn from a seed the grader keeps, the right answers, the probes that test how the answers were
+found, and the measures the gates are judged on. NumPy only; the data never comes from the
+submission.
+
+Reversal, as a decoder reads it. A source of n tokens x (from 1 … V − 1), the separator
+0, then the source reversed: s = (x_0 … x_{n−1}, 0, x_{n−1} … x_0). The model reads s[:−1]
+(length L = 2n) and at each position predicts the next token, s[1:], under a causal mask
+(teacher forcing). Only the answer positions p = n … 2n − 1 can be predicted (the source is
+random); the token to predict there is x_{2n−1−p}, which sits at position 2n − 1 − p: the
+query at p must look at key 2n − 1 − p, the anti-diagonal of the (L, L) attention.
+"""
+
+import numpy as np
+
+SEPARATOR = 0
+
+
+def reversal_data(rng, count, vocab_size, source_length):
+    """`count` reversal sequences: (inputs, targets), both (count, 2n) int32, targets the inputs
+    shifted by one (the next token). The source tokens are drawn independently, repeats allowed:
+    with distinct tokens the last answers could be found by elimination (the source token not
+    yet answered), and attention would not need to find the mirrored position."""
+    source = rng.integers(1, vocab_size, (count, source_length))
+    separator = np.full((count, 1), SEPARATOR)
+    sequence = np.concatenate([source, separator, source[:, ::-1]], axis=1).astype("int32")
+    return sequence[:, :-1].copy(), sequence[:, 1:].copy()
+
+
+def reversal_answers(inputs):
+    """The right next tokens of reversal inputs (N, 2n): the source reversed at the answer
+    positions n … 2n − 1, −1 (not scored) at the source positions."""
+    inputs = np.asarray(inputs)
+    source_length = inputs.shape[1] // 2
+    answers = np.full(inputs.shape, -1, dtype=np.int64)
+    answers[:, source_length:] = inputs[:, :source_length][:, ::-1]
+    return answers
+
+
+def later_changed(rng, inputs):
+    """Each sequence with every token after a drawn position c (n ≤ c < 2n − 1) replaced by
+    another token: a causal model's outputs at positions ≤ c cannot change."""
+    changed = np.array(inputs, copy=True)
+    length = changed.shape[1]
+    for row in changed:
+        cut = int(rng.integers(length // 2, length - 1))
+        later = row[cut + 1 :]
+        row[cut + 1 :] = (later + rng.integers(1, row.max() + 1, later.shape)) % (row.max() + 1)
+    return changed
+
+
+def first_changed(inputs, changed):
+    """Per sequence, the first position where `changed` differs from `inputs` (its length where
+    none does)."""
+    differs = np.asarray(inputs) != np.asarray(changed)
+    return np.where(differs.any(axis=1), differs.argmax(axis=1), differs.shape[1])
+
+
+def causal_leak(outputs, changed_outputs, inputs, changed):
+    """The largest change of an output at a position before the first changed token, and the
+    (sequence, position, first changed position) where it is."""
+    first = first_changed(inputs, changed)
+    positions = np.arange(np.shape(outputs)[1])
+    before = positions[None, :] < first[:, None]  # (N, L)
+    change = np.abs(np.asarray(outputs, float) - np.asarray(changed_outputs, float))
+    change = change.reshape(change.shape[0], change.shape[1], -1).max(axis=-1) * before
+    sequence, position = np.unravel_index(np.argmax(change), change.shape)
+    return float(change[sequence, position]), (int(sequence), int(position), int(first[sequence]))
+
+
+def reordered_sources(rng, inputs):
+    """Each sequence with its source tokens put in another order whose last token differs
+    (the rest of the sequence kept): the first answer, the last source token, must follow. A
+    source of one repeated token stays as it is (`reordered_rows` leaves it out)."""
+    reordered = np.array(inputs, copy=True)
+    source_length = reordered.shape[1] // 2
+    for row in reordered:
+        source = row[:source_length]
+        if np.all(source == source[-1]):
+            continue
+        while True:
+            order = rng.permutation(source_length)
+            if source[order[-1]] != source[-1]:
+                break
+        row[:source_length] = source[order]
+    return reordered
+
+
+def reordered_rows(inputs, reordered):
+    """Which sequences `reordered_sources` changed (their last source token differs)."""
+    source_length = np.shape(inputs)[1] // 2
+    last = source_length - 1
+    return np.asarray(inputs)[:, last] != np.asarray(reordered)[:, last]
+
+
+def anti_diagonal_hits(weights):
+    """For attention weights (N, L, L) or (N, H, L, L), per head: the share of the answer rows
+    p = n … 2n − 1 whose largest weight among the source keys 0 … n − 1 is on key 2n − 1 − p,
+    and the mean weight on that key. Weight a row gives the separator or the answers so far is
+    left aside: the answer is told apart from the other source tokens there, not from them."""
+    weights = np.asarray(weights, dtype=float)
+    if weights.ndim == 3:
+        weights = weights[:, None]
+    length = weights.shape[-1]
+    source_length = length // 2
+    rows = np.arange(source_length, length)
+    mirrored = length - 1 - rows
+    on_source = weights[:, :, rows, :source_length]  # (N, H, n, n)
+    hits = on_source.argmax(axis=-1) == mirrored  # (N, H, n)
+    mass = weights[:, :, rows, mirrored]
+    return hits.mean(axis=(0, 2)), mass.mean(axis=(0, 2))
+
+
+# Where is the person? (lab train-memn2n). A story of F facts "person is in place", the persons
+# 1 … P and the places P + 1 … P + Q tokens of one vocabulary (0 pads), persons repeating:
+# people move. The question names a person of the story; the answer is the place of the latest
+# fact about them, the supporting fact. Inputs pack the story and the question in one int
+# array (N, F + 1, 2): rows 0 … F − 1 the facts (person, place), row F (the person asked, 0).
+
+
+def whereabouts_data(rng, count, persons, places, facts):
+    """`count` stories: (inputs (count, F + 1, 2) int32, answers (count,) int32, the index of
+    each one's supporting fact (count,))."""
+    inputs = np.zeros((count, facts + 1, 2), dtype="int32")
+    inputs[:, :facts, 0] = rng.integers(1, persons + 1, (count, facts))
+    inputs[:, :facts, 1] = rng.integers(persons + 1, persons + places + 1, (count, facts))
+    asked = inputs[np.arange(count), rng.integers(facts, size=count), 0]
+    inputs[:, facts, 0] = asked
+    answers, support = whereabouts_answers(inputs)
+    return inputs, answers, support
+
+
+def whereabouts_answers(inputs):
+    """The place of the latest fact about the person asked, and that fact's index."""
+    inputs = np.asarray(inputs)
+    facts = inputs.shape[1] - 1
+    about = inputs[:, :facts, 0] == inputs[:, facts : facts + 1, 0]  # (N, F)
+    support = facts - 1 - np.argmax(about[:, ::-1], axis=1)
+    return inputs[np.arange(len(inputs)), support, 1].astype("int32"), support
+
+
+def moved_away(rng, inputs, persons, places):
+    """Each story with the place of its supporting fact changed: the answer must follow."""
+    moved = np.array(inputs, copy=True)
+    _answers, support = whereabouts_answers(moved)
+    rows = np.arange(len(moved))
+    shift = rng.integers(1, places, size=len(moved))
+    moved[rows, support, 1] = persons + 1 + (moved[rows, support, 1] - persons - 1 + shift) % places
+    return moved
+
+
+# Dates (lab train-seq2seq): "14 <jul> 2023" → "1 4 0 7 2 0 2 3". Digits are the tokens 0 … 9,
+# the months 10 … 21, the decoder's start 22. The source is the day's two digits, the month's
+# token and the year's four digits (7 tokens); the target the day's, the month's and the year's
+# digits (8 tokens). Inputs pack the source and the decoder's inputs (the start token, then the
+# target but its last token) in one int array (N, 7 + 8). The alignment is monotone: target
+# step t translates source token DATE_ALIGNMENT[t].
+FIRST_MONTH, DATE_START, DATE_VOCABULARY = 10, 22, 23
+DATE_SOURCE, DATE_TARGET = 7, 8
+DATE_ALIGNMENT = np.array([0, 1, 2, 2, 3, 4, 5, 6])
+
+
+def _digits(values, count):
+    return np.stack([(values // 10 ** (count - 1 - i)) % 10 for i in range(count)], axis=1)
+
+
+def dates_data(rng, count):
+    """`count` dates: (inputs (count, 15) int32, targets (count, 8) int32)."""
+    day, month = rng.integers(1, 29, count), rng.integers(1, 13, count)
+    year = rng.integers(1900, 2100, count)
+    source = np.concatenate(
+        [_digits(day, 2), (FIRST_MONTH + month - 1)[:, None], _digits(year, 4)], axis=1
+    )
+    target = np.concatenate([_digits(day, 2), _digits(month, 2), _digits(year, 4)], axis=1)
+    start = np.full((count, 1), DATE_START)
+    inputs = np.concatenate([source, start, target[:, :-1]], axis=1)
+    return inputs.astype("int32"), target.astype("int32")
+
+
+def dates_answers(inputs):
+    """The right target digits of date inputs (N, 15), from their source."""
+    source = np.asarray(inputs)[:, :DATE_SOURCE]
+    month = source[:, 2] - FIRST_MONTH + 1
+    return np.concatenate([source[:, :2], _digits(month, 2), source[:, 3:]], axis=1)
+
+
+def decoder_inputs_changed(rng, inputs):
+    """Each date with the decoder's inputs after a drawn step c (0 ≤ c < 7) changed to other
+    digits, the source kept: a decoder's outputs at steps ≤ c cannot change."""
+    changed = np.array(inputs, copy=True)
+    for row in changed:
+        cut = DATE_SOURCE + int(rng.integers(DATE_TARGET - 1))
+        later = row[cut + 1 :]
+        row[cut + 1 :] = (later + rng.integers(1, 10, later.shape)) % 10
+    return changed

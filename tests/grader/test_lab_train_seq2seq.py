@@ -1,0 +1,112 @@
+"""Lab train-seq2seq: its gates on answers made here (no training), and the planted table of
+models that break a gate, each of which must lose the part with the gate's explanation. Full
+marks, the stub and the planted table are graded by tests/grader/test_records.py (marked slow
+there: each graded submission trains a model in the sandbox, about 20 s of one CPU core)."""
+
+import numpy as np
+import pytest
+
+from grader.engine.cases import make_cases
+from grader.engine.training import accuracy
+from grader.records import get_exercise
+from grader.records.lab_train_seq2seq import causal, monotone_alignment
+from grader.reference import tasks
+from tests.support.planting import from_table, patched_solution
+
+pytestmark = pytest.mark.labs
+
+LAB = "train-seq2seq"
+DECODER = "    states = layers.GRU(units, return_sequences=True)(\n"
+
+# (part, mistake, the phrases of the feedback, (old, new) patches of the solution)
+PATCHES = [
+    (
+        # A decoder that reads its inputs both ways sees the next digit (teacher forcing): it
+        # fits, and fails the causality gate only.
+        "train",
+        "property: causal: later decoder inputs leave earlier outputs unchanged",
+        "the decoder reads later inputs",
+        [
+            (
+                DECODER,
+                "    states = layers.Bidirectional(\n"
+                "        layers.GRU(units // 2, return_sequences=True)\n"
+                "    )(\n",
+            )
+        ],
+    ),
+    (
+        "train",
+        "property: monotone alignment",
+        "the rewriting is monotone",
+        [
+            (
+                "weights = ops.softmax(scores, axis=-1)",
+                "weights = ops.softmax(0.0 * scores, axis=-1)",
+            )
+        ],
+    ),
+]
+
+PLANTED = [
+    (part, patched_solution(LAB, *patches), mistake, phrase)
+    for part, mistake, phrase, patches in PATCHES
+]
+
+
+def planted():
+    """Every planted mistake of this exercise (graded by tests/grader/test_records.py)."""
+    return from_table(PLANTED)
+
+
+def _case():
+    return make_cases(get_exercise(LAB), 0)["train"][0]
+
+
+def _perfect_answers(case):
+    """What a perfect causal translator answers, attending exactly along the alignment."""
+    answers = {}
+    for name in ("held_out", "later_changed"):
+        right = tasks.dates_answers(case.inputs[name])
+        answers[name] = np.eye(tasks.DATE_VOCABULARY)[right]
+    count = len(case.inputs["held_out"])
+    weights = np.eye(tasks.DATE_SOURCE)[tasks.DATE_ALIGNMENT]  # (T, S)
+    answers["attention"] = np.broadcast_to(weights, (count, *weights.shape))
+    return answers
+
+
+def test_the_target_is_the_dates_digits():
+    inputs, targets = tasks.dates_data(np.random.default_rng(0), 50)
+    day = inputs[:, 0] * 10 + inputs[:, 1]
+    month = inputs[:, 2] - tasks.FIRST_MONTH + 1
+    assert (targets[:, 2] * 10 + targets[:, 3] == month).all()
+    assert (targets[:, 0] * 10 + targets[:, 1] == day).all()
+    assert (targets[:, 4:] == inputs[:, 3:7]).all()
+
+
+def test_a_perfect_translator_passes_every_gate():
+    case = _case()
+    answers = _perfect_answers(case)
+    truth = get_exercise(LAB).part("train").training.answers(case)
+    assert accuracy(answers["held_out"], truth) == 1.0
+    assert causal(case, answers) is None
+    assert monotone_alignment(case, answers) is None
+
+
+def test_outputs_read_from_the_next_decoder_input_fail_causality():
+    case = _case()
+    answers = _perfect_answers(case)
+    for name in ("held_out", "later_changed"):
+        following = np.roll(case.inputs[name][:, tasks.DATE_SOURCE :], -1, axis=1) % 10
+        answers[name] = np.eye(tasks.DATE_VOCABULARY)[following]
+    broken = causal(case, answers)
+    assert broken is not None and "the decoder reads later inputs" in broken
+
+
+def test_attention_on_the_first_source_token_fails_the_alignment():
+    case = _case()
+    answers = _perfect_answers(case)
+    answers["attention"] = np.zeros_like(answers["attention"])
+    answers["attention"][..., 0] = 1.0
+    broken = monotone_alignment(case, answers)
+    assert broken is not None and "in only 12% of the steps" in broken

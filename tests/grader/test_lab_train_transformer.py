@@ -1,0 +1,125 @@
+"""Lab train-transformer: its gates on answers made here (no training), and the planted table
+of models that fit their data but break a gate, each of which must lose the part with the
+gate's explanation. Full marks, the stub and the planted table are graded by
+tests/grader/test_records.py (marked slow there: each graded submission trains a model in the
+sandbox, about 12 s of one CPU core)."""
+
+import numpy as np
+import pytest
+
+from grader.engine.cases import make_cases
+from grader.engine.training import accuracy
+from grader.records import get_exercise
+from grader.records.lab_train_transformer import anti_diagonal, causal, uses_positions
+from grader.reference import tasks
+from tests.support.planting import from_table, patched_solution
+
+pytestmark = pytest.mark.labs
+
+LAB = "train-transformer"
+
+# (part, mistake, the phrases of the feedback, an (old, new) patch of the solution)
+PATCHES = [
+    (
+        # Without the mask the model reads the next token, which teacher forcing puts in its
+        # input: it fits (accuracy near 100%) and fails only the causality gate.
+        "train",
+        "property: causal: later tokens leave earlier outputs unchanged",
+        "the model looks at later tokens",
+        ("use_causal_mask=True", "use_causal_mask=False"),
+    ),
+    (
+        "train",
+        "property: uses positions: the answer follows the source's order",
+        "the model does not see order",
+        (
+            "hidden = layers.Embedding(vocab_size, model_dim)(tokens) + places[None]",
+            "hidden = layers.Embedding(vocab_size, model_dim)(tokens)",
+        ),
+    ),
+    (
+        "train",
+        "property: attention on the anti-diagonal",
+        "return the weights after the softmax",
+        (
+            "return model.predict(inputs, batch_size=256, verbose=0)[1]",
+            "return np.log(model.predict(inputs, batch_size=256, verbose=0)[1] + 1e-9)",
+        ),
+    ),
+]
+
+PLANTED = [
+    (part, patched_solution(LAB, patch), mistake, phrase)
+    for part, mistake, phrase, patch in PATCHES
+]
+
+
+def planted():
+    """Every planted mistake of this exercise (graded by tests/grader/test_records.py)."""
+    return from_table(PLANTED)
+
+
+# The gates on answers made here, without training: each fails on the model it is about.
+
+
+def _case():
+    return make_cases(get_exercise(LAB), 0)["train"][0]
+
+
+def _one_hot(tokens, vocab_size=12):
+    return np.eye(vocab_size)[tokens]
+
+
+def _perfect_answers(case):
+    """What a perfect causal reverser answers, attention exactly on the anti-diagonal."""
+    answers = {}
+    for name in ("held_out", "later_changed", "reordered"):
+        inputs = case.inputs[name]
+        truth = tasks.reversal_answers(inputs)
+        answers[name] = _one_hot(np.where(truth < 0, 0, truth))
+    count, length = case.inputs["held_out"].shape
+    weights = np.zeros((count, 1, length, length))
+    for p in range(length):
+        weights[:, 0, p, length - 1 - p if p >= length // 2 else p] = 1.0
+    answers["attention"] = weights
+    return answers
+
+
+def test_a_perfect_reverser_passes_every_gate_and_scores_full_accuracy():
+    case = _case()
+    answers = _perfect_answers(case)
+    truth = get_exercise(LAB).part("train").training.answers(case)
+    assert accuracy(answers["held_out"], truth) == 1.0
+    assert [gate(case, answers) for gate in (causal, uses_positions, anti_diagonal)] == [None] * 3
+
+
+def test_a_model_that_reads_the_next_input_fails_causality_only():
+    """Answers computed from the input one position ahead: right on the held-out inputs (with
+    teacher forcing the next token is there), and changed by a change after them."""
+    case = _case()
+    answers = _perfect_answers(case)
+    for name in ("held_out", "later_changed"):
+        inputs = case.inputs[name]
+        answers[name] = _one_hot(np.concatenate([inputs[:, 1:], inputs[:, -1:]], axis=1))
+    broken = causal(case, answers)
+    assert broken is not None and "looks at later tokens" in broken
+
+
+def test_a_model_blind_to_order_fails_the_position_gate():
+    """First answers that ignore the reordering (the same as for the original source)."""
+    case = _case()
+    answers = _perfect_answers(case)
+    answers["reordered"] = answers["held_out"].copy()
+    broken = uses_positions(case, answers)
+    assert broken is not None and "does not see order" in broken
+
+
+def test_attention_on_the_diagonal_fails_the_attention_gate():
+    case = _case()
+    answers = _perfect_answers(case)
+    count, length = case.inputs["held_out"].shape
+    answers["attention"] = np.broadcast_to(np.eye(length), (count, 1, length, length))
+    broken = anti_diagonal(case, answers)
+    # Of the source keys, a row on the diagonal weighs all alike: its largest is key 0, the
+    # mirrored one for the last row only.
+    assert broken is not None and "the mirrored one (key 2n − 1 − p) in only 17%" in broken
