@@ -67,8 +67,8 @@ def chosen_planted():
                 continue
             seen.add((exercise, _kind(mistake)))
             text, header = source_of(exercise, module, body)
-            # Grading a lab that trains a model trains it, in each language: slow.
-            marks = [pytest.mark.slow] if get_exercise(exercise).trains else []
+            # Grading a lab that trains a model trains it, in each language: only with -m long.
+            marks = [pytest.mark.long] if get_exercise(exercise).trains else []
             chosen.append(
                 pytest.param(exercise, part, text, header, id=f"{exercise}-{part}", marks=marks)
             )

@@ -51,18 +51,22 @@ HIDDEN_SEEDS = {
 }
 
 
-def _marked(exercise_id):
+def _marked(exercise_id, per_submission=False):
     mark = (
         pytest.mark.labs
         if not exercise_id[0].isdigit()
         else getattr(pytest.mark, "ex" + exercise_id.replace("-", "_"))
     )
-    # Grading a lab that trains a model trains it (about 12 s of one core a submission).
-    marks = [mark, pytest.mark.slow] if EXERCISES[exercise_id].trains else [mark]
+    # Grading a lab that trains a model trains it (about 12 s of one core a submission): its
+    # reference once in CI; a table of planted submissions, one training each, only with -m long.
+    marks = [mark]
+    if EXERCISES[exercise_id].trains:
+        marks.append(pytest.mark.long if per_submission else pytest.mark.slow)
     return pytest.param(exercise_id, marks=marks, id=exercise_id)
 
 
 EVERY_RECORD = [_marked(exercise_id) for exercise_id in EXERCISES]
+EVERY_PLANTED_TABLE = [_marked(exercise_id, per_submission=True) for exercise_id in EXERCISES]
 
 
 def test_every_record_has_a_hidden_seed():
@@ -121,7 +125,7 @@ def test_every_named_mistake_is_planted(exercise_id):
     assert not known - planted, f"{exercise_id}: named but never planted: {known - planted}"
 
 
-@pytest.mark.parametrize("exercise_id", EVERY_RECORD)
+@pytest.mark.parametrize("exercise_id", EVERY_PLANTED_TABLE)
 def test_each_planted_mistake_fails_its_part_with_the_mistake_named(exercise_id, tmp_path):
     """All planted mistakes of an exercise graded in one run, each a submission of its own:
     each loses every point of its part, with a failing check that says the table's phrase and,
