@@ -307,6 +307,24 @@ def _shape_difference(expected: np.ndarray, received: np.ndarray) -> Difference:
                 ".item() too many?)"
             )
         )
+    if received.ndim == expected.ndim:
+        apart = [i for i in range(expected.ndim) if expected.shape[i] != received.shape[i]]
+        if len(apart) == 1 and abs(expected.shape[apart[0]] - received.shape[apart[0]]) == 1:
+            axis, fewer = apart[0], received.shape[apart[0]] < expected.shape[apart[0]]
+            words = (
+                _(
+                    ": axis {axis} has one entry too few (a count rounded down, or a range or "
+                    "loop that stops one short)",
+                    axis=axis,
+                )
+                if fewer
+                else _(
+                    ": axis {axis} has one entry too many (a count rounded up, or a range or "
+                    "loop that goes one too far)",
+                    axis=axis,
+                )
+            )
+            return Difference(message + words, "off by one")
     return Difference(message)
 
 

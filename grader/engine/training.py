@@ -67,7 +67,9 @@ def checks(part: Part, case: Case, want: CaseOutput, got: CaseOutput, prefix: st
         if found < needed:
             message = _(
                 "the trained model answered {found:.1%} of the {count} held-out tokens right; "
-                "at least {needed:.0%} is needed",
+                "at least {needed:.0%} is needed: it has not learned the task. Look first at "
+                "the training (enough epochs or steps, the learning rate, the loss, targets "
+                "that line up with the inputs), then at the model",
                 found=found,
                 count=int(np.sum(truth >= 0)),
                 needed=needed,
@@ -75,12 +77,10 @@ def checks(part: Part, case: Case, want: CaseOutput, got: CaseOutput, prefix: st
         result = [CheckResult(name, found >= needed, message)]
     for gate in part.training.gates:
         broken = gate.check(case, got.grads)
+        # A failing gate is told before the accuracy: a model that cannot learn the task (no
+        # positions, a decoder that peeks) fails both, and the gate says why.
+        named = "property: " + gate.name if broken else None
         result.append(
-            CheckResult(
-                f"{prefix}{tr(gate.name)}, {label}",
-                broken is None,
-                broken or "",
-                "property: " + gate.name if broken else None,
-            )
+            CheckResult(f"{prefix}{tr(gate.name)}, {label}", broken is None, broken or "", named)
         )
     return result
