@@ -375,6 +375,20 @@ def watch(exercise_id, path, interval):
         click.echo(_("stopped"))
 
 
+# Options that `grader batch` and `grader gather` share.
+_written_option = click.option(
+    "--written",
+    is_flag=True,
+    help="Also write the written answers' review sheet (OUT/written/review.csv and .html).",
+)
+_course_option = click.option(
+    "--course",
+    type=click.Path(dir_okay=False, exists=True, path_type=Path),
+    default=None,
+    help="Course file (TOML) with a [late] policy: due date, penalty per day, cap.",
+)
+
+
 @main.command()
 @click.argument("submissions", type=click.Path(exists=True, file_okay=False, path_type=Path))
 @exercises_option
@@ -427,17 +441,8 @@ def watch(exercise_id, path, interval):
     show_default=True,
     help="Report pairs of unusually alike submissions (report.html, similarity.csv).",
 )
-@click.option(
-    "--written",
-    is_flag=True,
-    help="Also write the written answers' review sheet (OUT/written/review.csv and .html).",
-)
-@click.option(
-    "--course",
-    type=click.Path(dir_okay=False, exists=True, path_type=Path),
-    default=None,
-    help="Course file (TOML) with a [late] policy: due date, penalty per day, cap.",
-)
+@_written_option
+@_course_option
 @click.option(
     "--pictures/--no-pictures",
     default=True,
@@ -766,17 +771,8 @@ def _duration(seconds: float) -> str:
     default=None,
     help="Report pairs of unusually alike submissions (report.html, similarity.csv).",
 )
-@click.option(
-    "--written",
-    is_flag=True,
-    help="Also write the written answers' review sheet (OUT/written/review.csv and .html).",
-)
-@click.option(
-    "--course",
-    type=click.Path(dir_okay=False, exists=True, path_type=Path),
-    default=None,
-    help="Course file (TOML) with a [late] policy: due date, penalty per day, cap.",
-)
+@_written_option
+@_course_option
 def gather_command(folders, out_dir, similarity, written, course):
     """(Instructors) Join the folders of a class graded in shards (`grader batch --shard K/N`)
     into one: FOLDERS are the shards' OUT-0 … OUT-(N-1), then optionally the class's
