@@ -396,6 +396,18 @@ PLANTED = [
         "circular_shift",
         override(
             "circular_shift",
+            "s, k, n = shift, shift.shape[-1] // 2, weights.shape[-1]",
+            "rolled = [np.roll(weights, j - k, axis=-1) if abs(j - k) < n else weights"
+            " for j in range(2 * k + 1)]",
+            "return sum(s[:, j, None] * rolled[j] for j in range(2 * k + 1))",
+        ),
+        "offsets beyond the ring not wrapped",
+        "shift by o mod N",
+    ),
+    (
+        "circular_shift",
+        override(
+            "circular_shift",
             "s, w = shift, weights",
             "return sum(s[:, j, None] * np.roll(w, j, axis=-1) for j in range(s.shape[-1]))",
         ),

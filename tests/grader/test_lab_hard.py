@@ -130,8 +130,8 @@ PLANTED = [
     (
         "straight_through",
         STRAIGHT.format(weights="hard - soft + ops.stop_gradient(soft)"),
-        "constant factor",
-        "-1 times the expected one",
+        "sign flipped",
+        "the sign opposite to the expected one",
     ),
 ]
 
