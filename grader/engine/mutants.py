@@ -473,27 +473,19 @@ _SIZE_AXES = (0, 1, 2, 3, -1, -2)
 def _size_edits(node: ast.Subscript, parameters: set[str]) -> Iterator[Edit]:
     """A size taken from another input or another axis (np.shape(query)[1], the number of
     queries, where the formula needs np.shape(keys)[1]): `np.shape(x)[i]` and `x.shape[i]`."""
-    value, axis = node.value, _int_of(node.slice)
-    if axis is None:
-        return
-    if isinstance(value, ast.Call) and _call_name(value) == "shape" and len(value.args) == 1:
-        array = value.args[0]
-    elif isinstance(value, ast.Attribute) and value.attr == "shape":
-        array = value.value
-    else:
-        return
-    if not isinstance(array, ast.Name):
+    array, axis = _shape_of(node.value), _int_of(node.slice)
+    if array is None or axis is None:
         return
     for name in sorted(parameters):
         for other in _SIZE_AXES:
-            if name == array.id and other in (axis, axis - 4, axis + 4):
+            if name == array and other in (axis, axis - 4, axis + 4):
                 continue
 
             def resize(_n, name=name, other=other):
                 shape = ast.Call(_stand_in("shape"), [ast.Name(name, ast.Load())], [])
                 return ast.Subscript(shape, _const(other), ast.Load())
 
-            facts = {"used": [(name, other)], "right": [(array.id, axis)]}
+            facts = {"used": [(name, other)], "right": [(array, axis)]}
             yield "size", facts, resize
 
 
