@@ -41,7 +41,10 @@ KIT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(KIT))
 
 # The words of a difference that says nothing but that values differ.
-BARE = re.compile(r"^(?:\S.*: )?(?:\d+ of \d+ values differ|the value differs from the)")
+BARE = re.compile(
+    r"^(?:\S.*[:：] ?)?(?:\d+ of \d+ values differ|the value differs from the"
+    r"|\d+ 个值中有 \d+ 个与参考答案不同|(?:该|这个)?值与参考答案不同)"
+)
 
 
 def planted_modules():

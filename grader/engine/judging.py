@@ -90,7 +90,7 @@ def judge_part(part, cases, expected, outcome: Outcome, timeout: float, source=N
 
 # The differences a mistake found by search may replace: none but that values differ, or a
 # guess that needs less evidence than a search's (a constant factor, all zeros).
-_REPLACEABLE = frozenset({None, "constant factor", "all zeros"})
+_REPLACEABLE = frozenset({None, "constant factor", "all zeros", "NaN"})
 
 
 def _searched(part, cases, expected, received, per_case) -> None:
@@ -105,7 +105,8 @@ def _searched(part, cases, expected, received, per_case) -> None:
         and case_checks[0].mistake in _REPLACEABLE
         and received[i].output is not None
     ]
-    if not unexplained:
+    partly_named = _partly_named(part, cases, received, per_case)
+    if not unexplained and not partly_named:
         return
     wanted = [want.output for want in expected]
     given = [got.output for got in received]
@@ -119,16 +120,79 @@ def _searched(part, cases, expected, received, per_case) -> None:
     for i in unexplained:
         hit = found.get(i)
         check = per_case[i][0]
+        if hit is not None and check.mistake == "NaN" and hit.kind == "term dropped":
+            continue  # a shift dropped (s − max): the NaN's own words say it, and plainer
         if hit is None:
             if where:
                 check.message = _("{where}; {message}", where=where, message=check.message)
             continue
-        check.mistake = search.describe(hit)
-        check.message = (
-            _("{message} ({detail})", message=hit.explanation, detail=check.detail)
-            if check.detail and not check.hidden
-            else hit.explanation
-        )
+        _tell(check, hit)
+    # A searched mistake reproduces every failing case of its target; a named one that
+    # reproduces only some was a coincidence of those cases' numbers (another base that is
+    # the square of the given one), and the one explanation of all of them replaces it.
+    replaced = {
+        i: per_case[i][0].mistake
+        for i in partly_named
+        if i in found and found[i].kind != "term dropped"
+    }
+    for i in replaced:
+        _tell(per_case[i][0], found[i])
+    # A case's variant (the same inputs moved, for a property) told as the replaced mistake
+    # is told as its case now is.
+    for i, case in enumerate(cases):
+        base = case.variant_of
+        checks = per_case[i]
+        if base in replaced and checks and not checks[0].passed:
+            if checks[0].mistake == replaced[base]:
+                _tell(checks[0], found[base])
+
+
+def _tell(check, hit) -> None:
+    explanation = hit.explanation
+    if check.mistake == "NaN":  # the slip reproduces the NaN exactly: say that it makes them
+        explanation = _("{explanation}: this is what makes the NaN values", explanation=explanation)
+    check.mistake = search.describe(hit)
+    check.message = (
+        _("{message} ({detail})", message=explanation, detail=check.detail)
+        if check.detail and not check.hidden
+        else explanation
+    )
+
+
+def _partly_named(part, cases, received, per_case) -> list[int]:
+    """The failing cases told as a record's named mistake whose target has another failing
+    case where that mistake's output is not the student's."""
+    mistakes = {mistake.name: mistake for mistake in part.mistakes}
+    failing: dict[str, list[int]] = {}
+    for i, checks in enumerate(per_case):
+        if _output_compared(cases[i], checks) and not checks[0].passed:
+            if received[i].output is not None:
+                failing.setdefault(cases[i].target, []).append(i)
+    partial = []
+    for indices in failing.values():
+        for name in {per_case[i][0].mistake for i in indices} & set(mistakes):
+            shown = [i for i in indices if per_case[i][0].mistake == name]
+            if any(
+                _not_reproduced(mistakes[name], cases[i], received[i].output)
+                for i in indices
+                if i not in shown
+            ):
+                partial += shown
+    return partial
+
+
+def _not_reproduced(mistake, case, got) -> bool:
+    """Whether the mistake computes this case and its output is not the student's (a mistake
+    of another target, or one that cannot compute the case, says nothing either way). Where
+    the record names it only on some cases (`when`: elsewhere it gives the expected output),
+    it is still computed: a student it explains passes those."""
+    if mistake.targets and case.target not in mistake.targets:
+        return False
+    try:
+        candidate = mistake.compute(case)
+    except Exception:  # noqa: BLE001 - a mistake that cannot compute this case says nothing
+        return False
+    return candidate is not None and not compare.same_output(candidate, got, case)
 
 
 def _unearned_named(part, cases, expected, received, per_case) -> None:

@@ -183,8 +183,14 @@ def _edits(node: ast.AST, parameters: set[str], scope: dict) -> Iterator[Edit]:
     where the helpers it calls are found)."""
     if isinstance(node, ast.Call):
         yield from _call_edits(node, scope)
+        if _call_name(node).split(".")[-1] in _PRODUCTS:
+            yield from _extra_scale_edits(parameters)
+            yield from _moved_outward_edits(node, [f"args.{i}" for i in range(len(node.args))])
     elif isinstance(node, ast.BinOp):
         yield from _binop_edits(node, parameters)
+        if isinstance(node.op, (ast.Mult, ast.MatMult)):
+            yield from _extra_scale_edits(parameters)
+            yield from _moved_outward_edits(node, ["left", "right"])
     elif isinstance(node, ast.Compare) and len(node.ops) == 1:
         flips = {ast.Lt: ast.LtE, ast.LtE: ast.Lt, ast.Gt: ast.GtE, ast.GtE: ast.Gt}
         flip = flips.get(type(node.ops[0]))
@@ -208,6 +214,66 @@ def _edits(node: ast.AST, parameters: set[str], scope: dict) -> Iterator[Edit]:
                 return ast.Constant(n.value * factor)
 
             yield "constant", {"value": node.value, "used": node.value * factor}, scale
+
+
+# The calls that form a product (scores, a weighted sum), where a scale may be added.
+_PRODUCTS = frozenset({"einsum", "matmul", "dot", "tensordot", "inner", "outer"})
+
+
+def _extra_scale_edits(parameters: set[str]) -> Iterator[Edit]:
+    """A product divided by a size it is not divided by in the formula, or by its root: the
+    1/√d of scaled dot-product attention carried where the formula scales by β or not at all.
+    The size is the last axis of an input (d); one that is no array makes no mutant."""
+    for name in sorted(parameters):
+        for root in (True, False):
+
+            def extra(n, name=name, root=root):
+                shape = ast.Call(_stand_in("shape"), [ast.Name(name, ast.Load())], [])
+                size = ast.Subscript(shape, _const(-1), ast.Load())
+                if root:
+                    size = ast.Call(_stand_in("sqrt"), [size], [])
+                return ast.BinOp(n, ast.Div(), size)
+
+            yield "extra scale", {"used": [(name, -1)], "root": root}, extra
+
+
+# Elementwise functions a student may apply to a product's result instead of to its factor.
+_ELEMENTWISE = frozenset({"tanh", "sigmoid", "relu", "exp", "abs", "sqrt", "log", "square"})
+
+
+def _moved_outward_edits(node, slots: list[str]) -> Iterator[Edit]:
+    """f(a) · b taken as f(a · b): a nonlinearity applied after the product it feeds
+    (tanh(vᵀh) for vᵀ tanh(h)). `slots` name the product's operands ("left", "args.1"); an
+    operand `f(a) if flag else a` (a reference's switch for a known mistake) counts as f(a)."""
+    for slot in slots:
+        operand = _slot(node, slot)
+        inner = operand.body if isinstance(operand, ast.IfExp) else operand
+        if not isinstance(inner, ast.Call) or len(inner.args) != 1:
+            continue
+        short = _call_name(inner).split(".")[-1]
+        if short not in _ELEMENTWISE:
+            continue
+
+        def move(n, slot=slot):
+            taken = _slot(n, slot)
+            call = taken.body if isinstance(taken, ast.IfExp) else taken
+            _set_slot(n, slot, call.args[0])
+            return ast.Call(call.func, [n], [])
+
+        yield "moved outward", {"function": short}, move
+
+
+def _slot(node, slot: str):
+    if slot.startswith("args."):
+        return node.args[int(slot[5:])]
+    return getattr(node, slot)
+
+
+def _set_slot(node, slot: str, value) -> None:
+    if slot.startswith("args."):
+        node.args[int(slot[5:])] = value
+    else:
+        setattr(node, slot, value)
 
 
 def _call_edits(node: ast.Call, scope: dict) -> Iterator[Edit]:
@@ -425,7 +491,10 @@ def _binop_edits(node: ast.BinOp, parameters: set[str]) -> Iterator[Edit]:
             n.right = ast.BinOp(n.right, ast.Mult(), copy.deepcopy(n.right))
             return n
 
-        yield "divided twice", {"names": named(right)}, squared
+        power = isinstance(node.right, ast.BinOp) and isinstance(node.right.op, ast.Pow)
+        if not (power and not isinstance(node.right.right, ast.Constant)):
+            # (a divisor b^e squared is b^(2e): the exponent's edit tells it in those words)
+            yield "divided twice", {"names": named(right)}, squared
         sqrt = ast.Call(_stand_in("sqrt"), [node.right], [])
         yield (
             "root",
@@ -442,6 +511,16 @@ def _binop_edits(node: ast.BinOp, parameters: set[str]) -> Iterator[Edit]:
             )
         if isinstance(exponent, ast.Constant) and exponent.value == 0.5:
             yield "root", {"names": named(left), "root": False}, lambda n: n.left
+        if not isinstance(exponent, ast.Constant):
+            # An exponent computed from sizes (base^(2i/d)): its numerator or denominator
+            # counted twice or half (i for 2i, d/2 for d) doubles or halves it.
+            for factor in (2.0, 0.5):
+
+                def scaled(n, factor=factor):
+                    n.right = ast.BinOp(_const(factor), ast.Mult(), n.right)
+                    return n
+
+                yield "exponent", {"names": named(left), "factor": factor}, scaled
     if op is ast.MatMult:
         for side in ("left", "right"):
             operand = getattr(node, side)

@@ -108,8 +108,6 @@ def explain(part, cases, expected_outputs, received_outputs, deadline: float | N
             want, got = _array(expected_outputs[i]), _array(received_outputs[i])
             if want is None or got is None or got.shape != want.shape:
                 continue
-            if not np.all(np.isfinite(got)):
-                continue  # NaN and overflow have their own diagnosis
             usable.append((cases[i], want, got, i))
         failing = [u for u in usable if not compare.matches(u[1], u[2], u[0])]
         if not failing:
@@ -154,7 +152,7 @@ def _search_target(part, usable, failing, deadline):
         value = _output(mutant.function, pick, case)
         if value is None or value.shape != got.shape:
             continue
-        if compare.matches(value, got, case):
+        if compare.same_output(value, got, case):
             if _reproduces(mutant, pick, failing[1:], passing):
                 words = _words(mutant, pick, failing)
                 if words is not None:
@@ -212,7 +210,7 @@ def _output(function, pick, case) -> np.ndarray | None:
 def _reproduces(mutant, pick, failing, passing) -> bool:
     for case, _want, got, _i in failing:
         value = _output(mutant.function, pick, case)
-        if value is None or value.shape != got.shape or not compare.matches(value, got, case):
+        if value is None or not compare.same_output(value, got, case):
             return False
     for case, want, _got, _i in passing:
         value = _output(mutant.function, pick, case)
@@ -458,6 +456,18 @@ def _words(mutant, pick, failing) -> str | None:
             "a division drops its fraction: // (or int()) where the formula divides exactly "
             "(in Python 3, / keeps the fraction)"
         )
+    if kind == "exponent":
+        if facts.get("factor") == 2.0:
+            return _(
+                "the power{of} has twice the formula's exponent: look at how the exponent is "
+                "computed (a numerator counted twice, or a denominator halved)",
+                of=_(" of {names}", names=_names(names)) if names else "",
+            )
+        return _(
+            "the power{of} has half the formula's exponent: look at how the exponent is "
+            "computed (a numerator counted once where it is doubled, or a denominator doubled)",
+            of=_(" of {names}", names=_names(names)) if names else "",
+        )
     if kind == "divided twice":
         return _(
             "you divided twice{by}: once is right",
@@ -509,6 +519,15 @@ def _words(mutant, pick, failing) -> str | None:
         )
     if kind == "size":
         return _size_words(facts, failing)
+    if kind == "moved outward":
+        function = facts["function"]
+        return _(
+            "{function} is applied to the result of the product it feeds: the formula applies "
+            "{function} first, then multiplies (vᵀ tanh(h), not tanh(vᵀh))",
+            function=_(_FUNCTION_WORDS.get(function, function)),
+        )
+    if kind == "extra scale":
+        return _extra_scale_words(facts, failing)
     if kind == "order":
         return _(
             "two steps are in the wrong order: each step is right, but the formula applies "
@@ -541,6 +560,33 @@ def _size_words(facts, failing) -> str | None:
         )
         if all(len(by_value.get(size, [])) == 1 for size in used + right):
             return words  # told on the case whose sizes all have names of their own
+        told = told or words
+    return told
+
+
+def _extra_scale_words(facts, failing) -> str | None:
+    """ "an extra division by √d = 2", told on a failing case where the size has a name."""
+    told = None
+    for case, _want, _got, _i in failing:
+        arrays = {**case.params, **case.weights, **case.inputs}
+        try:
+            size = [int(np.shape(arrays[name])[axis]) for name, axis in facts["used"]]
+        except (KeyError, IndexError, TypeError):
+            continue
+        by_value = _sizes(case)
+        named = _size_name(by_value, size)
+        if facts.get("root"):
+            words = _(
+                "the result is divided by √({size}) where the formula has no such scale (the "
+                "1/√d of scaled dot-product attention carried over?)",
+                size=named,
+            )
+        else:
+            words = _(
+                "the result is divided by {size} where the formula has no such scale", size=named
+            )
+        if all(len(by_value.get(s, [])) == 1 for s in size):
+            return words
         told = told or words
     return told
 

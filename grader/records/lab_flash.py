@@ -45,12 +45,14 @@ ATTENTIONS = draw.Dims(
     derived={"scale": lambda row: (1, 300)[row["scale"] - 1]},
     float32=(2, 3, 6, 4, 3, 4, 1),
 )
-# One block of Tk keys, the L of those and `others` more the grader keeps.
+# One block of Tk keys, the L of those and `others` more the grader keeps; scores of about
+# ±1000 where scale is 1000 (e^(s) and e^(L) overflow when not taken as e^(s − L)).
 WEIGHTS = draw.Dims(
-    "B Tq Tk d others",
-    ((2, 3, 2, 4, 5), (1, 2, 3, 1, 0), (2, 1, 1, 3, 6)),
-    (("B Tq Tk d", 1, 5), ("others", 1, 7)),
-    float32=(2, 3, 3, 4, 4),
+    "B Tq Tk d others scale",
+    ((2, 3, 2, 4, 5, 1), (1, 2, 3, 1, 0, 1), (2, 1, 1, 3, 6, 1), (2, 2, 3, 4, 2, 1000)),
+    (("B Tq Tk d", 1, 5), ("others", 1, 7), ("scale", 1, 3)),
+    derived={"scale": lambda row: (1, 1000)[row["scale"] - 1]},
+    float32=(2, 3, 3, 4, 4, 1),
 )
 LAYERS = draw.Dims(
     "B Tq Tk d d_v block_size",

@@ -213,11 +213,21 @@ PLANTED = [
     (
         "softmax_jacobian",
         "def softmax_jacobian(scores):\n"
-        "    p = ops.softmax(scores, axis=0)\n"
+        "    p = ops.softmax(scores, axis=-2)\n"
         "    eye = ops.eye(p.shape[-1], dtype=p.dtype)\n"
         "    return p[..., :, None] * eye - p[..., :, None] * p[..., None, :]\n",
         "softmax on the wrong axis",
         "wrong axis",
+    ),
+    (
+        # axis 0 is the record's "other axis" only for 2-D scores: the search tells every rank
+        "softmax_jacobian",
+        "def softmax_jacobian(scores):\n"
+        "    p = ops.softmax(scores, axis=0)\n"
+        "    eye = ops.eye(p.shape[-1], dtype=p.dtype)\n"
+        "    return p[..., :, None] * eye - p[..., :, None] * p[..., None, :]\n",
+        "found: axis",
+        "runs over axis",
     ),
     (
         "softmax_jacobian",
