@@ -247,6 +247,15 @@ PLANTED = [
         None,
         "NaN or infinite",
     ),
+    (
+        "softmax_jacobian",
+        "def softmax_jacobian(scores):\n"
+        "    e = np.exp(scores - scores.max())\n"
+        "    p = e / e.sum(axis=-1, keepdims=True)\n"
+        "    return p[..., :, None] * np.eye(p.shape[-1]) - p[..., :, None] * p[..., None, :]\n",
+        "found: axis",
+        "this is what makes the NaN",
+    ),
 ]
 
 

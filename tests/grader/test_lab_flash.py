@@ -139,6 +139,15 @@ OUTPUT = "return final[..., 2:] / final[..., 1:2]"
 # (part, mistake, the phrases of the feedback, an (old, new) patch of the solution)
 PATCHES = [
     (
+        "block_weights",
+        None,
+        "NaN or infinite",
+        (
+            "return ops.exp(scores - logsumexp[..., None])",
+            "return ops.exp(scores) / ops.exp(logsumexp[..., None])",
+        ),
+    ),
+    (
         "online_softmax_step",
         "output not rescaled",
         "multiply it by e^(m − m')",

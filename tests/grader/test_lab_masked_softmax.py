@@ -124,6 +124,16 @@ PLANTED = [
         "True means keep",
     ),
     ("MaskedAttentionPooling", POOLING_LOG_MASK, None, "NaN or infinite"),
+    (
+        # right but where masked keys score far above the kept ones: those underflow to 0
+        "masked_softmax_from_mask",
+        "def masked_softmax_from_mask(scores, mask):\n"
+        "    weights = ops.softmax(scores) * ops.cast(mask, scores.dtype)\n"
+        "    total = ops.sum(weights, axis=-1, keepdims=True)\n"
+        "    return ops.where(total > 0, weights / ops.maximum(total, 1e-30), 0.0)\n",
+        "mask applied after the softmax",
+        "mask the scores before the softmax",
+    ),
 ]
 
 

@@ -190,6 +190,12 @@ PLANTED = [
     ),
     (
         "HopfieldAttention",
+        attention_layer(scale="self.beta / d ** 0.5"),
+        "found: extra scale",
+        "where the formula has no such scale",
+    ),
+    (
+        "HopfieldAttention",
         attention_layer(queries="ops.stop_gradient(queries)"),
         "gradient cut",
         "gradient with respect to queries is zero",

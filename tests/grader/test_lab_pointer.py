@@ -183,6 +183,12 @@ PLANTED = [
     ("PointerScores", scores_layer(activation=""), "tanh missing", "without the tanh"),
     (
         "PointerScores",
+        scores_layer(activation="", result="ops.tanh(u)"),
+        "found: moved outward",
+        "applied to the result of the product",
+    ),
+    (
+        "PointerScores",
         scores_layer(result="ops.softmax(u, axis=-1)"),
         "probabilities instead of scores",
         "raw scores u",

@@ -113,6 +113,12 @@ FIRST_POSITIONS = (
 # (part, mistake, a phrase of the feedback, an (old, new) patch of the solution)
 PATCHES = [
     (
+        "apply_rotary",
+        "found: exponent",
+        "twice the formula's exponent",
+        ("* (2.0 / depth)", "* (2.0 / (depth // 2))"),
+    ),
+    (
         "sinusoidal_encoding",
         "sin and cos swapped",
         "PE(p, 2i) is the sine",
