@@ -92,6 +92,14 @@ def _square(x):
     return np.square(x)
 
 
+def _first_rows(x):
+    """x with every example (along the first axis) replaced by the first one."""
+    array = np.asarray(x)
+    if array.ndim == 0 or array.shape[0] < 2:
+        return x
+    return np.broadcast_to(array[:1], array.shape).copy()
+
+
 # The stand-ins a mutant calls, by the name FAMILIES gives them (NumPy's where it has one).
 STAND_INS = {
     "sigmoid": _sigmoid,
@@ -100,6 +108,7 @@ STAND_INS = {
     "softmax": _softmax,
     "normalise": _normalise,
     "square": _square,
+    "first_rows": _first_rows,
 }
 PREFIX = "_mutant_"
 
@@ -868,6 +877,22 @@ def _mutants_of(top: Callable, function: Callable, path: tuple[str, ...]) -> Ite
             if mutant is not None:
                 mutant.recipe = (top, function, path, index, edit)
                 yield mutant
+    used = {
+        node.id
+        for node in nodes
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) and node.id in parameters
+    }
+    for name in sorted(used & _parameters(function)):
+        # Every example computed with the first one's `name` (a (B, T) mask broadcast against
+        # (B, 1, T) scores and read at [:, 0], a length taken as lengths[0]).
+        tree = copy.deepcopy(source.tree)
+        first = ast.Call(_stand_in("first_rows"), [ast.Name(name, ast.Load())], [])
+        assign = ast.Assign([ast.Name(name, ast.Store())], first, lineno=0)
+        tree.body[0].body.insert(0, assign)
+        ast.fix_missing_locations(tree)
+        mutant = _make("first example's input", {"name": name}, top, function, path, tree)
+        if mutant is not None:
+            yield mutant
     for block in _blocks(source.tree.body[0]):
         for i, reorder in _order_edits(block):
             tree = copy.deepcopy(source.tree)

@@ -519,6 +519,13 @@ def _words(mutant, pick, failing) -> str | None:
         )
     if kind == "size":
         return _size_words(facts, failing)
+    if kind == "first example's input":
+        return _(
+            "every example was computed with the first example's {name}: each example of a "
+            "batch must use its own (a broadcast that pairs {name} of shape (B, …) with the "
+            "wrong axis, or an index 0 where the example's index belongs, does this)",
+            name=facts["name"],
+        )
     if kind == "moved outward":
         function = facts["function"]
         return _(

@@ -169,6 +169,12 @@ SIZE_ONE_SOFTMAX = (
 PLANTED = [
     # (part, source, the named mistake, a phrase of the feedback)
     (
+        "step with padded sources",
+        step(comparison='< ops.cast(source_lengths[0], "int32") + 0 *'),
+        "found: first example's input",
+        "the first example's source_lengths",
+    ),
+    (
         "step without padding",
         step(activation=""),
         "tanh missing",
