@@ -17,6 +17,7 @@ import shutil
 from enum import IntEnum
 from pathlib import Path
 
+from grader.engine import diagnosis
 from grader.engine.compare import DIAGNOSED, GENERIC
 from grader.engine.results import CheckResult, ExerciseResult, PartResult
 from grader.i18n import N_, _, display_width, n_, tr
@@ -24,6 +25,8 @@ from grader.vocabulary.spec import Exercise
 from grader.vocabulary.status import CaseStatus, Status
 
 SHOWN_PROBLEMS = 2
+# The mistake name of a failed property or training gate (grader.engine.judging, .training).
+PROPERTY = "property: "
 # The names of the one check of a part that failed for the whole file (grader.engine.judging).
 WHOLE_FILE = ("load", "import")
 INDENT = "      "
@@ -33,12 +36,16 @@ class Rank(IntEnum):
     """How much a failed check tells a student, the most first."""
 
     NAMED = 0
-    DIAGNOSIS = 1
-    ERROR = 2
-    DIFFER = 3
+    # A slip found by search that reproduces every failing output: the cause, where a property
+    # (below) states what the output breaks.
+    FOUND = 1
+    PROPERTY = 2
+    DIAGNOSIS = 3
+    ERROR = 4
+    DIFFER = 5
     # Gradient values that differ: the output's own problem, seen again through its gradient.
-    GRADIENT_DIFFERS = 4
-    NOT_IMPLEMENTED = 5
+    GRADIENT_DIFFERS = 6
+    NOT_IMPLEMENTED = 7
 
 
 # The names judging gives a case's checks, by kind (0 output, 2 dtype, 3 a gradient): the
@@ -74,6 +81,10 @@ def rank(check: CheckResult) -> Rank:
     if check.cause == CaseStatus.NOT_IMPLEMENTED:
         return Rank.NOT_IMPLEMENTED
     if check.mistake:
+        if check.mistake.startswith(diagnosis.SEARCHED):
+            return Rank.FOUND
+        if check.mistake.startswith(PROPERTY):
+            return Rank.PROPERTY
         generic = check.mistake in GENERIC or check.mistake.startswith(DIAGNOSED)
         return Rank.DIAGNOSIS if generic else Rank.NAMED
     if check.raw:  # a framework error, explained
