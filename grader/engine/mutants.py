@@ -564,6 +564,7 @@ def _size_edits(node: ast.Subscript, parameters: set[str]) -> Iterator[Edit]:
     array, axis = _shape_of(node.value), _int_of(node.slice)
     if array is None or axis is None:
         return
+    yield from _size_off_by_one((array, axis))
     for name in sorted(parameters):
         for other in _SIZE_AXES:
             if name == array and other in (axis, axis - 4, axis + 4):
@@ -609,6 +610,16 @@ def _shape_of(node) -> str | None:
     return node.id if isinstance(node, ast.Name) else None
 
 
+def _size_off_by_one(size: tuple[str, int]) -> Iterator[Edit]:
+    """A size one short or one long (S − 1 for S: the last index for the length)."""
+    for step in (-1, 1):
+
+        def shifted(n, step=step):
+            return ast.BinOp(n, ast.Add(), _const(step))
+
+        yield "size off by one", {"size": size, "step": step}, shifted
+
+
 def _size_name_edits(node, shape_names: dict[str, tuple[str, int]]) -> Iterator[Edit]:
     """A size used for another (`math.sqrt(steps)` for `math.sqrt(depth)`) or for the product of
     two (the model's width H·d for the head's d)."""
@@ -617,6 +628,7 @@ def _size_name_edits(node, shape_names: dict[str, tuple[str, int]]) -> Iterator[
     right = shape_names.get(node.id)
     if right is None:
         return
+    yield from _size_off_by_one(right)
     names = sorted(shape_names)
     for other in names:
         if other != node.id:

@@ -533,6 +533,8 @@ def _words(mutant, pick, failing) -> str | None:
             "{function} first, then multiplies (vᵀ tanh(h), not tanh(vᵀh))",
             function=_(_FUNCTION_WORDS.get(function, function)),
         )
+    if kind == "size off by one":
+        return _size_off_words(facts, failing)
     if kind == "extra scale":
         return _extra_scale_words(facts, failing)
     if kind == "order":
@@ -569,6 +571,29 @@ def _size_words(facts, failing) -> str | None:
             return words  # told on the case whose sizes all have names of their own
         told = told or words
     return told
+
+
+def _size_off_words(facts, failing) -> str | None:
+    """ "you used S − 1 = 8 where the formula needs S = 9"."""
+    name, axis = facts["size"]
+    for case, _want, _got, _i in failing:
+        arrays = {**case.params, **case.weights, **case.inputs}
+        try:
+            size = int(np.shape(arrays[name])[axis])
+        except (KeyError, IndexError, TypeError):
+            continue
+        found = _sizes(case).get(size, [])
+        called = found[0] if len(found) == 1 else _("the size")
+        step = facts["step"]
+        return _(
+            "a size is one off: you used {name} {sign} 1 = {used} where the formula needs "
+            "{name} = {size} (a length taken as the last index, or the reverse)",
+            name=called,
+            sign="−" if step < 0 else "+",
+            used=size + step,
+            size=size,
+        )
+    return None
 
 
 def _extra_scale_words(facts, failing) -> str | None:

@@ -317,6 +317,12 @@ PLANTED = [
         "count from 0",
     ),
     ("LocalPAttention", local_layer(scale=""), "p_t not scaled by S", "multiply by the source"),
+    (
+        "LocalPAttention",
+        local_layer(scale="(encoder_states.shape[1] - 1) * "),
+        "found: size off by one",
+        "you used S − 1",
+    ),
     ("LocalPAttention", local_layer(p_tanh=""), "tanh missing in p_t", "the tanh inside"),
     ("LocalPAttention", local_layer(sigma="window"), "σ = D instead of D/2", "σ = D/2"),
     ("LocalPAttention", local_layer(gaussian=""), "Gaussian missing", "Gaussian factor"),
