@@ -36,7 +36,8 @@ def layer_norm(x, gamma, beta, epsilon=1e-5, ddof=0, axis=-1, epsilon_inside=Tru
     for index in np.ndindex(*moved.shape[:-1]):
         row = moved[index]
         centred = row - row.sum() / row.size
-        variance = (centred**2).sum() / (row.size - ddof)
+        with np.errstate(invalid="ignore", divide="ignore"):  # d = ddof = 1: the mistake's NaN
+            variance = (centred**2).sum() / (row.size - ddof)
         spread = math.sqrt(variance + epsilon) if epsilon_inside else math.sqrt(variance) + epsilon
         out[index] = centred / spread
     return gamma * np.moveaxis(out, -1, axis) + beta
