@@ -27,6 +27,7 @@ GENERIC = frozenset(
         N_("gradient cut"),
         N_("dtype changed"),
         N_("NaN"),
+        N_("mask difference"),
     }
 )
 # The prefixes of the names of the engine's own diagnoses (str.startswith takes them all).
@@ -214,6 +215,9 @@ def difference(
     slip = diagnosis.diagnose(expected, received, case, agree, recompute, ratio=ratio)
     if slip is not None:
         return Difference(slip[1], slip[0], both)
+    masked = _mask_words(expected, received, case)
+    if masked is not None:
+        return Difference(masked, "mask difference", both)
     # All zeros needs several values that are not: one wrong number may be 0 for any reason.
     if not np.any(received) and diagnosis.ratio_evidence(expected):
         return Difference(
@@ -243,6 +247,66 @@ def difference(
             located,
         )
     return Difference(differ, detail=located)
+
+
+def _mask_words(expected, received, case) -> str | None:
+    """Where a mask (True/False over queries i and keys j, the last two axes) differs, when
+    every difference goes one way and has one place: the diagonal, later keys, or padding (the
+    case's lengths per example); None otherwise."""
+    binary = lambda a: bool(np.all((a == 0) | (a == 1)))  # noqa: E731
+    if expected.ndim < 2 or not (binary(expected) and binary(received)):
+        return None
+    if expected.ndim == 2 and _lengths(case, expected.shape[0]) is not None:
+        return None  # (B, T): examples and positions, no queries and keys
+    differ = expected != received
+    hides = bool(np.all(expected[differ] == 1))
+    if not hides and not np.all(expected[differ] == 0):
+        return None  # some hidden, some let through: no one place to name
+    steps_q, steps_k = expected.shape[-2:]
+    where = np.argwhere(differ)
+    i, j = where[:, -2], where[:, -1]
+    place = None
+    lengths = _lengths(case, expected.shape[0])
+    if lengths is not None and expected.ndim >= 3:
+        length = lengths[where[:, 0]]
+        if np.all(i >= length) and np.all(j < length) and steps_q == steps_k:
+            place = _("in the rows of padding queries (i ≥ length), at real keys")
+        elif np.all(j >= length):
+            place = _("at padding keys (j ≥ length)")
+        elif np.all(i >= length):
+            place = _("in the rows of padding queries (i ≥ length)")
+    if place is None and np.all(i == j):
+        place = _("on the diagonal (a position with itself)")
+    elif place is None and np.all(j > i):
+        place = _("at later keys (j > i)")
+    elif place is None and np.all(j < i):
+        place = _("at earlier keys (j < i)")
+    if place is None:
+        return None
+    if hides:
+        return _(
+            "your mask hides {count} pairs {place} that the formula keeps (True means the "
+            "query may see the key)",
+            count=int(differ.sum()),
+            place=place,
+        )
+    return _(
+        "your mask lets through {count} pairs {place} that the formula hides",
+        count=int(differ.sum()),
+        place=place,
+    )
+
+
+def _lengths(case, batch: int) -> np.ndarray | None:
+    """The case's lengths per example (B,), if it has them under a usual name."""
+    for name in ("lengths", "valid_lens", "source_lengths", "valid_lengths"):
+        value = {**case.params, **case.inputs}.get(name)
+        if value is None:
+            continue
+        value = np.asarray(value)
+        if value.shape == (batch,):
+            return value
+    return None
 
 
 def gradient_difference(

@@ -104,6 +104,16 @@ MASK_CALL = "mask = attention_mask(lengths, ops.shape(x)[1], self.causal)"
 # (part, mistake, the phrases of the feedback, an (old, new) patch of the solution)
 PATCHES = [
     (
+        "attention_mask",
+        "mask difference",
+        "in the rows of padding queries",
+        (
+            "mask = ops.broadcast_to(keys_kept[:, None, :], "
+            "(ops.shape(keys_kept)[0], steps, steps))",
+            "mask = ops.logical_and(keys_kept[:, None, :], keys_kept[:, :, None])",
+        ),
+    ),
+    (
         "layer_norm",
         "variance with d − 1",
         "divides by d",
