@@ -200,6 +200,8 @@ def _edits(node: ast.AST, parameters: set[str], scope: dict) -> Iterator[Edit]:
         if isinstance(node.op, (ast.Mult, ast.MatMult)):
             yield from _extra_scale_edits(parameters)
             yield from _moved_outward_edits(node, ["left", "right"])
+        if isinstance(node.op, (ast.Add, ast.Sub, ast.Mult)):
+            yield from _name_swap_edits(node, parameters)
     elif isinstance(node, ast.Compare) and len(node.ops) == 1:
         flips = {ast.Lt: ast.LtE, ast.LtE: ast.Lt, ast.Gt: ast.GtE, ast.GtE: ast.Gt}
         flip = flips.get(type(node.ops[0]))
@@ -223,6 +225,22 @@ def _edits(node: ast.AST, parameters: set[str], scope: dict) -> Iterator[Edit]:
                 return ast.Constant(n.value * factor)
 
             yield "constant", {"value": node.value, "used": node.value * factor}, scale
+
+
+def _name_swap_edits(node: ast.BinOp, parameters: set[str]) -> Iterator[Edit]:
+    """A number of the arithmetic taken from another argument (d_q where the formula counts
+    d_k): an operand that is an argument's name, replaced by each other argument."""
+    for side in ("left", "right"):
+        operand = getattr(node, side)
+        if not (isinstance(operand, ast.Name) and operand.id in parameters):
+            continue
+        for other in sorted(parameters - {operand.id}):
+
+            def swap(n, side=side, other=other):
+                setattr(n, side, ast.Name(other, ast.Load()))
+                return n
+
+            yield "argument swapped", {"used": other, "right": operand.id}, swap
 
 
 # The calls that form a product (scores, a weighted sum), where a scale may be added.

@@ -533,6 +533,13 @@ def _words(mutant, pick, failing) -> str | None:
             "{function} first, then multiplies (vᵀ tanh(h), not tanh(vᵀh))",
             function=_(_FUNCTION_WORDS.get(function, function)),
         )
+    if kind == "argument swapped":
+        return _(
+            "you used {used} where the formula has {right} (one input taken for another of "
+            "the same kind)",
+            used=facts["used"],
+            right=facts["right"],
+        )
     if kind == "size off by one":
         return _size_off_words(facts, failing)
     if kind == "extra scale":

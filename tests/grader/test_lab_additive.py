@@ -155,6 +155,15 @@ PLANTED = [
         "the two ways swapped",
         "the count of the other way",
     ),
+    (
+        "additive_multiplications",
+        COST.format(
+            first="tq * d_q * units + tk * d_q * units + tq * tk * units",
+            naive="tq * tk * (d_q + d_k + 1) * units",
+        ),
+        "found: argument swapped",
+        "you used d_q where the formula has d_k",
+    ),
 ]
 
 
