@@ -9,7 +9,7 @@ import numpy as np
 from grader.i18n import N_, _
 from grader.reference import tasks
 from grader.vocabulary.labels import label_texts
-from grader.vocabulary.spec import TRAIN, Case, Exercise, Gate, Part, Training
+from grader.vocabulary.spec import TRAIN, Case, Exercise, Gate, GateFailure, Part, Training
 
 # The words of this record's case labels, translated where shown (grader.vocabulary.labels).
 LABEL_TEXTS = label_texts(N_("dates to digits"), N_("{count} training dates"), N_("seed {seed}"))
@@ -60,25 +60,29 @@ def causal(case, answers):
     shape = (len(held_out), TARGET, tasks.DATE_VOCABULARY)
     outputs, changed_outputs = answers.get("held_out"), answers.get("later_changed")
     if any(np.shape(found) != shape for found in (outputs, changed_outputs)):
-        return _(
-            "predict returned shape {shape}: expected {expected}",
-            shape=np.shape(changed_outputs),
-            expected=shape,
+        return GateFailure.structural(
+            _(
+                "predict returned shape {shape}: expected {expected}",
+                shape=np.shape(changed_outputs),
+                expected=shape,
+            )
         )
     leak, (sequence, step, first) = tasks.causal_leak(
         outputs, changed_outputs, held_out[:, SOURCE:], changed[:, SOURCE:]
     )
     if leak <= CAUSAL_TOLERANCE:
         return None
-    return _(
-        "the output of step {step} changed (by {leak:.3g}) when only the decoder's inputs "
-        "from step {first} on were changed (held-out date {sequence}): the decoder reads later "
-        "inputs. With teacher forcing the next digit is among them, so such a decoder fits its "
-        "data and still cannot translate; run the decoder forward only (no Bidirectional)",
-        step=step,
-        leak=leak,
-        first=first,
-        sequence=sequence,
+    return GateFailure.structural(
+        _(
+            "the output of step {step} changed (by {leak:.3g}) when only the decoder's inputs "
+            "from step {first} on were changed (held-out date {sequence}): the decoder reads later "
+            "inputs. With teacher forcing the next digit is among them, so such a decoder fits its "
+            "data and still cannot translate; run the decoder forward only (no Bidirectional)",
+            step=step,
+            leak=leak,
+            first=first,
+            sequence=sequence,
+        )
     )
 
 
@@ -86,36 +90,52 @@ def monotone_alignment(case, answers):
     count = len(case.inputs["held_out"])
     weights = answers.get("attention")
     shape = (count, TARGET, SOURCE)
-    if weights is None or np.shape(weights) != shape or not np.all(np.isfinite(weights)):
-        return _(
-            "attention_weights returned shape {shape}: expected finite weights of shape "
-            "{expected} (target steps, source tokens)",
-            shape=None if weights is None else np.shape(weights),
-            expected=shape,
+    if weights is None or np.shape(weights) != shape:
+        return GateFailure.structural(
+            _(
+                "attention_weights returned shape {shape}: expected finite weights of shape "
+                "{expected} (target steps, source tokens)",
+                shape=None if weights is None else np.shape(weights),
+                expected=shape,
+            )
         )
     weights = np.asarray(weights, dtype=float)
+    # Weights that are not finite come from a training that diverged, which the accuracy tells.
+    if not np.all(np.isfinite(weights)):
+        return GateFailure.unlearned(
+            _(
+                "attention_weights returned shape {shape}: expected finite weights of shape "
+                "{expected} (target steps, source tokens)",
+                shape=np.shape(weights),
+                expected=shape,
+            )
+        )
     sums = weights.sum(axis=-1)
     if np.any(weights < -1e-6) or np.abs(sums - 1).max() > 1e-3:
-        return _(
-            "attention_weights returned rows that are no distributions (a row sums to "
-            "{sum:.3g}): return the weights after the softmax, not the scores",
-            sum=float(sums.flat[np.abs(sums - 1).argmax()]),
+        return GateFailure.structural(
+            _(
+                "attention_weights returned rows that are no distributions (a row sums to "
+                "{sum:.3g}): return the weights after the softmax, not the scores",
+                sum=float(sums.flat[np.abs(sums - 1).argmax()]),
+            )
         )
     aligned = weights.argmax(axis=-1) == tasks.DATE_ALIGNMENT  # (N, T)
     if aligned.mean() >= ALIGNED_AT:
         return None
     worst = int(np.argmin(aligned.mean(axis=0)))
-    return _(
-        "the largest attention weight was on the source token a step translates in only "
-        "{share:.0%} of the steps (at least {needed:.0%} needed; step {step}, which translates "
-        "source token {token}, only {worst:.0%}): the rewriting is monotone, step t reads "
-        "source token 0, 1, 2, 2, 3, 4, 5, 6, and an attention that looks there is what lets "
-        "the decoder copy and convert",
-        share=float(aligned.mean()),
-        needed=ALIGNED_AT,
-        step=worst,
-        token=int(tasks.DATE_ALIGNMENT[worst]),
-        worst=float(aligned[:, worst].mean()),
+    return GateFailure.unlearned(
+        _(
+            "the largest attention weight was on the source token a step translates in only "
+            "{share:.0%} of the steps (at least {needed:.0%} needed; step {step}, which translates "
+            "source token {token}, only {worst:.0%}): the rewriting is monotone, step t reads "
+            "source token 0, 1, 2, 2, 3, 4, 5, 6, and an attention that looks there is what lets "
+            "the decoder copy and convert",
+            share=float(aligned.mean()),
+            needed=ALIGNED_AT,
+            step=worst,
+            token=int(tasks.DATE_ALIGNMENT[worst]),
+            worst=float(aligned[:, worst].mean()),
+        )
     )
 
 
