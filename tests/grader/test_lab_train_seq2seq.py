@@ -100,7 +100,8 @@ def test_outputs_read_from_the_next_decoder_input_fail_causality():
         following = np.roll(case.inputs[name][:, tasks.DATE_SOURCE :], -1, axis=1) % 10
         answers[name] = np.eye(tasks.DATE_VOCABULARY)[following]
     broken = causal(case, answers)
-    assert broken is not None and "the decoder reads later inputs" in broken
+    assert broken is not None and "the decoder reads later inputs" in broken.message
+    assert not broken.needs_learning
 
 
 def test_attention_on_the_first_source_token_fails_the_alignment():
@@ -109,4 +110,5 @@ def test_attention_on_the_first_source_token_fails_the_alignment():
     answers["attention"] = np.zeros_like(answers["attention"])
     answers["attention"][..., 0] = 1.0
     broken = monotone_alignment(case, answers)
-    assert broken is not None and "in only 12% of the steps" in broken
+    assert broken is not None and "in only 12% of the steps" in broken.message
+    assert broken.needs_learning
