@@ -1,38 +1,35 @@
-"""Lab: train-memn2n — an end-to-end memory network that learns where each person is.
+"""实验：train-memn2n —— 一个学会每个人在哪的端到端记忆网络。
 
-NNDL §8.5.1 (end-to-end memory networks); Sukhbaatar et al. 2015 (bAbI task 1, one supporting
-fact, with the temporal encoding of its §4.1). A story is F facts "person is in place", people
-moving from place to place; the question names a person of the story, and the answer is the
-place of the latest fact about them: the supporting fact. Persons are the tokens 1 … P, places
-P + 1 … P + Q, of one vocabulary (0 is never a fact's token). The story and the question come
-packed in one int array of shape (N, F + 1, 2):
+NNDL §8.5.1（端到端记忆网络）；Sukhbaatar 等 2015（bAbI 任务 1，一条支持事实，以及其 §4.1
+的时间编码）。一个故事是 F 条“某人在某地”的事实，人们在各地点之间走动；问题问故事中的
+某个人，答案是关于此人的最新一条事实中的地点：即支持事实。人是词元 1 … P，地点是
+P + 1 … P + Q，同属一个词表（0 不是任何事实的词元）。故事和问题装在一个形状为
+(N, F + 1, 2) 的整数数组里：
 
-    inputs[:, i] = (person, place) of fact i, for i = 0 … F − 1 (oldest first)
-    inputs[:, F] = (the person asked about, 0)
+    inputs[:, i] = 事实 i 的 (人, 地点)，i = 0 … F − 1（最早的在前）
+    inputs[:, F] = (被问的人, 0)
 
-A memory network embeds each fact as a memory m_i (and an output c_i), the question as u,
-attends p_i = softmax_i(u · m_i) and answers from o + u with o = Σ_i p_i c_i. Which fact is the
-latest about a person depends on the order of the facts: the memories need a temporal encoding.
+记忆网络把每条事实嵌入为记忆 m_i（以及输出 c_i），把问题嵌入为 u，计算注意力
+p_i = softmax_i(u · m_i)，再由 o + u 作答，其中 o = Σ_i p_i c_i。哪条事实是关于某人的
+最新一条，取决于事实的先后：记忆需要时间编码。
 
-The grader makes the data from a seed it keeps, calls `build_model` and then `train_model` in
-the sandbox, and asks the trained model (through `predict` and `attention_weights`, given below)
-about held-out stories it made. In its own process it then checks:
+评分器用自己保管的种子生成数据，在沙箱中先调用 `build_model` 再调用 `train_model`，然后
+（通过下面给出的 `predict` 和 `attention_weights`）向训练好的模型询问它生成的留出故事。
+随后在它自己的进程中检查：
 
-- accuracy: at least 90% of the held-out answers right;
-- the temporal encoding: with the facts of a story put in another order (the latest fact about
-  the person asked now another one), the answer changes;
-- attention on the supporting fact: the largest attention weight is on the supporting fact in
-  at least 80% of the held-out stories (in one hop at least);
-- the answer follows the fact: with the supporting fact's place changed, the answer changes
-  with it in at least 80% of the stories.
+- 准确率：留出答案至少答对 90%；
+- 时间编码：把一个故事的事实换一种顺序（关于被问者的最新一条事实变成另一条），
+  答案随之改变；
+- 注意力在支持事实上：至少 80% 的留出故事中最大的注意力权重落在支持事实上（至少
+  一跳如此）；
+- 答案随事实而变：把支持事实的地点改掉，至少 80% 的故事的答案随之改变。
 
-Training must finish within the part's time limit on one CPU core: keep the model small. Keras
-is seeded before `build_model` is called, so the same file and seed give the same model. Keep
-the names and signatures below.
+训练必须在该部分的时间限制内、在一个 CPU 核上完成：让模型保持小巧。调用 `build_model`
+之前 Keras 已设好种子，所以同一文件和同一种子得到同一模型。请保留下面的名字和签名。
 
-Grade your work with `grader check train-memn2n`.
+用 `grader check train-memn2n` 给你的作业评分。
 
-Parts: train 10 — 10 points.
+各部分：train 10 —— 共 10 分。
 """
 
 import keras
