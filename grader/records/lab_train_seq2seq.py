@@ -1,6 +1,6 @@
 """Lab train-seq2seq: an encoder–decoder with Bahdanau's additive attention trained in the
-sandbox to rewrite dates, graded by what it learned: held-out accuracy, a causal decoder, and a
-monotone alignment."""
+sandbox to rewrite dates, graded by what it learned: held-out accuracy, a causal decoder, an
+attention query that knows the step (the decoder's state), and a monotone alignment."""
 
 from __future__ import annotations
 
@@ -20,6 +20,8 @@ PASS_AT = 0.95
 # The share of target steps whose largest attention weight must be on their source token.
 ALIGNED_AT = 0.8
 CAUSAL_TOLERANCE = 1e-4
+# How far two attention rows may differ and still count as the same (float32 rounding).
+SAME_TO = 1e-5
 SOURCE, TARGET = tasks.DATE_SOURCE, tasks.DATE_TARGET
 
 PROBES = [
@@ -86,6 +88,41 @@ def causal(case, answers):
     )
 
 
+def query_knows_the_step(case, answers):
+    """Structural: Bahdanau's query is the decoder's state, which carries what was written so
+    far. A query made from the decoder's input alone gives two steps that read the same input
+    token the same attention, trained or not, though they translate different source tokens."""
+    count = len(case.inputs["held_out"])
+    weights = answers.get("attention")
+    if weights is None or np.shape(weights) != (count, TARGET, SOURCE):
+        return None  # the alignment gate tells what is wrong with the weights
+    weights = np.asarray(weights, dtype=float)
+    if not np.all(np.isfinite(weights)):
+        return None
+    reads = case.inputs["held_out"][:, SOURCE:]  # (N, T) the decoder's input at each step
+    same = []
+    for first in range(TARGET):
+        for second in range(first + 1, TARGET):
+            if tasks.DATE_ALIGNMENT[first] == tasks.DATE_ALIGNMENT[second]:
+                continue  # both steps rightly look at one source token
+            rows = reads[:, first] == reads[:, second]
+            gap = np.abs(weights[rows, first] - weights[rows, second]).max(axis=-1)
+            same.append(gap <= SAME_TO)
+    same = np.concatenate(same)
+    if not len(same) or same.mean() <= 0.5:
+        return None
+    return GateFailure.structural(
+        _(
+            "two steps of a date that read the same decoder input but translate different "
+            "source tokens got the same attention weights (to 1e-5) in {share:.0%} of such "
+            "pairs: the attention's query is made from the decoder's input alone, so it cannot "
+            "know which step it is at. Make the query from the decoder's state s_t (its "
+            "recurrent layer's output at the step), which carries what was written so far",
+            share=float(same.mean()),
+        )
+    )
+
+
 def monotone_alignment(case, answers):
     count = len(case.inputs["held_out"])
     weights = answers.get("attention")
@@ -148,8 +185,9 @@ RECORD = Exercise(
     summary=(
         "Build an encoder–decoder with Bahdanau's additive attention and train it to rewrite "
         "dates as digits. The grader trains it in the sandbox on dates from its own seed and "
-        "grades what it learned on held-out dates: accuracy, that the decoder is causal, and "
-        "that its attention follows the monotone alignment."
+        "grades what it learned on held-out dates: accuracy, that the decoder is causal, that "
+        "its attention's query knows the step, and that its attention follows the monotone "
+        "alignment."
     ),
     parts=(
         Part(
@@ -158,13 +196,17 @@ RECORD = Exercise(
             make_cases=date_cases,
             targets=("build_model", "train_model", "predict", "attention_weights"),
             description="train: build_model and train_model; graded on held-out accuracy "
-            f"(≥ {PASS_AT:.0%}) and two gates.",
+            f"(≥ {PASS_AT:.0%}) and three gates.",
             training=Training(
                 answers=date_answers,
                 pass_at=PASS_AT,
                 gates=(
                     Gate(
                         N_("causal: later decoder inputs leave earlier outputs unchanged"), causal
+                    ),
+                    Gate(
+                        N_("the attention's query knows the step (the decoder's state)"),
+                        query_knows_the_step,
                     ),
                     Gate(N_("monotone alignment"), monotone_alignment),
                 ),

@@ -9,7 +9,7 @@ import pytest
 from grader.engine.cases import make_cases
 from grader.engine.training import accuracy
 from grader.records import get_exercise
-from grader.records.lab_train_seq2seq import causal, monotone_alignment
+from grader.records.lab_train_seq2seq import causal, monotone_alignment, query_knows_the_step
 from grader.reference import tasks
 from tests.support.planting import from_table, patched_solution
 
@@ -91,6 +91,7 @@ def test_a_perfect_translator_passes_every_gate():
     assert accuracy(answers["held_out"], truth) == 1.0
     assert causal(case, answers) is None
     assert monotone_alignment(case, answers) is None
+    assert query_knows_the_step(case, answers) is None
 
 
 def test_outputs_read_from_the_next_decoder_input_fail_causality():
@@ -112,3 +113,22 @@ def test_attention_on_the_first_source_token_fails_the_alignment():
     broken = monotone_alignment(case, answers)
     assert broken is not None and "in only 12% of the steps" in broken.message
     assert broken.needs_learning
+
+
+def test_attention_that_depends_on_the_decoder_input_alone_fails_the_query_gate():
+    """A query made from the embedding of the decoder's input: each input token has its own
+    attention row, whichever step reads it; the alignment and causality can still hold for
+    steps that read different tokens."""
+    case = _case()
+    answers = _perfect_answers(case)
+    rows = np.random.default_rng(0).dirichlet(np.ones(tasks.DATE_SOURCE), tasks.DATE_VOCABULARY)
+    answers["attention"] = rows[case.inputs["held_out"][:, tasks.DATE_SOURCE :]]
+    broken = query_knows_the_step(case, answers)
+    assert broken is not None and not broken.needs_learning
+    assert "cannot know which step it is at" in broken.message
+    # An untrained decoder's attention, its query from its state: another row at every step.
+    count = len(case.inputs["held_out"])
+    answers["attention"] = np.random.default_rng(1).dirichlet(
+        np.ones(tasks.DATE_SOURCE), (count, tasks.DATE_TARGET)
+    )
+    assert query_knows_the_step(case, answers) is None
