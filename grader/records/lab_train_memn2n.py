@@ -155,6 +155,7 @@ def sees_the_order(case, answers):
     facts, so its answers stay the same, to rounding, whatever their order, trained or not."""
     count = len(case.inputs["held_out"])
     before, after = answers.get("held_out"), answers.get("reordered")
+    moved = answers.get("moved")
     if any(found is None or np.shape(found) != (count, VOCAB_SIZE) for found in (before, after)):
         return GateFailure.structural(
             _(
@@ -167,12 +168,23 @@ def sees_the_order(case, answers):
         tasks.whereabouts_answers(case.inputs["held_out"])[0]
         != (tasks.whereabouts_answers(case.inputs["reordered"])[0])
     )
-    before, after = np.asarray(before, float)[rows], np.asarray(after, float)[rows]
+    before, after = np.asarray(before, float), np.asarray(after, float)
     if not (np.all(np.isfinite(before)) and np.all(np.isfinite(after))):
         return None  # a training that diverged, which the accuracy tells
     scale = np.maximum(1.0, np.abs(before).max(axis=-1))
-    unchanged = float(np.mean(np.abs(after - before).max(axis=-1) <= SAME_TO * scale))
+
+    def unchanged_by(other, where):
+        gap = np.abs(other[where] - before[where]).max(axis=-1)
+        return float(np.mean(gap <= SAME_TO * scale[where]))
+
+    unchanged = unchanged_by(after, rows)
     if unchanged <= 0.5:
+        return None
+    # Answers that stay the same when the supporting fact's place changes do not read the story
+    # at all, which the gate on following the fact tells.
+    if np.shape(moved) == (count, VOCAB_SIZE) and (
+        unchanged_by(np.asarray(moved, float), slice(None)) > 0.5
+    ):
         return None
     return GateFailure.structural(
         _(

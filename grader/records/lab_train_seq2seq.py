@@ -100,16 +100,19 @@ def query_knows_the_step(case, answers):
     if not np.all(np.isfinite(weights)):
         return None
     reads = case.inputs["held_out"][:, SOURCE:]  # (N, T) the decoder's input at each step
-    same = []
+    same = {True: [], False: []}  # by whether the two steps read the same input
     for first in range(TARGET):
         for second in range(first + 1, TARGET):
             if tasks.DATE_ALIGNMENT[first] == tasks.DATE_ALIGNMENT[second]:
                 continue  # both steps rightly look at one source token
-            rows = reads[:, first] == reads[:, second]
-            gap = np.abs(weights[rows, first] - weights[rows, second]).max(axis=-1)
-            same.append(gap <= SAME_TO)
-    same = np.concatenate(same)
-    if not len(same) or same.mean() <= 0.5:
+            gap = np.abs(weights[:, first] - weights[:, second]).max(axis=-1)
+            equal = reads[:, first] == reads[:, second]
+            same[True].append(gap[equal] <= SAME_TO)
+            same[False].append(gap[~equal] <= SAME_TO)
+    alike, apart = (np.concatenate(same[key]) for key in (True, False))
+    # Weights that are the same at every step (uniform, or from the source alone) do not come
+    # from the input either: the alignment gate tells them.
+    if not len(alike) or alike.mean() <= 0.5 or apart.mean() > 0.5:
         return None
     return GateFailure.structural(
         _(
@@ -118,7 +121,7 @@ def query_knows_the_step(case, answers):
             "pairs: the attention's query is made from the decoder's input alone, so it cannot "
             "know which step it is at. Make the query from the decoder's state s_t (its "
             "recurrent layer's output at the step), which carries what was written so far",
-            share=float(same.mean()),
+            share=float(alike.mean()),
         )
     )
 

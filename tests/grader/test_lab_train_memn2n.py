@@ -156,6 +156,18 @@ def test_a_network_blind_to_the_order_of_the_facts_is_told_the_temporal_encoding
     assert "Add a temporal encoding to the memories" in first.message
 
 
+def test_answers_that_ignore_the_story_are_not_told_the_temporal_encoding():
+    """Answers from the question alone are the same under any reordering, but also when the
+    supporting fact's place changes: the network does not read the story, which the gate on
+    following the fact says."""
+    case = _case()
+    answers = _set_function_answers(case)
+    for name in ("held_out", "moved", "reordered"):
+        answers[name] = np.eye(VOCAB_SIZE)[case.inputs[name][:, -1, 0]]
+    assert sees_the_order(case, answers) is None
+    assert follows_the_fact(case, answers) is not None
+
+
 def test_a_network_that_has_not_learned_is_told_the_accuracy_first():
     """Answers at random (they change with the order of the facts, as an untrained network's
     with a temporal encoding do) and attention spread evenly: the accuracy comes first, the

@@ -132,3 +132,6 @@ def test_attention_that_depends_on_the_decoder_input_alone_fails_the_query_gate(
         np.ones(tasks.DATE_SOURCE), (count, tasks.DATE_TARGET)
     )
     assert query_knows_the_step(case, answers) is None
+    # Weights the same at every step (uniform) come from no input: the alignment tells them.
+    answers["attention"] = np.full_like(answers["attention"], 1 / tasks.DATE_SOURCE)
+    assert query_knows_the_step(case, answers) is None
