@@ -36,6 +36,21 @@ PATCHES = [
         ],
     ),
     (
+        # The query from the embedding of the decoder's input: every step that reads a digit
+        # attends alike, whichever source token it translates.
+        "train",
+        "property: the attention's query knows the step (the decoder's state)",
+        "cannot know which step it is at",
+        [
+            (
+                "queries = layers.Dense(units, use_bias=False)(states)[:, :, None]",
+                "queries = layers.Dense(units, use_bias=False)(\n"
+                "        layers.Embedding(vocab_size, units)(decoder_in)\n"
+                "    )[:, :, None]",
+            )
+        ],
+    ),
+    (
         "train",
         "property: monotone alignment",
         "the rewriting is monotone",
