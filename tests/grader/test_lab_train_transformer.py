@@ -119,6 +119,12 @@ def test_a_model_blind_to_order_fails_the_position_gate():
     broken = uses_positions(case, answers)
     assert broken is not None and "does not see order" in broken.message
     assert not broken.needs_learning
+    # The same first answer for every sequence, as from a model that collapsed in training: it
+    # does not read its input at all, which is no evidence about positions.
+    for name in ("held_out", "reordered"):
+        answers[name] = np.broadcast_to(answers["held_out"][:1], answers["held_out"].shape)
+    broken = uses_positions(case, answers)
+    assert broken is not None and broken.needs_learning
 
 
 def test_attention_on_the_diagonal_fails_the_attention_gate():
