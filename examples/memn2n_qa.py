@@ -4,15 +4,18 @@ Each story is a few sentences "<name> is in <place>" about different people (the
 with a random number of padded (empty) memory slots; the question "where is <name> ?" is
 answered by the one sentence about that name (the supporting fact). The data are generated
 here, nothing is downloaded. The script trains `attnkit.EndToEndMemoryNetwork`, reports the
-test accuracy and how often the attention of each hop lands on the supporting fact.
+test accuracy and how often the attention of each hop lands on the supporting fact, and draws
+each hop's attention over the sentences of a test story as `DIR/memn2n_qa.png` (`--out DIR`).
 
-Run: python examples/memn2n_qa.py [--hops 2] [--epochs 40] [--seed 0]
+Run: python examples/memn2n_qa.py [--hops 2] [--epochs 40] [--seed 0] [--out DIR]
 
 Source: NNDL 8.5.1; Sukhbaatar et al. 2015 (bAbI task 1 has the same structure).
 """
 
 import argparse
 import os
+import sys
+from pathlib import Path
 
 from grader import quiet
 
@@ -81,7 +84,8 @@ def train_and_evaluate(
     Returns:
         A dict: `accuracy` (test answer accuracy), `support_accuracy` (list, per hop: how often
         the hop's largest attention weight is on the supporting fact), `padded_weight` (the
-        largest attention weight on a padded slot), `seconds` and the trained `model`.
+        largest attention weight on a padded slot), `seconds`, the trained `model`, and the
+        `test` stories with their `attention` (n, hops, slots).
     """
     import time
 
@@ -116,21 +120,68 @@ def train_and_evaluate(
         "padded_weight": padded_weight,
         "seconds": seconds,
         "model": model,
+        "test": test,
+        "attention": attention,
     }
 
 
-def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--hops", type=int, default=2)
-    parser.add_argument("--epochs", type=int, default=40)
-    parser.add_argument("--seed", type=int, default=0)
-    args = parser.parse_args()
-    result = train_and_evaluate(hops=args.hops, epochs=args.epochs, seed=args.seed, verbose=2)
+def sentence(words):
+    return " ".join(WORDS[w] for w in words if w) or "(empty)"
+
+
+def draw(result, out_dir):
+    """Saves `memn2n_qa.png`: each hop's attention over the sentences of the first test story
+    with the most sentences, and returns its path."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from attnkit.viz import plot_attention
+
+    test, attention = result["test"], result["attention"]
+    story = int(np.argmax(np.any(test["story"] != 0, axis=-1).sum(-1)))
+    fig = plot_attention(
+        attention[story],
+        x_labels=[sentence(words) for words in test["story"][story]],
+        y_labels=[f"hop {k}" for k in range(1, attention.shape[1] + 1)],
+        titles=[f"{sentence(test['question'][story])} {WORDS[test['answer'][story]]}"],
+        xlabel="memories (sentences of the story)",
+        ylabel="",
+        vmin=0.0,
+        vmax=1.0,
+        panel_size=5.0,
+    )
+    for label in fig.axes[0].get_xticklabels():  # sentences are longer than a column is wide
+        label.set_rotation(30)
+        label.set_horizontalalignment("right")
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    path = out_dir / "memn2n_qa.png"
+    fig.savefig(path, dpi=80, bbox_inches="tight")
+    return path
+
+
+def main(out_dir=None, hops=2, epochs=40, seed=0, verbose=None):
+    """Trains and reports (see `train_and_evaluate`); with `out_dir`, also saves the picture
+    (`figure` in the result). `verbose` is Keras's: by default a progress bar on a terminal,
+    a line per epoch otherwise."""
+    if verbose is None:
+        verbose = 1 if sys.stdout.isatty() else 2
+    result = train_and_evaluate(hops=hops, epochs=epochs, seed=seed, verbose=verbose)
     print(f"test accuracy: {result['accuracy']:.3f} (training took {result['seconds']:.1f} s)")
     for k, acc in enumerate(result["support_accuracy"], start=1):
         print(f"hop {k}: attention on the supporting fact in {acc:.1%} of the stories")
     print(f"largest attention weight on a padded slot: {result['padded_weight']:.1e}")
+    if out_dir is not None:
+        result["figure"] = str(draw(result, out_dir))
+        print(f"saved {result['figure']}")
+    return result
 
 
 if __name__ == "__main__":
-    main()
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--hops", type=int, default=2)
+    parser.add_argument("--epochs", type=int, default=40)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--out", type=Path, default=Path("."), help="where the PNG goes")
+    args = parser.parse_args()
+    main(args.out, hops=args.hops, epochs=args.epochs, seed=args.seed)

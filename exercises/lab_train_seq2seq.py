@@ -19,6 +19,8 @@ about held-out dates it made. In its own process it then checks:
 
 - accuracy: at least 95% of the held-out target digits right (teacher forcing);
 - causal: changing the decoder's inputs after a step leaves the outputs up to it unchanged;
+- the query knows the step: two steps that read the same decoder input but translate different
+  source tokens do not get the same attention (the query is s_t, not the input's embedding);
 - alignment: the translation is monotone, target step t reads source token a(t) = 0, 1, 2, 2,
   3, 4, 5, 6 (the month's two digits both read the month): the largest attention weight is there
   in at least 80% of the steps.

@@ -19,6 +19,8 @@ the sandbox, and asks the trained model (through `predict` and `attention_weight
 about held-out stories it made. In its own process it then checks:
 
 - accuracy: at least 90% of the held-out answers right;
+- the temporal encoding: with the facts of a story put in another order (the latest fact about
+  the person asked now another one), the answer changes;
 - attention on the supporting fact: the largest attention weight is on the supporting fact in
   at least 80% of the held-out stories (in one hop at least);
 - the answer follows the fact: with the supporting fact's place changed, the answer changes

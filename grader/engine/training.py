@@ -15,7 +15,7 @@ import numpy as np
 from grader.engine.results import CheckResult
 from grader.i18n import _, tr
 from grader.vocabulary.protocol import CaseOutput
-from grader.vocabulary.spec import Case, Part
+from grader.vocabulary.spec import Case, GateFailure, Part
 from grader.vocabulary.status import CaseStatus
 
 
@@ -55,7 +55,8 @@ def accuracy(answer: np.ndarray, truth: np.ndarray) -> float | str:
 
 
 def checks(part: Part, case: Case, want: CaseOutput, got: CaseOutput, prefix: str, label: str):
-    """The checks of one training case: its accuracy, then each gate."""
+    """The checks of one training case: its accuracy, then each gate (named as a mistake where
+    its failure is evidence of one, see `GateFailure`)."""
     truth = np.asarray(want.output)
     found = accuracy(got.output, truth)
     name = prefix + _("accuracy on held-out inputs, {label}", label=label)
@@ -75,12 +76,21 @@ def checks(part: Part, case: Case, want: CaseOutput, got: CaseOutput, prefix: st
                 needed=needed,
             )
         result = [CheckResult(name, found >= needed, message)]
+    learned = result[0].passed
     for gate in part.training.gates:
         broken = gate.check(case, got.grads)
-        # A failing gate is told before the accuracy: a model that cannot learn the task (no
-        # positions, a decoder that peeks) fails both, and the gate says why.
-        named = "property: " + gate.name if broken else None
+        if broken is not None and not isinstance(broken, GateFailure):
+            raise TypeError(f"gate {gate.name!r} returned {broken!r}, not a GateFailure")
+        # A structural failure names its mistake, so it is told before the accuracy: a model
+        # that cannot learn the task (no positions, a decoder that peeks) fails both, and the
+        # gate says why. A learned behaviour fails for every model that has not learned, so
+        # while the accuracy fails it names nothing and is read after the accuracy's line,
+        # which sends the student to the training first.
+        named = None
+        if broken is not None and (learned or not broken.needs_learning):
+            named = "property: " + gate.name
+        message = broken.message if broken else ""
         result.append(
-            CheckResult(f"{prefix}{tr(gate.name)}, {label}", broken is None, broken or "", named)
+            CheckResult(f"{prefix}{tr(gate.name)}, {label}", broken is None, message, named)
         )
     return result

@@ -1,6 +1,7 @@
 """Lab train-memn2n: an end-to-end memory network trained in the sandbox on generated
 where-is-the-person stories (bAbI task 1's structure), graded by what it learned: held-out
-accuracy, attention on the supporting fact, and that the answer follows that fact."""
+accuracy, an answer that changes with the order of the facts (the temporal encoding), attention
+on the supporting fact, and that the answer follows that fact."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import numpy as np
 from grader.i18n import N_, _
 from grader.reference import tasks
 from grader.vocabulary.labels import label_texts
-from grader.vocabulary.spec import TRAIN, Case, Exercise, Gate, Part, Training
+from grader.vocabulary.spec import TRAIN, Case, Exercise, Gate, GateFailure, Part, Training
 
 # The words of this record's case labels, translated where shown (grader.vocabulary.labels).
 LABEL_TEXTS = label_texts(
@@ -27,17 +28,22 @@ PASS_AT = 0.9
 SUPPORT_AT = 0.8
 # The share of stories whose answer must follow a change of the supporting fact's place.
 FOLLOWS_AT = 0.8
+# How far an answer may move when only the order of the facts changed and still count as the
+# same (float32 rounding of sums taken in another order).
+SAME_TO = 1e-5
 
 PROBES = [
     ["held_out", "predict", "held_out"],
     ["moved", "predict", "moved"],
+    ["reordered", "predict", "reordered"],
     ["attention", "attention_weights", "held_out"],
 ]
 
 
 def story_cases(rng, hidden=False):
-    """One training case: the stories to train on, the held-out ones and their variant with the
-    supporting fact's place changed, all drawn from `rng`, and the seed Keras is given."""
+    """One training case: the stories to train on, the held-out ones and their variants with the
+    supporting fact's place changed and with the facts in another order, all drawn from `rng`,
+    and the seed Keras is given."""
     seed = int(rng.integers(2**31))
     inputs, targets, _support = tasks.whereabouts_data(rng, TRAIN_COUNT, PERSONS, PLACES, FACTS)
     held_out = tasks.whereabouts_data(rng, HELD_OUT_COUNT, PERSONS, PLACES, FACTS)[0]
@@ -46,6 +52,7 @@ def story_cases(rng, hidden=False):
         "targets": targets,
         "held_out": held_out,
         "moved": tasks.moved_away(rng, held_out, PERSONS, PLACES).astype("int32"),
+        "reordered": tasks.facts_reordered(rng, held_out).astype("int32"),
     }
     label = (
         f"{FACTS} facts about {PERSONS} persons in {PLACES} places, {TRAIN_COUNT} training "
@@ -64,44 +71,56 @@ def on_the_supporting_fact(case, answers):
     count = len(case.inputs["held_out"])
     weights = answers.get("attention")
     if weights is None:
-        return _("no answer came back for {name}", name="attention")
+        return GateFailure.structural(_("no answer came back for {name}", name="attention"))
     weights = np.asarray(weights, dtype=float)
     if weights.ndim == 2:
         weights = weights[:, None]
-    if (
-        weights.ndim != 3
-        or weights.shape[0] != count
-        or weights.shape[-1] != FACTS
-        or not np.all(np.isfinite(weights))
-    ):
-        return _(
-            "attention_weights returned shape {shape}: expected finite weights of shape "
-            "{single} or {hops} (one per fact)",
-            shape=np.shape(answers["attention"]),
-            single=(count, FACTS),
-            hops=(count, "hops", FACTS),
+    if weights.ndim != 3 or weights.shape[0] != count or weights.shape[-1] != FACTS:
+        return GateFailure.structural(
+            _(
+                "attention_weights returned shape {shape}: expected finite weights of shape "
+                "{single} or {hops} (one per fact)",
+                shape=np.shape(answers["attention"]),
+                single=(count, FACTS),
+                hops=(count, "hops", FACTS),
+            )
+        )
+    # Weights that are not finite come from a training that diverged, which the accuracy tells.
+    if not np.all(np.isfinite(weights)):
+        return GateFailure.unlearned(
+            _(
+                "attention_weights returned shape {shape}: expected finite weights of shape "
+                "{single} or {hops} (one per fact)",
+                shape=np.shape(answers["attention"]),
+                single=(count, FACTS),
+                hops=(count, "hops", FACTS),
+            )
         )
     sums = weights.sum(axis=-1)
     if np.any(weights < -1e-6) or np.abs(sums - 1).max() > 1e-3:
-        return _(
-            "attention_weights returned rows that are no distributions (a row sums to "
-            "{sum:.3g}): return the weights after the softmax, not the scores",
-            sum=float(sums.flat[np.abs(sums - 1).argmax()]),
+        return GateFailure.structural(
+            _(
+                "attention_weights returned rows that are no distributions (a row sums to "
+                "{sum:.3g}): return the weights after the softmax, not the scores",
+                sum=float(sums.flat[np.abs(sums - 1).argmax()]),
+            )
         )
     support = tasks.whereabouts_answers(case.inputs["held_out"])[1]
     hits = (weights.argmax(axis=-1) == support[:, None]).mean(axis=0)  # per hop
     best = int(np.argmax(hits))
     if hits[best] >= SUPPORT_AT:
         return None
-    return _(
-        "the largest attention weight was on the supporting fact (the latest fact about the "
-        "person asked) in only {hits:.0%} of the held-out stories (hop {hop}; at least "
-        "{needed:.0%} needed): a memory network answers by reading that fact. Where it reads an "
-        "older fact about the same person, its memories do not know the order of the facts: "
-        "add a temporal encoding to them",
-        hits=float(hits[best]),
-        hop=best,
-        needed=SUPPORT_AT,
+    return GateFailure.unlearned(
+        _(
+            "the largest attention weight was on the supporting fact (the latest fact about the "
+            "person asked) in only {hits:.0%} of the held-out stories (hop {hop}; at least "
+            "{needed:.0%} needed): a memory network answers by reading that fact. Where it reads "
+            "an older fact about the same person, its memories do not know the order of the facts: "
+            "add a temporal encoding to them",
+            hits=float(hits[best]),
+            hop=best,
+            needed=SUPPORT_AT,
+        )
     )
 
 
@@ -109,21 +128,74 @@ def follows_the_fact(case, answers):
     moved = answers.get("moved")
     count = len(case.inputs["held_out"])
     if moved is None or np.shape(moved) != (count, VOCAB_SIZE):
-        return _(
-            "predict returned shape {shape} on the changed stories: expected {expected}",
-            shape=None if moved is None else np.shape(moved),
-            expected=(count, VOCAB_SIZE),
+        return GateFailure.structural(
+            _(
+                "predict returned shape {shape} on the changed stories: expected {expected}",
+                shape=None if moved is None else np.shape(moved),
+                expected=(count, VOCAB_SIZE),
+            )
         )
     right = tasks.whereabouts_answers(case.inputs["moved"])[0]
     follows = float(np.mean(np.asarray(moved).argmax(axis=-1) == right))
     if follows >= FOLLOWS_AT:
         return None
-    return _(
-        "with the place of the supporting fact changed, the answer changed with it in only "
-        "{follows:.0%} of the held-out stories (at least {needed:.0%} needed): the model "
-        "answers from what it remembers of the training stories, not from the story it reads",
-        follows=follows,
-        needed=FOLLOWS_AT,
+    return GateFailure.unlearned(
+        _(
+            "with the place of the supporting fact changed, the answer changed with it in only "
+            "{follows:.0%} of the held-out stories (at least {needed:.0%} needed): the model "
+            "answers from what it remembers of the training stories, not from the story it reads",
+            follows=follows,
+            needed=FOLLOWS_AT,
+        )
+    )
+
+
+def sees_the_order(case, answers):
+    """Structural: a memory network without a temporal encoding is a function of the set of
+    facts, so its answers stay the same, to rounding, whatever their order, trained or not."""
+    count = len(case.inputs["held_out"])
+    before, after = answers.get("held_out"), answers.get("reordered")
+    moved = answers.get("moved")
+    if any(found is None or np.shape(found) != (count, VOCAB_SIZE) for found in (before, after)):
+        return GateFailure.structural(
+            _(
+                "predict returned shape {shape} on the reordered stories: expected {expected}",
+                shape=None if after is None else np.shape(after),
+                expected=(count, VOCAB_SIZE),
+            )
+        )
+    rows = (
+        tasks.whereabouts_answers(case.inputs["held_out"])[0]
+        != (tasks.whereabouts_answers(case.inputs["reordered"])[0])
+    )
+    before, after = np.asarray(before, float), np.asarray(after, float)
+    if not (np.all(np.isfinite(before)) and np.all(np.isfinite(after))):
+        return None  # a training that diverged, which the accuracy tells
+    scale = np.maximum(1.0, np.abs(before).max(axis=-1))
+
+    def unchanged_by(other, where):
+        gap = np.abs(other[where] - before[where]).max(axis=-1)
+        return float(np.mean(gap <= SAME_TO * scale[where]))
+
+    unchanged = unchanged_by(after, rows)
+    if unchanged <= 0.5:
+        return None
+    # Answers that stay the same when the supporting fact's place changes do not read the story
+    # at all, which the gate on following the fact tells.
+    if np.shape(moved) == (count, VOCAB_SIZE) and (
+        unchanged_by(np.asarray(moved, float), slice(None)) > 0.5
+    ):
+        return None
+    return GateFailure.structural(
+        _(
+            "with the facts of a story put in another order, so that the latest fact about the "
+            "person asked is another one with another place, the answer did not change (to "
+            "1e-5) in {unchanged:.0%} of those held-out stories: the model reads the story as "
+            "a set of facts and cannot tell which one is the latest. Add a temporal encoding "
+            "to the memories: a learned vector for each fact's index, added to m_i and to c_i "
+            "(Sukhbaatar 2015, §4.1)",
+            unchanged=unchanged,
+        )
     )
 
 
@@ -136,8 +208,9 @@ RECORD = Exercise(
     summary=(
         "Build an end-to-end memory network and train it to answer where a person is, from "
         "stories of people moving. The grader trains it in the sandbox on stories from its own "
-        "seed and grades what it learned on held-out stories: accuracy, that its attention is "
-        "on the supporting fact, and that the answer follows that fact."
+        "seed and grades what it learned on held-out stories: accuracy, that its answer "
+        "changes with the order of the facts, that its attention is on the supporting fact, "
+        "and that the answer follows that fact."
     ),
     parts=(
         Part(
@@ -146,11 +219,15 @@ RECORD = Exercise(
             make_cases=story_cases,
             targets=("build_model", "train_model", "predict", "attention_weights"),
             description="train: build_model and train_model; graded on held-out accuracy "
-            f"(≥ {PASS_AT:.0%}) and two gates.",
+            f"(≥ {PASS_AT:.0%}) and three gates.",
             training=Training(
                 answers=story_answers,
                 pass_at=PASS_AT,
                 gates=(
+                    Gate(
+                        N_("temporal encoding: the answer changes with the order of the facts"),
+                        sees_the_order,
+                    ),
                     Gate(N_("attention on the supporting fact"), on_the_supporting_fact),
                     Gate(N_("the answer follows the supporting fact"), follows_the_fact),
                 ),

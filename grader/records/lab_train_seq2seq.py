@@ -1,6 +1,6 @@
 """Lab train-seq2seq: an encoder–decoder with Bahdanau's additive attention trained in the
-sandbox to rewrite dates, graded by what it learned: held-out accuracy, a causal decoder, and a
-monotone alignment."""
+sandbox to rewrite dates, graded by what it learned: held-out accuracy, a causal decoder, an
+attention query that knows the step (the decoder's state), and a monotone alignment."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import numpy as np
 from grader.i18n import N_, _
 from grader.reference import tasks
 from grader.vocabulary.labels import label_texts
-from grader.vocabulary.spec import TRAIN, Case, Exercise, Gate, Part, Training
+from grader.vocabulary.spec import TRAIN, Case, Exercise, Gate, GateFailure, Part, Training
 
 # The words of this record's case labels, translated where shown (grader.vocabulary.labels).
 LABEL_TEXTS = label_texts(N_("dates to digits"), N_("{count} training dates"), N_("seed {seed}"))
@@ -20,6 +20,8 @@ PASS_AT = 0.95
 # The share of target steps whose largest attention weight must be on their source token.
 ALIGNED_AT = 0.8
 CAUSAL_TOLERANCE = 1e-4
+# How far two attention rows may differ and still count as the same (float32 rounding).
+SAME_TO = 1e-5
 SOURCE, TARGET = tasks.DATE_SOURCE, tasks.DATE_TARGET
 
 PROBES = [
@@ -60,25 +62,67 @@ def causal(case, answers):
     shape = (len(held_out), TARGET, tasks.DATE_VOCABULARY)
     outputs, changed_outputs = answers.get("held_out"), answers.get("later_changed")
     if any(np.shape(found) != shape for found in (outputs, changed_outputs)):
-        return _(
-            "predict returned shape {shape}: expected {expected}",
-            shape=np.shape(changed_outputs),
-            expected=shape,
+        return GateFailure.structural(
+            _(
+                "predict returned shape {shape}: expected {expected}",
+                shape=np.shape(changed_outputs),
+                expected=shape,
+            )
         )
     leak, (sequence, step, first) = tasks.causal_leak(
         outputs, changed_outputs, held_out[:, SOURCE:], changed[:, SOURCE:]
     )
     if leak <= CAUSAL_TOLERANCE:
         return None
-    return _(
-        "the output of step {step} changed (by {leak:.3g}) when only the decoder's inputs "
-        "from step {first} on were changed (held-out date {sequence}): the decoder reads later "
-        "inputs. With teacher forcing the next digit is among them, so such a decoder fits its "
-        "data and still cannot translate; run the decoder forward only (no Bidirectional)",
-        step=step,
-        leak=leak,
-        first=first,
-        sequence=sequence,
+    return GateFailure.structural(
+        _(
+            "the output of step {step} changed (by {leak:.3g}) when only the decoder's inputs "
+            "from step {first} on were changed (held-out date {sequence}): the decoder reads later "
+            "inputs. With teacher forcing the next digit is among them, so such a decoder fits its "
+            "data and still cannot translate; run the decoder forward only (no Bidirectional)",
+            step=step,
+            leak=leak,
+            first=first,
+            sequence=sequence,
+        )
+    )
+
+
+def query_knows_the_step(case, answers):
+    """Structural: Bahdanau's query is the decoder's state, which carries what was written so
+    far. A query made from the decoder's input alone gives two steps that read the same input
+    token the same attention, trained or not, though they translate different source tokens."""
+    count = len(case.inputs["held_out"])
+    weights = answers.get("attention")
+    if weights is None or np.shape(weights) != (count, TARGET, SOURCE):
+        return None  # the alignment gate tells what is wrong with the weights
+    weights = np.asarray(weights, dtype=float)
+    if not np.all(np.isfinite(weights)):
+        return None
+    reads = case.inputs["held_out"][:, SOURCE:]  # (N, T) the decoder's input at each step
+    same = {True: [], False: []}  # by whether the two steps read the same input
+    for first in range(TARGET):
+        for second in range(first + 1, TARGET):
+            if tasks.DATE_ALIGNMENT[first] == tasks.DATE_ALIGNMENT[second]:
+                continue  # both steps rightly look at one source token
+            gap = np.abs(weights[:, first] - weights[:, second]).max(axis=-1)
+            equal = reads[:, first] == reads[:, second]
+            same[True].append(gap[equal] <= SAME_TO)
+            same[False].append(gap[~equal] <= SAME_TO)
+    alike, apart = (np.concatenate(same[key]) for key in (True, False))
+    # Weights that are the same at every step (uniform, or from the source alone) do not come
+    # from the input either: the alignment gate tells them.
+    if not len(alike) or alike.mean() <= 0.5 or apart.mean() > 0.5:
+        return None
+    return GateFailure.structural(
+        _(
+            "two steps of a date that read the same decoder input but translate different "
+            "source tokens got the same attention weights (to 1e-5) in {share:.0%} of such "
+            "pairs: the attention's query is made from the decoder's input alone, so it cannot "
+            "know which step it is at. Make the query from the decoder's state s_t (its "
+            "recurrent layer's output at the step), which carries what was written so far",
+            share=float(alike.mean()),
+        )
     )
 
 
@@ -86,36 +130,52 @@ def monotone_alignment(case, answers):
     count = len(case.inputs["held_out"])
     weights = answers.get("attention")
     shape = (count, TARGET, SOURCE)
-    if weights is None or np.shape(weights) != shape or not np.all(np.isfinite(weights)):
-        return _(
-            "attention_weights returned shape {shape}: expected finite weights of shape "
-            "{expected} (target steps, source tokens)",
-            shape=None if weights is None else np.shape(weights),
-            expected=shape,
+    if weights is None or np.shape(weights) != shape:
+        return GateFailure.structural(
+            _(
+                "attention_weights returned shape {shape}: expected finite weights of shape "
+                "{expected} (target steps, source tokens)",
+                shape=None if weights is None else np.shape(weights),
+                expected=shape,
+            )
         )
     weights = np.asarray(weights, dtype=float)
+    # Weights that are not finite come from a training that diverged, which the accuracy tells.
+    if not np.all(np.isfinite(weights)):
+        return GateFailure.unlearned(
+            _(
+                "attention_weights returned shape {shape}: expected finite weights of shape "
+                "{expected} (target steps, source tokens)",
+                shape=np.shape(weights),
+                expected=shape,
+            )
+        )
     sums = weights.sum(axis=-1)
     if np.any(weights < -1e-6) or np.abs(sums - 1).max() > 1e-3:
-        return _(
-            "attention_weights returned rows that are no distributions (a row sums to "
-            "{sum:.3g}): return the weights after the softmax, not the scores",
-            sum=float(sums.flat[np.abs(sums - 1).argmax()]),
+        return GateFailure.structural(
+            _(
+                "attention_weights returned rows that are no distributions (a row sums to "
+                "{sum:.3g}): return the weights after the softmax, not the scores",
+                sum=float(sums.flat[np.abs(sums - 1).argmax()]),
+            )
         )
     aligned = weights.argmax(axis=-1) == tasks.DATE_ALIGNMENT  # (N, T)
     if aligned.mean() >= ALIGNED_AT:
         return None
     worst = int(np.argmin(aligned.mean(axis=0)))
-    return _(
-        "the largest attention weight was on the source token a step translates in only "
-        "{share:.0%} of the steps (at least {needed:.0%} needed; step {step}, which translates "
-        "source token {token}, only {worst:.0%}): the rewriting is monotone, step t reads "
-        "source token 0, 1, 2, 2, 3, 4, 5, 6, and an attention that looks there is what lets "
-        "the decoder copy and convert",
-        share=float(aligned.mean()),
-        needed=ALIGNED_AT,
-        step=worst,
-        token=int(tasks.DATE_ALIGNMENT[worst]),
-        worst=float(aligned[:, worst].mean()),
+    return GateFailure.unlearned(
+        _(
+            "the largest attention weight was on the source token a step translates in only "
+            "{share:.0%} of the steps (at least {needed:.0%} needed; step {step}, which translates "
+            "source token {token}, only {worst:.0%}): the rewriting is monotone, step t reads "
+            "source token 0, 1, 2, 2, 3, 4, 5, 6, and an attention that looks there is what lets "
+            "the decoder copy and convert",
+            share=float(aligned.mean()),
+            needed=ALIGNED_AT,
+            step=worst,
+            token=int(tasks.DATE_ALIGNMENT[worst]),
+            worst=float(aligned[:, worst].mean()),
+        )
     )
 
 
@@ -128,8 +188,9 @@ RECORD = Exercise(
     summary=(
         "Build an encoder–decoder with Bahdanau's additive attention and train it to rewrite "
         "dates as digits. The grader trains it in the sandbox on dates from its own seed and "
-        "grades what it learned on held-out dates: accuracy, that the decoder is causal, and "
-        "that its attention follows the monotone alignment."
+        "grades what it learned on held-out dates: accuracy, that the decoder is causal, that "
+        "its attention's query knows the step, and that its attention follows the monotone "
+        "alignment."
     ),
     parts=(
         Part(
@@ -138,13 +199,17 @@ RECORD = Exercise(
             make_cases=date_cases,
             targets=("build_model", "train_model", "predict", "attention_weights"),
             description="train: build_model and train_model; graded on held-out accuracy "
-            f"(≥ {PASS_AT:.0%}) and two gates.",
+            f"(≥ {PASS_AT:.0%}) and three gates.",
             training=Training(
                 answers=date_answers,
                 pass_at=PASS_AT,
                 gates=(
                     Gate(
                         N_("causal: later decoder inputs leave earlier outputs unchanged"), causal
+                    ),
+                    Gate(
+                        N_("the attention's query knows the step (the decoder's state)"),
+                        query_knows_the_step,
                     ),
                     Gate(N_("monotone alignment"), monotone_alignment),
                 ),

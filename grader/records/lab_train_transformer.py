@@ -9,7 +9,7 @@ import numpy as np
 from grader.i18n import N_, _
 from grader.reference import tasks
 from grader.vocabulary.labels import label_texts
-from grader.vocabulary.spec import TRAIN, Case, Exercise, Gate, Part, Training
+from grader.vocabulary.spec import TRAIN, Case, Exercise, Gate, GateFailure, Part, Training
 
 # The words of this record's case labels, translated where shown (grader.vocabulary.labels).
 LABEL_TEXTS = label_texts(
@@ -66,15 +66,19 @@ def _answer(answers, name, expected_shape):
     """The named answer as an array of `expected_shape`'s rank and leading sizes, or why not."""
     found = answers.get(name)
     if found is None:
-        return None, _("no answer came back for {name}", name=name)
+        return None, GateFailure.structural(_("no answer came back for {name}", name=name))
     found = np.asarray(found, dtype=float)
-    if found.shape[: len(expected_shape)] != expected_shape or not np.all(np.isfinite(found)):
-        return None, _(
-            "{name}: expected finite values of shape {shape}, got shape {found}",
-            name=name,
-            shape=(*expected_shape, "…"),
-            found=found.shape,
-        )
+    problem = _(
+        "{name}: expected finite values of shape {shape}, got shape {found}",
+        name=name,
+        shape=(*expected_shape, "…"),
+        found=found.shape,
+    )
+    if found.shape[: len(expected_shape)] != expected_shape:
+        return None, GateFailure.structural(problem)
+    # Values that are not finite come from a training that diverged, which the accuracy tells.
+    if not np.all(np.isfinite(found)):
+        return None, GateFailure.unlearned(problem)
     return found, None
 
 
@@ -91,16 +95,18 @@ def causal(case, answers):
     )
     if leak <= CAUSAL_TOLERANCE:
         return None
-    return _(
-        "the output at position {position} changed (by {leak:.3g}) when only tokens from "
-        "position {first} on were changed (held-out sequence {sequence}): the model looks at "
-        "later tokens. With teacher forcing the next token is in the input, so a model that "
-        "peeks fits its data and still cannot generate; mask the attention causally "
-        "(use_causal_mask=True, or a mask with zeros above the diagonal)",
-        position=position,
-        leak=leak,
-        first=first,
-        sequence=sequence,
+    return GateFailure.structural(
+        _(
+            "the output at position {position} changed (by {leak:.3g}) when only tokens from "
+            "position {first} on were changed (held-out sequence {sequence}): the model looks at "
+            "later tokens. With teacher forcing the next token is in the input, so a model that "
+            "peeks fits its data and still cannot generate; mask the attention causally "
+            "(use_causal_mask=True, or a mask with zeros above the diagonal)",
+            position=position,
+            leak=leak,
+            first=first,
+            sequence=sequence,
+        )
     )
 
 
@@ -117,20 +123,27 @@ def uses_positions(case, answers):
     if follows >= FOLLOWS_AT:
         return None
     unchanged = float(np.mean(np.abs(after - before).max(axis=-1) < 1e-5))
-    if unchanged > 0.5:
-        return _(
-            "with the source tokens put in another order, the first answer did not change in "
-            "{unchanged:.0%} of the held-out sequences: the model does not see order. "
-            "Self-attention alone treats its inputs as a set (NNDL 8.3); add positions (a "
-            "learned or sinusoidal encoding) to the embeddings",
-            unchanged=unchanged,
+    # A model that gives every sequence the same first answer (one that collapsed while
+    # training) is blind to more than order: that is the accuracy's to tell.
+    reads_its_input = np.mean(np.abs(before - before[:1]).max(axis=-1) >= 1e-5) > 0.5
+    if unchanged > 0.5 and reads_its_input:
+        return GateFailure.structural(
+            _(
+                "with the source tokens put in another order, the first answer did not change in "
+                "{unchanged:.0%} of the held-out sequences: the model does not see order. "
+                "Self-attention alone treats its inputs as a set (NNDL 8.3); add positions (a "
+                "learned or sinusoidal encoding) to the embeddings",
+                unchanged=unchanged,
+            )
         )
-    return _(
-        "with the source tokens put in another order, the first answer was the new last "
-        "source token in only {follows:.0%} of the held-out sequences (at least {needed:.0%} "
-        "needed): the model does not find the token by its position",
-        follows=follows,
-        needed=FOLLOWS_AT,
+    return GateFailure.unlearned(
+        _(
+            "with the source tokens put in another order, the first answer was the new last "
+            "source token in only {follows:.0%} of the held-out sequences (at least {needed:.0%} "
+            "needed): the model does not find the token by its position",
+            follows=follows,
+            needed=FOLLOWS_AT,
+        )
     )
 
 
@@ -139,37 +152,43 @@ def anti_diagonal(case, answers):
     count, length = held_out.shape
     weights = answers.get("attention")
     if weights is None:
-        return _("no answer came back for {name}", name="attention")
+        return GateFailure.structural(_("no answer came back for {name}", name="attention"))
     weights = np.asarray(weights, dtype=float)
     square = weights.shape[-2:] == (length, length) and weights.shape[0] == count
     if not square or weights.ndim not in (3, 4) or not np.all(np.isfinite(weights)):
-        return _(
-            "attention_weights returned shape {shape}: expected finite weights of shape "
-            "{heads} or {single} (queries, keys)",
-            shape=weights.shape,
-            heads=(count, "H", length, length),
-            single=(count, length, length),
+        return GateFailure.structural(
+            _(
+                "attention_weights returned shape {shape}: expected finite weights of shape "
+                "{heads} or {single} (queries, keys)",
+                shape=weights.shape,
+                heads=(count, "H", length, length),
+                single=(count, length, length),
+            )
         )
     sums = weights.sum(axis=-1)
     if np.any(weights < -1e-6) or np.abs(sums - 1).max() > 1e-3:
-        return _(
-            "attention_weights returned rows that are no distributions (a row sums to "
-            "{sum:.3g}): return the weights after the softmax, not the scores",
-            sum=float(sums.flat[np.abs(sums - 1).argmax()]),
+        return GateFailure.structural(
+            _(
+                "attention_weights returned rows that are no distributions (a row sums to "
+                "{sum:.3g}): return the weights after the softmax, not the scores",
+                sum=float(sums.flat[np.abs(sums - 1).argmax()]),
+            )
         )
     hits, mass = tasks.anti_diagonal_hits(weights)
     best = int(np.argmax(hits))
     if hits[best] >= ANTI_DIAGONAL_AT:
         return None
-    return _(
-        "at the answer positions p = n … 2n − 1, of the source tokens the one with the largest "
-        "attention weight was the mirrored one (key 2n − 1 − p) in only {hits:.0%} of the rows "
-        "(head {head}, mean weight there {mass:.2f}; at least {needed:.0%} needed): the answer "
-        "at p is that token, so a model that reverses by attention looks there",
-        hits=float(hits[best]),
-        head=best,
-        mass=float(mass[best]),
-        needed=ANTI_DIAGONAL_AT,
+    return GateFailure.unlearned(
+        _(
+            "at the answer positions p = n … 2n − 1, of the source tokens the one with the largest "
+            "attention weight was the mirrored one (key 2n − 1 − p) in only {hits:.0%} of the rows "
+            "(head {head}, mean weight there {mass:.2f}; at least {needed:.0%} needed): the answer "
+            "at p is that token, so a model that reverses by attention looks there",
+            hits=float(hits[best]),
+            head=best,
+            mass=float(mass[best]),
+            needed=ANTI_DIAGONAL_AT,
+        )
     )
 
 

@@ -149,6 +149,27 @@ def moved_away(rng, inputs, persons, places):
     return moved
 
 
+def facts_reordered(rng, inputs):
+    """Each story with its facts put in another order after which the latest fact about the
+    person asked has another place (the right answer changes), the question kept. A story whose
+    facts about that person all share one place stays as it is (`whereabouts_answers` of both
+    tell which changed). Only the order of the facts can tell the two apart: a model that reads
+    the story as a set of facts gives both the same answer."""
+    reordered = np.array(inputs, copy=True)
+    facts = reordered.shape[1] - 1
+    answers = whereabouts_answers(reordered)[0]
+    for row, answer in zip(reordered, answers, strict=True):
+        about = row[:facts, 0] == row[facts, 0]
+        if len(set(row[:facts, 1][about])) < 2:
+            continue
+        while True:
+            order = rng.permutation(facts)
+            if whereabouts_answers(row[None, np.append(order, facts)])[0][0] != answer:
+                break
+        row[:facts] = row[order]
+    return reordered
+
+
 # Dates (lab train-seq2seq): "14 <jul> 2023" → "1 4 0 7 2 0 2 3". Digits are the tokens 0 … 9,
 # the months 10 … 21, the decoder's start 22. The source is the day's two digits, the month's
 # token and the year's four digits (7 tokens); the target the day's, the month's and the year's

@@ -199,17 +199,43 @@ class Relation:
 
 
 @dataclass(frozen=True)
+class GateFailure:
+    """Why a gate failed, and which kind of evidence that is.
+
+    A structural failure (`needs_learning` False) holds whatever the weights: a later token
+    changed an earlier output, the answers stayed the same to 1e-5 when the order of the inputs
+    changed (the model cannot see order), weights that are no distribution. It is evidence of
+    one mistake in the code, and is told first. A learned behaviour (`needs_learning` True) is
+    what a trained model does (its attention lands on the mirrored token, its answer follows
+    the fact): every model that has not learned fails it, whatever the reason, so where the
+    accuracy fails too it names no mistake and is told after the accuracy.
+    """
+
+    message: str
+    needs_learning: bool
+
+    @classmethod
+    def structural(cls, message: str) -> GateFailure:
+        return cls(message, needs_learning=False)
+
+    @classmethod
+    def unlearned(cls, message: str) -> GateFailure:
+        return cls(message, needs_learning=True)
+
+
+@dataclass(frozen=True)
 class Gate:
     """A condition a trained model must meet beyond accuracy, checked in the grader's process.
 
     `check(case, answers)` is given the case (its inputs: the data and the probes the grader
     made) and the arrays the submission's functions returned for it, by probe name; it returns
-    None when the condition holds, else what the model does wrong and why it matters, in plain
-    words (for example: its output at position 3 changed when only position 5 changed).
+    None when the condition holds, else a `GateFailure`: what the model does wrong and why it
+    matters, in plain words (for example: its output at position 3 changed when only position 5
+    changed), and whether that is structural or a behaviour only a trained model shows.
     """
 
     name: str
-    check: Callable[[Case, Mapping[str, np.ndarray]], str | None]
+    check: Callable[[Case, Mapping[str, np.ndarray]], GateFailure | None]
 
 
 @dataclass(frozen=True)

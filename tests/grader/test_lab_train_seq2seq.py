@@ -9,7 +9,7 @@ import pytest
 from grader.engine.cases import make_cases
 from grader.engine.training import accuracy
 from grader.records import get_exercise
-from grader.records.lab_train_seq2seq import causal, monotone_alignment
+from grader.records.lab_train_seq2seq import causal, monotone_alignment, query_knows_the_step
 from grader.reference import tasks
 from tests.support.planting import from_table, patched_solution
 
@@ -32,6 +32,21 @@ PATCHES = [
                 "    states = layers.Bidirectional(\n"
                 "        layers.GRU(units // 2, return_sequences=True)\n"
                 "    )(\n",
+            )
+        ],
+    ),
+    (
+        # The query from the embedding of the decoder's input: every step that reads a digit
+        # attends alike, whichever source token it translates.
+        "train",
+        "property: the attention's query knows the step (the decoder's state)",
+        "cannot know which step it is at",
+        [
+            (
+                "queries = layers.Dense(units, use_bias=False)(states)[:, :, None]",
+                "queries = layers.Dense(units, use_bias=False)(\n"
+                "        layers.Embedding(vocab_size, units)(decoder_in)\n"
+                "    )[:, :, None]",
             )
         ],
     ),
@@ -91,6 +106,7 @@ def test_a_perfect_translator_passes_every_gate():
     assert accuracy(answers["held_out"], truth) == 1.0
     assert causal(case, answers) is None
     assert monotone_alignment(case, answers) is None
+    assert query_knows_the_step(case, answers) is None
 
 
 def test_outputs_read_from_the_next_decoder_input_fail_causality():
@@ -100,7 +116,8 @@ def test_outputs_read_from_the_next_decoder_input_fail_causality():
         following = np.roll(case.inputs[name][:, tasks.DATE_SOURCE :], -1, axis=1) % 10
         answers[name] = np.eye(tasks.DATE_VOCABULARY)[following]
     broken = causal(case, answers)
-    assert broken is not None and "the decoder reads later inputs" in broken
+    assert broken is not None and "the decoder reads later inputs" in broken.message
+    assert not broken.needs_learning
 
 
 def test_attention_on_the_first_source_token_fails_the_alignment():
@@ -109,4 +126,27 @@ def test_attention_on_the_first_source_token_fails_the_alignment():
     answers["attention"] = np.zeros_like(answers["attention"])
     answers["attention"][..., 0] = 1.0
     broken = monotone_alignment(case, answers)
-    assert broken is not None and "in only 12% of the steps" in broken
+    assert broken is not None and "in only 12% of the steps" in broken.message
+    assert broken.needs_learning
+
+
+def test_attention_that_depends_on_the_decoder_input_alone_fails_the_query_gate():
+    """A query made from the embedding of the decoder's input: each input token has its own
+    attention row, whichever step reads it; the alignment and causality can still hold for
+    steps that read different tokens."""
+    case = _case()
+    answers = _perfect_answers(case)
+    rows = np.random.default_rng(0).dirichlet(np.ones(tasks.DATE_SOURCE), tasks.DATE_VOCABULARY)
+    answers["attention"] = rows[case.inputs["held_out"][:, tasks.DATE_SOURCE :]]
+    broken = query_knows_the_step(case, answers)
+    assert broken is not None and not broken.needs_learning
+    assert "cannot know which step it is at" in broken.message
+    # An untrained decoder's attention, its query from its state: another row at every step.
+    count = len(case.inputs["held_out"])
+    answers["attention"] = np.random.default_rng(1).dirichlet(
+        np.ones(tasks.DATE_SOURCE), (count, tasks.DATE_TARGET)
+    )
+    assert query_knows_the_step(case, answers) is None
+    # Weights the same at every step (uniform) come from no input: the alignment tells them.
+    answers["attention"] = np.full_like(answers["attention"], 1 / tasks.DATE_SOURCE)
+    assert query_knows_the_step(case, answers) is None

@@ -8,10 +8,15 @@ import numpy as np
 import pytest
 
 from grader.engine.cases import make_cases
-from grader.engine.training import accuracy
+from grader.engine.feedback import problems
+from grader.engine.judging import judge_case
+from grader.engine.results import FAILED, PartResult
+from grader.engine.training import accuracy, expected_output
 from grader.records import get_exercise
 from grader.records.lab_train_transformer import anti_diagonal, causal, uses_positions
 from grader.reference import tasks
+from grader.vocabulary.protocol import CaseOutput
+from grader.vocabulary.status import CaseStatus
 from tests.support.planting import from_table, patched_solution
 
 pytestmark = pytest.mark.labs
@@ -102,7 +107,8 @@ def test_a_model_that_reads_the_next_input_fails_causality_only():
         inputs = case.inputs[name]
         answers[name] = _one_hot(np.concatenate([inputs[:, 1:], inputs[:, -1:]], axis=1))
     broken = causal(case, answers)
-    assert broken is not None and "looks at later tokens" in broken
+    assert broken is not None and "looks at later tokens" in broken.message
+    assert not broken.needs_learning
 
 
 def test_a_model_blind_to_order_fails_the_position_gate():
@@ -111,7 +117,14 @@ def test_a_model_blind_to_order_fails_the_position_gate():
     answers = _perfect_answers(case)
     answers["reordered"] = answers["held_out"].copy()
     broken = uses_positions(case, answers)
-    assert broken is not None and "does not see order" in broken
+    assert broken is not None and "does not see order" in broken.message
+    assert not broken.needs_learning
+    # The same first answer for every sequence, as from a model that collapsed in training: it
+    # does not read its input at all, which is no evidence about positions.
+    for name in ("held_out", "reordered"):
+        answers[name] = np.broadcast_to(answers["held_out"][:1], answers["held_out"].shape)
+    broken = uses_positions(case, answers)
+    assert broken is not None and broken.needs_learning
 
 
 def test_attention_on_the_diagonal_fails_the_attention_gate():
@@ -122,4 +135,64 @@ def test_attention_on_the_diagonal_fails_the_attention_gate():
     broken = anti_diagonal(case, answers)
     # Of the source keys, a row on the diagonal weighs all alike: its largest is key 0, the
     # mirrored one for the last row only.
-    assert broken is not None and "the mirrored one (key 2n − 1 − p) in only 17%" in broken
+    assert broken is not None and "the mirrored one (key 2n − 1 − p) in only 17%" in broken.message
+    assert broken.needs_learning
+
+
+def _first_problem(case, answers):
+    """The check a student reads first when the part is graded on these answers."""
+    part = get_exercise(LAB).part("train")
+    got = CaseOutput(CaseStatus.OK, output=answers["held_out"], grads=answers)
+    checks = judge_case(part, case, expected_output(part, case), got)
+    return problems(PartResult("train", 10, FAILED, checks))[0], checks
+
+
+def _two_back(inputs):
+    """A causal model that has not learned to reverse (as one trained on targets shifted twice):
+    at each position, the token two back."""
+    return _one_hot(np.concatenate([inputs[:, :2], inputs[:, :-2]], axis=1))
+
+
+def test_a_model_that_has_not_learned_is_told_the_accuracy_first():
+    """The answers are not the reversal, and with the source reordered the first answer changes
+    but is not the new last source token (a learned behaviour). The accuracy line, which sends
+    the student to the training, comes first; the gates that describe a trained model still
+    fail, but name no mistake."""
+    case = _case()
+    answers = _perfect_answers(case)
+    for name in ("held_out", "later_changed", "reordered"):
+        answers[name] = _two_back(case.inputs[name])
+    count, length = case.inputs["held_out"].shape
+    answers["attention"] = np.full((count, length, length), 1.0 / length)
+    first, checks = _first_problem(case, answers)
+    assert first.name.startswith("build_model: accuracy on held-out inputs")
+    failed = {
+        check.name.removeprefix("build_model: ").split(",")[0]: check
+        for check in checks
+        if not check.passed
+    }
+    position = failed["uses positions: the answer follows the source's order"]
+    assert "does not find the token by its position" in position.message
+    assert position.mistake is None and failed["attention on the anti-diagonal"].mistake is None
+
+
+def test_a_structural_failure_is_told_before_the_accuracy():
+    """Blind to order (the reordered answers exactly the same) and not reversing: the position
+    gate's structural line comes first, named."""
+    case = _case()
+    answers = _perfect_answers(case)
+    for name in ("held_out", "later_changed"):
+        answers[name] = _two_back(case.inputs[name])
+    answers["reordered"] = answers["held_out"].copy()
+    first, _checks = _first_problem(case, answers)
+    assert "does not see order" in first.message
+    assert first.mistake == "property: uses positions: the answer follows the source's order"
+
+
+def test_with_the_accuracy_reached_a_learned_gate_names_its_mistake():
+    case = _case()
+    answers = _perfect_answers(case)
+    count, length = case.inputs["held_out"].shape
+    answers["attention"] = np.broadcast_to(np.eye(length), (count, 1, length, length))
+    first, _checks = _first_problem(case, answers)
+    assert first.mistake == "property: attention on the anti-diagonal"

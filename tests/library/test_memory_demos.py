@@ -31,12 +31,16 @@ def test_memn2n_task_has_one_supporting_fact_among_distractors():
 
 
 @pytest.mark.slow
-def test_memn2n_answers_and_attends_to_the_supporting_fact():
-    result = _example("memn2n_qa").train_and_evaluate(hops=2, epochs=15, seed=0)
+def test_memn2n_answers_and_attends_to_the_supporting_fact(tmp_path):
+    demo = _example("memn2n_qa")
+    result = demo.train_and_evaluate(hops=2, epochs=15, seed=0)
     assert result["accuracy"] >= 0.95
     # The first hop's largest attention weight is on the supporting fact.
     assert result["support_accuracy"][0] >= 0.95
     assert result["padded_weight"] == 0.0  # padded memory slots are never attended to
+    plot = demo.draw(result, tmp_path)
+    assert plot == tmp_path / "memn2n_qa.png"
+    assert plot.stat().st_size > 1000 and plot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
 def test_copy_task_batches():
