@@ -725,10 +725,7 @@ def composed(first: Mutant, second: Mutant) -> Mutant | None:
     if f1 is f2 and path1 == path2:
         if index1 == index2:
             return None
-        key = (f1, index1, edit1, index2, edit2)
-        if key not in _EDITED:
-            _EDITED[key] = _edited_twice(f1, index1, edit1, index2, edit2)
-        compiled = _EDITED[key]
+        compiled = _cached_edit((f1, index1, edit1, index2, edit2), _edited_twice)
         if compiled is None:
             return None
         function = _rebound(top, path1, compiled)
@@ -752,15 +749,22 @@ def composed(first: Mutant, second: Mutant) -> Mutant | None:
 # one function: a composition search pairs the same few mutants with one another again for
 # each student and case. A function compiled records nothing and is never changed, so one
 # serves every composition that asks for it.
+# A long-lived process (a batch, `grader watch`) starts the cache afresh past _EDITED_MOST.
 _EDITED: dict[tuple, Callable | None] = {}
+_EDITED_MOST = 20_000
+
+
+def _cached_edit(key: tuple, make: Callable) -> Callable | None:
+    if key not in _EDITED:
+        if len(_EDITED) >= _EDITED_MOST:
+            _EDITED.clear()
+        _EDITED[key] = make(*key)
+    return _EDITED[key]
 
 
 def _edited(function: Callable, index: int, edit) -> Callable | None:
     """`function` compiled with `edit` made at its node `index`, recording nothing."""
-    key = (function, index, edit)
-    if key not in _EDITED:
-        _EDITED[key] = _edited_once(function, index, edit)
-    return _EDITED[key]
+    return _cached_edit((function, index, edit), _edited_once)
 
 
 def _edited_twice(function: Callable, index1: int, edit1, index2: int, edit2) -> Callable | None:
