@@ -410,7 +410,7 @@ def slow_class(tmp_path: Path, seconds: float, size: int = 6) -> Path:
 
 
 def test_kill_9_loses_nothing_graded_and_leaves_nothing_running(tmp_path):
-    root = slow_class(tmp_path, 0.1)
+    root = slow_class(tmp_path, 0.25)
     out = tmp_path / "out"
     command = [
         sys.executable,
@@ -506,7 +506,7 @@ def test_report_renders_in_a_headless_browser(graded, tmp_path):
 def test_a_helper_that_dies_mid_batch_is_replaced_and_nobody_pays_for_it(tmp_path):
     from grader.sandbox import processes
 
-    root = slow_class(tmp_path, 0.1, size=4)
+    root = slow_class(tmp_path, 0.2, size=4)
     out = tmp_path / "out"
     killed = []
 
