@@ -724,7 +724,15 @@ class _Source:
     function: Callable
 
 
+# Each reference function's source, read and parsed once per process (a search composing
+# mutants asks for the same few functions thousands of times). Callers copy the tree before
+# editing it: a parsed tree is never changed.
+_PARSED: dict[Callable, _Source] = {}
+
+
 def _parsed(function: Callable) -> _Source | None:
+    if function in _PARSED:
+        return _PARSED[function]
     try:
         text = textwrap.dedent(inspect.getsource(function))
     except (OSError, TypeError):
@@ -732,7 +740,8 @@ def _parsed(function: Callable) -> _Source | None:
     tree = ast.parse(text)
     if not tree.body or not isinstance(tree.body[0], ast.FunctionDef):
         return None
-    return _Source(tree, function)
+    _PARSED[function] = _Source(tree, function)
+    return _PARSED[function]
 
 
 def _compile(tree: ast.Module, function: Callable, recorder, axis_chooser) -> Callable | None:
@@ -832,19 +841,9 @@ def composed(first: Mutant, second: Mutant) -> Mutant | None:
         return None
     (top, f1, path1, index1, edit1), (_top, f2, path2, index2, edit2) = first.recipe, second.recipe
     if f1 is f2 and path1 == path2:
-        source = _parsed(f1)
-        if source is None or index1 == index2:
+        if index1 == index2:
             return None
-        tree = copy.deepcopy(source.tree)
-        nodes = list(ast.walk(tree.body[0]))
-        one, other = nodes[index1], nodes[index2]
-        if other in ast.walk(one) or one in ast.walk(other):
-            return None
-        for node, edit in ((one, edit1), (other, edit2)):
-            replacement = edit(node)
-            if replacement is not node and not _replace(tree, node, replacement):
-                return None
-        compiled = _compile(tree, f1, _unrecorded, _axis_used)
+        compiled = _cached_edit((f1, index1, edit1, index2, edit2), _edited_twice)
         if compiled is None:
             return None
         function = _rebound(top, path1, compiled)
@@ -864,8 +863,47 @@ def composed(first: Mutant, second: Mutant) -> Mutant | None:
     return mutant
 
 
+# Edits compiled for compositions, per (function, node index, edit) and per pair of those in
+# one function: a composition search pairs the same few mutants with one another again for
+# each student and case. A function compiled records nothing and is never changed, so one
+# serves every composition that asks for it.
+# A long-lived process (a batch, `grader watch`) starts the cache afresh past _EDITED_MOST.
+_EDITED: dict[tuple, Callable | None] = {}
+_EDITED_MOST = 20_000
+
+
+def _cached_edit(key: tuple, make: Callable) -> Callable | None:
+    if key not in _EDITED:
+        if len(_EDITED) >= _EDITED_MOST:
+            _EDITED.clear()
+        _EDITED[key] = make(*key)
+    return _EDITED[key]
+
+
 def _edited(function: Callable, index: int, edit) -> Callable | None:
     """`function` compiled with `edit` made at its node `index`, recording nothing."""
+    return _cached_edit((function, index, edit), _edited_once)
+
+
+def _edited_twice(function: Callable, index1: int, edit1, index2: int, edit2) -> Callable | None:
+    """`function` compiled with both edits made, recording nothing; None where they cannot be
+    made together (one node inside the other, an edit that no longer compiles)."""
+    source = _parsed(function)
+    if source is None:
+        return None
+    tree = copy.deepcopy(source.tree)
+    nodes = list(ast.walk(tree.body[0]))
+    one, other = nodes[index1], nodes[index2]
+    if other in ast.walk(one) or one in ast.walk(other):
+        return None
+    for node, edit in ((one, edit1), (other, edit2)):
+        replacement = edit(node)
+        if replacement is not node and not _replace(tree, node, replacement):
+            return None
+    return _compile(tree, function, _unrecorded, _axis_used)
+
+
+def _edited_once(function: Callable, index: int, edit) -> Callable | None:
     source = _parsed(function)
     if source is None:
         return None

@@ -196,3 +196,34 @@ def test_a_mutant_that_writes_into_its_argument_leaves_the_case_as_it_was():
     value = search._output(writes_into, None, case)
     np.testing.assert_array_equal(value, [0.0, 2.0, 4.0])
     np.testing.assert_array_equal(case.inputs["x"], [0.0, 1.0, 2.0])
+
+
+def test_a_composition_asked_for_again_is_the_same_edit_compiled_once():
+    """Mutants and their compositions are made once per process: a composition asked for
+    again (the next student, the next case) reuses the compiled edit and computes the same."""
+    from grader.engine import mutants
+    from grader.reference.attention import bilinear_scores
+
+    singles = [m for m in mutants.mutants(bilinear_scores) if m.recipe is not None]
+    same_function = [
+        (a, b) for a in singles for b in singles if a.recipe[1] is b.recipe[1] and a is not b
+    ]
+    rng = np.random.default_rng(0)
+    query, key = rng.standard_normal((2, 3, 4)), rng.standard_normal((2, 5, 4))
+    kernel = rng.standard_normal((4, 4))
+    made = 0
+    for first, second in same_function[:40] + [(singles[0], singles[-1])]:
+        once, again = mutants.composed(first, second), mutants.composed(first, second)
+        assert (once is None) == (again is None)
+        if once is None:
+            continue
+        made += 1
+        assert once.function.__code__ is again.function.__code__
+        with np.errstate(all="ignore"):
+            try:
+                left = np.asarray(once.function(query, key, kernel), dtype=float)
+            except Exception:  # noqa: BLE001 - a mutant may not run on these shapes
+                continue
+            right = np.asarray(again.function(query, key, kernel), dtype=float)
+        np.testing.assert_array_equal(left, right)
+    assert made > 0
