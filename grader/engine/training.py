@@ -68,9 +68,11 @@ def checks(part: Part, case: Case, want: CaseOutput, got: CaseOutput, prefix: st
         if found < needed:
             message = _(
                 "the trained model answered {found:.1%} of the {count} held-out tokens right; "
-                "at least {needed:.0%} is needed: it has not learned the task. Look first at "
-                "the training (enough epochs or steps, the learning rate, the loss, targets "
-                "that line up with the inputs), then at the model",
+                "at least {needed:.0%} is needed: it has not learned the task. The cause is "
+                "in the model (what it can see: its positions, masks, the memories or "
+                "context it reads) or in the training (enough epochs or steps, the learning "
+                "rate, the loss, targets that line up with the inputs); the gates below tell "
+                "what they can",
                 found=found,
                 count=int(np.sum(truth >= 0)),
                 needed=needed,
