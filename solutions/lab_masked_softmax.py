@@ -66,7 +66,8 @@ def masked_softmax_from_mask(scores, mask):
 
     scores (B, Tq, Tk) float; mask bool, broadcastable to scores: (B, Tq, Tk), a padding
     mask (B, 1, Tk) or a causal mask (Tq, Tk). True means "keep". Returns (B, Tq, Tk) with
-    exact zeros at masked positions and all-zero rows where every key is masked.
+    exact zeros at masked positions and all-zero rows where every key is masked. Scores at
+    masked positions may hold anything, far above the kept ones too.
     """
     # BEGIN SOLUTION: fill masked scores with a large negative number, softmax, zero them again
     logits = ops.convert_to_tensor(scores)

@@ -51,7 +51,7 @@ def masked_softmax_from_mask(scores, mask):
 
     scores (B, Tq, Tk) 为浮点数；mask 为布尔值，可广播到 scores：(B, Tq, Tk)、填充掩码 (B, 1,
     Tk) 或因果掩码 (Tq, Tk)。True 表示“保留”。返回 (B, Tq, Tk)，被掩码的位置恰好为零，所有键
-    都被掩码的行全为零。
+    都被掩码的行全为零。被掩码位置上的分数可以是任何值，也可能远大于保留位置的分数。
     """
     raise NotImplementedError("练习 masked-softmax：把被掩码的打分填成一个很大的负数，做 softmax，再把它们置零")
 

@@ -329,6 +329,23 @@ def large_scores(rng, shape) -> np.ndarray:
     return signs * 1000.0 + 5.0 * rng.standard_normal(shape)
 
 
+MASKED_HIGH = label_text(N_("masked keys score 1000 above the kept ones"))
+
+
+def masked_high(scores, label: str, high: bool, keep=None, lengths=None):
+    """The scores (B, Tq, Tk) with every masked key 1000 above the kept ones, and the label that
+    says so: a softmax over all the keys, masked and renormalised after, underflows on the kept
+    ones there (0/0, or a row of zeros). The kept keys: `keep`, or those before `lengths` (B,)
+    or (B, Tq). Unchanged unless `high`."""
+    if not high:
+        return scores, label
+    if keep is None:
+        batch, _queries, keys = np.shape(scores)
+        keep = np.arange(keys) < np.reshape(lengths, (batch, -1, 1))
+    keep = np.broadcast_to(np.asarray(keep, dtype=bool), np.shape(scores))
+    return scores + 1000.0 * ~keep, f"{label}, {MASKED_HIGH}"
+
+
 def scores_label(dims, *texts, large: bool = False) -> str:
     """ "B=2 Tq=3 Tk=5, <texts>": a case's label, ending with LARGE_SCORES for `large` scores."""
     return ", ".join([dims_label(**dims), *texts] + [LARGE_SCORES] * large)

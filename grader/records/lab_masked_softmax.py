@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import numpy as np
-
 from grader.engine import properties as relations
 from grader.engine import sampling as draw
 from grader.engine import selectors as on
@@ -15,9 +13,6 @@ from grader.vocabulary.spec import FUNCTION, Case, Exercise, Mistake, Part, Prop
 # The words of this module's case labels, translated where shown (grader.vocabulary.labels).
 LABEL_TEXTS = label_texts(N_("causal mask of shape {shape}"), N_("padding mask of shape {shape}"))
 FULLY_MASKED = " " + label_text(N_("(a fully masked row)"))
-# Masked keys that score far above the kept ones: a softmax over all keys, zeroed and
-# renormalised afterwards, underflows on the kept ones there (0/0 or a row of zeros).
-MASKED_HIGH = label_text(N_("masked keys score 1000 above the kept ones"))
 # (shape of valid_lens, maxlen): (B,), (B, Tq), maxlen 1, a square one.
 SEQUENCE_MASKS = [((4,), 6), ((2, 3), 5), ((3,), 1), ((5,), 5)]
 # Lengths `per` example ("batch": (B,)), per query ("query": (B, Tq)) or None, the lengths
@@ -25,9 +20,8 @@ SEQUENCE_MASKS = [((4,), 6), ((2, 3), 5), ((3,), 1), ((5,), 5)]
 # fmt: off
 SOFTMAX = [dict(B=2, Tq=3, Tk=5, first=(2, 5)), dict(B=3, Tq=4, Tk=6, per="query", first=(0, 6, 1)),
            dict(B=2, Tq=2, Tk=4, first=(0, 3)), dict(B=1, Tq=1, Tk=1, first=(1,)),
-           dict(B=2, Tq=3, Tk=4, per=None),
-           dict(B=2, Tq=3, Tk=6, per="query", first=(3, 6, 0), large=True),
-           dict(B=2, Tq=3, Tk=5, first=(2, 4), masked_high=True)]
+           dict(B=2, Tq=3, Tk=4, per=None), dict(B=2, Tq=3, Tk=5, first=(2, 4), masked_high=True),
+           dict(B=2, Tq=3, Tk=6, per="query", first=(3, 6, 0), large=True)]
 FROM_MASK = [dict(B=2, Tq=4, Tk=4, kind="causal"), dict(B=3, Tq=2, Tk=5, kind="padding"),
              dict(B=2, Tq=3, Tk=6, kind="random"), dict(B=2, Tq=3, Tk=5, kind="random", large=True),
              dict(B=2, Tq=3, Tk=5, kind="padding", masked_high=True)]
@@ -67,10 +61,7 @@ def softmax_case(rng, B, Tq, Tk, per="batch", first=(0,), large=False, masked_hi
     scores = draw.scores(rng, (B, Tq, Tk), large)
     valid_lens, text = lengths(rng, B, Tq, Tk, per, first)
     label = draw.scores_label(dict(B=B, Tq=Tq, Tk=Tk), text, large=large)
-    if masked_high and valid_lens is not None:
-        per_row = np.broadcast_to(np.reshape(valid_lens, (B, -1, 1)), (B, Tq, 1))
-        scores = scores + 1000.0 * (np.arange(Tk) >= per_row)
-        label = f"{label}, {MASKED_HIGH}"
+    scores, label = draw.masked_high(scores, label, masked_high, lengths=valid_lens)
     inputs = {"scores": scores} | ({} if per is None else {"valid_lens": valid_lens})
     params = {"valid_lens": None} if per is None else {}
     return Case("masked_softmax", FUNCTION, label, inputs, params)
@@ -83,9 +74,7 @@ def mask_case(rng, B, Tq, Tk, kind, large=False, masked_high=False):
     text = f"{named} of shape {mask.shape}" + FULLY_MASKED * (kind == "random")
     label = draw.scores_label(dict(B=B, Tq=Tq, Tk=Tk), text, large=large)
     scores = draw.scores(rng, (B, Tq, Tk), large)
-    if masked_high:
-        scores = scores + 1000.0 * ~np.broadcast_to(mask, scores.shape)
-        label = f"{label}, {MASKED_HIGH}"
+    scores, label = draw.masked_high(scores, label, masked_high, keep=mask)
     return Case("masked_softmax_from_mask", FUNCTION, label, {"scores": scores, "mask": mask})
 
 
