@@ -75,27 +75,18 @@ def on_the_supporting_fact(case, answers):
     weights = np.asarray(weights, dtype=float)
     if weights.ndim == 2:
         weights = weights[:, None]
+    expected = _(
+        "attention_weights returned shape {shape}: expected finite weights of shape "
+        "{single} or {hops} (one per fact)",
+        shape=np.shape(answers["attention"]),
+        single=(count, FACTS),
+        hops=(count, "hops", FACTS),
+    )
     if weights.ndim != 3 or weights.shape[0] != count or weights.shape[-1] != FACTS:
-        return GateFailure.structural(
-            _(
-                "attention_weights returned shape {shape}: expected finite weights of shape "
-                "{single} or {hops} (one per fact)",
-                shape=np.shape(answers["attention"]),
-                single=(count, FACTS),
-                hops=(count, "hops", FACTS),
-            )
-        )
+        return GateFailure.structural(expected)
     # Weights that are not finite come from a training that diverged, which the accuracy tells.
     if not np.all(np.isfinite(weights)):
-        return GateFailure.unlearned(
-            _(
-                "attention_weights returned shape {shape}: expected finite weights of shape "
-                "{single} or {hops} (one per fact)",
-                shape=np.shape(answers["attention"]),
-                single=(count, FACTS),
-                hops=(count, "hops", FACTS),
-            )
-        )
+        return GateFailure.unlearned(expected)
     sums = weights.sum(axis=-1)
     if np.any(weights < -1e-6) or np.abs(sums - 1).max() > 1e-3:
         return GateFailure.structural(
