@@ -256,7 +256,8 @@ def _mask_words(expected, received, case) -> str | None:
     binary = lambda a: bool(np.all((a == 0) | (a == 1)))  # noqa: E731
     if expected.ndim < 2 or not (binary(expected) and binary(received)):
         return None
-    if expected.ndim == 2 and _lengths(case, expected.shape[0]) is not None:
+    lengths = _lengths(case, expected.shape[0])
+    if expected.ndim == 2 and lengths is not None:
         return None  # (B, T): examples and positions, no queries and keys
     differ = expected != received
     hides = bool(np.all(expected[differ] == 1))
@@ -266,7 +267,6 @@ def _mask_words(expected, received, case) -> str | None:
     where = np.argwhere(differ)
     i, j = where[:, -2], where[:, -1]
     place = None
-    lengths = _lengths(case, expected.shape[0])
     if lengths is not None and expected.ndim >= 3:
         length = lengths[where[:, 0]]
         if np.all(i >= length) and np.all(j < length) and steps_q == steps_k:
@@ -299,8 +299,9 @@ def _mask_words(expected, received, case) -> str | None:
 
 def _lengths(case, batch: int) -> np.ndarray | None:
     """The case's lengths per example (B,), if it has them under a usual name."""
+    given = {**case.params, **case.inputs}
     for name in ("lengths", "valid_lens", "source_lengths", "valid_lengths"):
-        value = {**case.params, **case.inputs}.get(name)
+        value = given.get(name)
         if value is None:
             continue
         value = np.asarray(value)

@@ -19,14 +19,12 @@ from pathlib import Path
 
 from grader.engine import diagnosis
 from grader.engine.compare import DIAGNOSED, GENERIC
-from grader.engine.results import CheckResult, ExerciseResult, PartResult
+from grader.engine.results import PROPERTY, CheckResult, ExerciseResult, PartResult
 from grader.i18n import N_, _, display_width, n_, tr
 from grader.vocabulary.spec import Exercise
 from grader.vocabulary.status import CaseStatus, Status
 
 SHOWN_PROBLEMS = 2
-# The mistake name of a failed property or training gate (grader.engine.judging, .training).
-PROPERTY = "property: "
 # The names of the one check of a part that failed for the whole file (grader.engine.judging).
 WHOLE_FILE = ("load", "import")
 INDENT = "      "

@@ -14,7 +14,7 @@ from dataclasses import replace
 import numpy as np
 
 from grader.engine import compare, contracts, framework_errors, properties, search, training
-from grader.engine.results import CheckResult, PartResult
+from grader.engine.results import PROPERTY, CheckResult, PartResult
 from grader.i18n import N_, _, tr
 from grader.sandbox import child  # noqa: F401 - registers the words its reports are in
 from grader.sandbox.limits import limit_in_log
@@ -481,7 +481,7 @@ def _judge_case(part, case: Case, want: CaseOutput, got: CaseOutput, source=None
                     f"{prefix}{tr(prop.name)}, {label}",
                     broken is None,
                     broken or "",
-                    "property: " + prop.name if broken else None,
+                    PROPERTY + prop.name if broken else None,
                 )
             )
     return checks

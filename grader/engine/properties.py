@@ -33,7 +33,7 @@ from dataclasses import replace
 import numpy as np
 
 from grader.engine.compare import judgeable, matches
-from grader.engine.results import CheckResult
+from grader.engine.results import PROPERTY, CheckResult
 from grader.i18n import N_, _, tr
 from grader.vocabulary.labels import label_text, shown_label
 from grader.vocabulary.protocol import CaseOutput
@@ -85,7 +85,7 @@ def judge_relations(
             prefix + shown,
             broken is None,
             broken or "",
-            f"property: {relation.name}" if broken else None,
+            PROPERTY + relation.name if broken else None,
         )
         check.hidden = base.hidden
         checks.append(check)

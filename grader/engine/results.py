@@ -21,6 +21,10 @@ TIMEOUT = Status.TIMEOUT
 STATUSES = tuple(Status)
 
 
+# The mistake name of a failed property or training gate: this prefix and its name.
+PROPERTY = "property: "
+
+
 @dataclass
 class CheckResult:
     name: str

@@ -552,18 +552,23 @@ def _words(mutant, pick, failing) -> str | None:
     return None
 
 
+def _sizes_of(case, pairs) -> list[int] | None:
+    """The sizes (input name, axis) pairs name on the case's arrays; None where one is not
+    there."""
+    arrays = {**case.params, **case.weights, **case.inputs}
+    try:
+        return [int(np.shape(arrays[name])[axis]) for name, axis in pairs]
+    except (KeyError, IndexError, TypeError):
+        return None
+
+
 def _size_words(facts, failing) -> str | None:
     """ "you used Tq = 3 where the formula needs S = 9", told on a failing case where the two
     sizes differ; None where no case tells them apart by name or value."""
     told = None
     for case, _want, _got, _i in failing:
-        arrays = {**case.params, **case.weights, **case.inputs}
-        try:
-            used, right = (
-                [int(np.shape(arrays[name])[axis]) for name, axis in facts[side]]
-                for side in ("used", "right")
-            )
-        except (KeyError, IndexError, TypeError):
+        used, right = _sizes_of(case, facts["used"]), _sizes_of(case, facts["right"])
+        if used is None or right is None:
             continue
         if math.prod(used) == math.prod(right):
             continue
@@ -582,13 +587,11 @@ def _size_words(facts, failing) -> str | None:
 
 def _size_off_words(facts, failing) -> str | None:
     """ "you used S − 1 = 8 where the formula needs S = 9"."""
-    name, axis = facts["size"]
     for case, _want, _got, _i in failing:
-        arrays = {**case.params, **case.weights, **case.inputs}
-        try:
-            size = int(np.shape(arrays[name])[axis])
-        except (KeyError, IndexError, TypeError):
+        sizes = _sizes_of(case, [facts["size"]])
+        if sizes is None:
             continue
+        size = sizes[0]
         found = _sizes(case).get(size, [])
         called = found[0] if len(found) == 1 else _("the size")
         step = facts["step"]
@@ -607,10 +610,8 @@ def _extra_scale_words(facts, failing) -> str | None:
     """ "an extra division by √d = 2", told on a failing case where the size has a name."""
     told = None
     for case, _want, _got, _i in failing:
-        arrays = {**case.params, **case.weights, **case.inputs}
-        try:
-            size = [int(np.shape(arrays[name])[axis]) for name, axis in facts["used"]]
-        except (KeyError, IndexError, TypeError):
+        size = _sizes_of(case, facts["used"])
+        if size is None:
             continue
         by_value = _sizes(case)
         named = _size_name(by_value, size)

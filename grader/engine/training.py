@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from grader.engine.results import CheckResult
+from grader.engine.results import PROPERTY, CheckResult
 from grader.i18n import _, tr
 from grader.vocabulary.protocol import CaseOutput
 from grader.vocabulary.spec import Case, GateFailure, Part
@@ -90,7 +90,7 @@ def checks(part: Part, case: Case, want: CaseOutput, got: CaseOutput, prefix: st
         # which sends the student to the training first.
         named = None
         if broken is not None and (learned or not broken.needs_learning):
-            named = "property: " + gate.name
+            named = PROPERTY + gate.name
         message = broken.message if broken else ""
         result.append(
             CheckResult(f"{prefix}{tr(gate.name)}, {label}", broken is None, message, named)
