@@ -118,7 +118,7 @@ class HierarchicalAttention(keras.layers.Layer):
             dtype=policy,
             name="word_encoder",
         )
-        self.word_projection = keras.layers.Dense(
+        self.word_projection = precision.Dense(
             size, activation="tanh", dtype=policy, name="word_projection"
         )
         self.sentence_encoder = keras.layers.Bidirectional(
@@ -126,7 +126,7 @@ class HierarchicalAttention(keras.layers.Layer):
             dtype=policy,
             name="sentence_encoder",
         )
-        self.sentence_projection = keras.layers.Dense(
+        self.sentence_projection = precision.Dense(
             size, activation="tanh", dtype=policy, name="sentence_projection"
         )
         self.score = DotScore(dtype=policy, name="score")

@@ -328,7 +328,7 @@ class NTMCell(keras.layers.Layer):
                 controller_units, kernel_initializer=self.kernel_initializer, dtype=policy
             )
         else:
-            self.controller_layer = keras.layers.Dense(
+            self.controller_layer = precision.Dense(
                 controller_units,
                 activation="tanh",
                 kernel_initializer=self.kernel_initializer,
@@ -337,12 +337,12 @@ class NTMCell(keras.layers.Layer):
         shifts = 2 * shift_range + 1
         self._read_params = memory_width + 3 + shifts  # k, β, g, γ, s
         self._write_params = self._read_params + 2 * memory_width  # + e, a
-        self.head_layer = keras.layers.Dense(
+        self.head_layer = precision.Dense(
             num_read_heads * self._read_params + num_write_heads * self._write_params,
             kernel_initializer=self.kernel_initializer,
             dtype=policy,
         )
-        self.output_layer = keras.layers.Dense(
+        self.output_layer = precision.Dense(
             units, kernel_initializer=self.kernel_initializer, dtype=policy
         )
 

@@ -101,9 +101,7 @@ class BahdanauDecoder(keras.layers.Layer):
         )
         self.score = AdditiveScore(attention_units or units, dtype=policy, name="score")
         self.cell = keras.layers.GRUCell(units, dtype=policy, name="cell")
-        self.output_projection = keras.layers.Dense(
-            vocab_size, dtype=policy, name="output_projection"
-        )
+        self.output_projection = precision.Dense(vocab_size, dtype=policy, name="output_projection")
 
     def build(self, inputs_shape, encoder_outputs_shape):
         inputs_shape, encoder_outputs_shape = _check_shapes(inputs_shape, encoder_outputs_shape)

@@ -124,14 +124,14 @@ class LuongAttention(keras.layers.Layer):
             self.score_layer = AdditiveScore(units, dtype=policy, name="score")
         else:
             self.score_layer = LocationScore(max_length, dtype=policy, name="score")
-        self.combine = keras.layers.Dense(
+        self.combine = precision.Dense(
             units, activation="tanh", use_bias=False, dtype=policy, name="combine"
         )
         if mode == "local-p":
-            self.position_hidden = keras.layers.Dense(
+            self.position_hidden = precision.Dense(
                 units, activation="tanh", use_bias=False, dtype=policy, name="position_hidden"
             )
-            self.position_output = keras.layers.Dense(
+            self.position_output = precision.Dense(
                 1, use_bias=False, dtype=policy, name="position_output"
             )
 

@@ -87,7 +87,7 @@ class FeedForward(keras.layers.Layer):
         self.supports_masking = True
 
     def _dense(self, units, name):
-        return keras.layers.Dense(
+        return precision.Dense(
             units,
             use_bias=self.use_bias,
             kernel_initializer=self.kernel_initializer.__class__.from_config(

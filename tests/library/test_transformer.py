@@ -206,38 +206,6 @@ def test_dropout_only_in_training(rng):
     assert np.abs(_np(block(x, training=True)) - expected).max() > 1e-2
 
 
-def test_matches_torch_encoder_layer(rng):
-    """PyTorch's nn.TransformerEncoderLayer with our weights copied in (post-norm, ReLU)."""
-    torch = pytest.importorskip("torch")
-    block = _block(TransformerEncoderBlock, rng, (2, 5, 4), epsilon=1e-5)
-    x = rng.normal(size=(2, 5, 4))
-    theirs = torch.nn.TransformerEncoderLayer(4, 2, 7, dropout=0.0, batch_first=True).double()
-    attention = block.self_attention
-    in_proj = [ref.as64(getattr(attention, f"{n}_kernel")).reshape(4, 4).T for n in "qkv"]
-    in_bias = [ref.as64(getattr(attention, f"{n}_bias")).reshape(4) for n in "qkv"]
-    with torch.no_grad():
-        theirs.self_attn.in_proj_weight.copy_(torch.tensor(np.concatenate(in_proj)))
-        theirs.self_attn.in_proj_bias.copy_(torch.tensor(np.concatenate(in_bias)))
-        theirs.self_attn.out_proj.weight.copy_(
-            torch.tensor(ref.as64(attention.output_kernel).reshape(4, 4).T)
-        )
-        theirs.self_attn.out_proj.bias.copy_(torch.tensor(ref.as64(attention.output_bias)))
-        for ours, name in (
-            (block.feed_forward.inner, "linear1"),
-            (block.feed_forward.outer, "linear2"),
-        ):
-            getattr(theirs, name).weight.copy_(torch.tensor(ref.as64(ours.kernel).T))
-            getattr(theirs, name).bias.copy_(torch.tensor(ref.as64(ours.bias)))
-        for ours, name in (
-            (block.self_attention_norm, "norm1"),
-            (block.feed_forward_norm, "norm2"),
-        ):
-            getattr(theirs, name).weight.copy_(torch.tensor(ref.as64(ours.gamma)))
-            getattr(theirs, name).bias.copy_(torch.tensor(ref.as64(ours.beta)))
-        expected = theirs.eval()(torch.tensor(x)).numpy()
-    np.testing.assert_allclose(_np(block(x)), expected, atol=1e-10)
-
-
 @pytest.mark.parametrize(
     ("kwargs", "fragment"),
     [

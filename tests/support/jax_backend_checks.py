@@ -7,7 +7,7 @@ imported), with KERAS_BACKEND=jax or KERAS_BACKEND=torch:
   "blockwise", "fused", "auto"; on JAX also "blockwise" and "plain" under jax.jit) and of
   SelfAttention, and agrees with the float64 NumPy reference to 1e-10, outputs and gradients;
   so do a Transformer decoder block (RMSNorm, SwiGLU, grouped-query attention, rotary
-  positions), LayerNorm and the GELU feed-forward network.
+  positions), LayerNorm and the GELU feed-forward network, and attnkit's Dense.
 """
 
 import os
@@ -78,12 +78,14 @@ def check_float64_paths():
         out, gradients[implementation] = loss_and_input_gradient(layer, x, kwargs)
         assert dtype_of(out) == "float64", (implementation, out.dtype)
         assert dtype_of(gradients[implementation]) == "float64", implementation
-        np.testing.assert_allclose(np.asarray(out), expected, rtol=1e-10, atol=1e-10)
-    plain = np.asarray(gradients["plain"])
+        np.testing.assert_allclose(
+            keras.ops.convert_to_numpy(out), expected, rtol=1e-10, atol=1e-10
+        )
+    plain = keras.ops.convert_to_numpy(gradients["plain"])
     assert np.abs(plain).max() > 0
     for implementation in PATHS:
         np.testing.assert_allclose(
-            np.asarray(gradients[implementation]), plain, rtol=1e-10, atol=1e-10
+            keras.ops.convert_to_numpy(gradients[implementation]), plain, rtol=1e-10, atol=1e-10
         )
 
 
@@ -138,7 +140,7 @@ def check_jax_float32_and_jit():
     weights = layers.random_weights(layer, rng)
     expected, _ = hr.multi_head_attention(x, x, x, weights, keep)
 
-    eager = np.asarray(layer(x, x, **kwargs))
+    eager = keras.ops.convert_to_numpy(layer(x, x, **kwargs))
     np.testing.assert_allclose(eager, expected, rtol=1e-4, atol=1e-4)
     assert paths == [], paths
 
@@ -154,14 +156,21 @@ def check_jax_float32_and_jit():
     trainable = [w.value for w in layer.trainable_variables]
     (_, compiled), (d_weights, d_x) = grad(trainable, x, "auto")
     assert paths == ["blockwise"], paths  # traced once, with the blockwise path
-    np.testing.assert_allclose(np.asarray(compiled), expected, rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(keras.ops.convert_to_numpy(compiled), expected, rtol=1e-4, atol=1e-4)
     (_, plain), (plain_d_weights, plain_d_x) = grad(trainable, x, "plain")
     assert paths == ["blockwise"], paths
-    np.testing.assert_allclose(np.asarray(d_x), np.asarray(plain_d_x), rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(
+        keras.ops.convert_to_numpy(d_x), keras.ops.convert_to_numpy(plain_d_x), rtol=1e-4, atol=1e-5
+    )
     for mine, theirs in zip(d_weights, plain_d_weights, strict=True):
         # The key bias's gradient is 0 up to rounding (it adds the same q·b to every key's score).
-        np.testing.assert_allclose(np.asarray(mine), np.asarray(theirs), rtol=1e-4, atol=1e-4)
-    assert np.abs(np.asarray(d_x)).max() > 0
+        np.testing.assert_allclose(
+            keras.ops.convert_to_numpy(mine),
+            keras.ops.convert_to_numpy(theirs),
+            rtol=1e-4,
+            atol=1e-4,
+        )
+    assert np.abs(keras.ops.convert_to_numpy(d_x)).max() > 0
 
     # float64 under jax.jit, on both paths a compiled call can take (on a few keys, in blocks of
     # 8: the path, not the size, is what keeps or loses float64): float64 out and gradients,
@@ -179,8 +188,10 @@ def check_jax_float32_and_jit():
     for implementation in ("blockwise", "plain"):
         (_, out), (_, d_x) = grad(trainable, x64, implementation)
         assert dtype_of(out) == "float64" and dtype_of(d_x) == "float64", implementation
-        np.testing.assert_allclose(np.asarray(out), expected, rtol=1e-10, atol=1e-10)
-        results[implementation] = np.asarray(d_x)
+        np.testing.assert_allclose(
+            keras.ops.convert_to_numpy(out), expected, rtol=1e-10, atol=1e-10
+        )
+        results[implementation] = keras.ops.convert_to_numpy(d_x)
     assert paths == ["blockwise", "blockwise"], paths
     np.testing.assert_allclose(results["blockwise"], results["plain"], rtol=1e-9, atol=1e-10)
 
@@ -196,7 +207,7 @@ def check_jax_float64_without_asking():
     expected, _ = hr.multi_head_attention(x, x, x, layers.random_weights(layer64, rng))
     out = layer64(x, x)
     assert dtype_of(out) == "float64", out.dtype
-    np.testing.assert_allclose(np.asarray(out), expected, rtol=1e-10, atol=1e-10)
+    np.testing.assert_allclose(keras.ops.convert_to_numpy(out), expected, rtol=1e-10, atol=1e-10)
     assert dtype_of(attnkit.MultiHeadAttention(num_heads=2, key_dim=3)(x, x)) == "float32"
 
 
@@ -220,15 +231,38 @@ def check_float64_transformer():
     layers.random_weights(decoder, rng, scale=0.4)
     out = decoder(x, memory)
     assert dtype_of(out) == "float64", out.dtype
-    np.testing.assert_allclose(np.asarray(out), tr.decoder_block(x, decoder, memory), atol=1e-10)
+    np.testing.assert_allclose(
+        keras.ops.convert_to_numpy(out), tr.decoder_block(x, decoder, memory), atol=1e-10
+    )
     norm = attnkit.LayerNorm(dtype="float64")
     norm.build(x.shape)
     layers.random_weights(norm, rng)
-    np.testing.assert_allclose(np.asarray(norm(x)), tr.layer_norm(x, norm), atol=1e-12)
+    np.testing.assert_allclose(
+        keras.ops.convert_to_numpy(norm(x)), tr.layer_norm(x, norm), atol=1e-12
+    )
     gelu = attnkit.FeedForward(6, "gelu", dtype="float64")
     gelu.build(x.shape)
     layers.random_weights(gelu, rng)
-    np.testing.assert_allclose(np.asarray(gelu(x)), tr.feed_forward(x, gelu), atol=1e-12)
+    np.testing.assert_allclose(
+        keras.ops.convert_to_numpy(gelu(x)), tr.feed_forward(x, gelu), atol=1e-12
+    )
+
+
+def check_float64_dense():
+    """attnkit's Dense, on which the feed-forward network and the Luong, Bahdanau, hierarchical
+    and NTM layers build (Keras's multiplies float64 in float32 on PyTorch, and its tanh returns
+    float32 on both backends), and LuongAttention's tanh(W_c [c; h]) through it."""
+    rng = np.random.default_rng(12)
+    x = rng.normal(size=(2, 3, 4))
+    dense = attnkit.precision.Dense(5, activation="tanh", dtype="float64")
+    dense.build(x.shape)
+    w = layers.random_weights(dense, rng)
+    out = dense(x)
+    assert dtype_of(out) == "float64", out.dtype
+    expected = np.tanh(x @ w["kernel"] + w["bias"])
+    np.testing.assert_allclose(keras.ops.convert_to_numpy(out), expected, atol=1e-13)
+    luong = attnkit.LuongAttention(4, score="dot", dtype="float64")
+    assert dtype_of(luong(x, rng.normal(size=(2, 5, 4)))) == "float64"
 
 
 if BACKEND == "jax":
@@ -237,4 +271,5 @@ if BACKEND == "jax":
 check_float64_paths()
 check_float64_self_attention()
 check_float64_transformer()
+check_float64_dense()
 print(f"{BACKEND} backend: ok")
