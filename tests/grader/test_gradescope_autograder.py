@@ -12,7 +12,7 @@ imports `numpy.testing` scored 0) and the venv without a notebook reader.
 
 As root (Gradescope runs both scripts as root) the children run as users of their own, as there.
 About 2.5 minutes on two shared cores (the release and setup.sh 48 s, the batch 43 s, the 14
-autograder runs 65 s): marked slow.
+autograder runs 65 s) before the class was cut to one student of each kind (8): marked slow.
 """
 
 import csv
@@ -46,7 +46,7 @@ CLASS = KIT / "examples" / "submissions"
 IMPORTS_MORE = "import numpy.testing\nimport numpy.polynomial\nimport pip\n"
 # Students whose files do nothing the sandbox refuses (frank imports the reference; dave exits,
 # erin loops; judy's notebook is not JSON).
-HARMLESS = {"alice", "alice_notebook", "bob", "carol", "grace", "heidi"}
+HARMLESS = {"alice_notebook", "bob", "grace", "heidi"}
 
 
 def clean_environment(**extra) -> dict:
@@ -67,9 +67,13 @@ def demo_class(tmp_path_factory) -> Path:
     folder = tmp_path_factory.mktemp("class") / "submissions"
     shutil.copytree(CLASS, folder)
     (folder / "README.md").unlink()
-    # One student of each kind: these three repeat kinds others show (correct files written
-    # another way, a notebook with a wrong scale), and each Gradescope run costs seconds.
-    for repeated in ("henry", "ivan", "kim"):
+    # One student of each kind: these repeat kinds others show, and each Gradescope run costs
+    # seconds: henry and ivan correct files written another way (alice's own file is lena's
+    # below, with more imports), kim a notebook with a wrong scale (bob's mistake), carol the
+    # untouched stub (a zero, as judy's, erin's and frank's are) and dave a crash (erin's hang
+    # and frank's refused import are the sandbox's other ways to zero; the release tests run a
+    # crash through run_autograder).
+    for repeated in ("henry", "ivan", "kim", "alice", "carol", "dave"):
         shutil.rmtree(folder / repeated)
     alice = (CLASS / "alice" / "ex8_2.py").read_text(encoding="utf-8")
     (folder / "alice_notebook").mkdir()
@@ -169,11 +173,11 @@ def test_the_venv_is_the_one_setup_made_with_a_notebook_reader(autograder):
 
 def test_every_student_gets_the_score_grader_batch_gives(autograder, demo_class, batch_scores):
     students = sorted(demo_class.iterdir())
-    assert len(students) == len(batch_scores) == 11
+    assert len(students) == len(batch_scores) == 8
     maximum = EXERCISES["8-2"].max_score
     # The class has full marks, partial ones and zeros: equal scores mean something.
     assert {maximum, 0.0} < set(batch_scores.values())
-    for name in ("alice", "alice_notebook", "lena", "heidi", "grace"):
+    for name in ("alice_notebook", "lena", "heidi", "grace"):
         assert batch_scores[name] == maximum, (name, batch_scores)
     differences = {}
     for student in students:
