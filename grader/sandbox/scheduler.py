@@ -256,6 +256,11 @@ class _Running:
 
     def __init__(self, unit: dict, attempt: int, slot: int, start):
         self.attempt = attempt
+        # A unit given back for its rest (settle) still holds the user id of the slot its
+        # earlier child ran in. The new child may run in another slot, beside a classmate's
+        # child that now has that id: the first of the two to end would kill the other (the
+        # sweep kills every process of its id) with no reason to tell. The id is the slot's.
+        unit = {key: value for key, value in unit.items() if key != "uid"}
         self.job = dict(
             unit,
             slot=slot,

@@ -3,12 +3,13 @@ its own time limit, and giving up half-way leaves nothing running."""
 
 import os
 import time
+import types
 from pathlib import Path
 
 import pytest
 
 from grader.engine.cases import save_cases
-from grader.sandbox import processes, scheduler
+from grader.sandbox import processes, scheduler, world
 from grader.sandbox.processes import Job, run_jobs
 from grader.vocabulary.spec import FUNCTION, Case
 from grader.vocabulary.status import RunState
@@ -159,3 +160,30 @@ def test_a_child_that_keeps_the_cores_busy_itself_is_never_credited_its_waiting(
     assert not run.overran()
     busy[12345] = 5.9  # two cores' worth of its own threads in three seconds
     assert run.overran()
+
+
+@pytest.mark.skipif(
+    not hasattr(os, "geteuid") or os.geteuid() != 0, reason="slot user ids are given as root"
+)
+def test_a_rerun_child_runs_as_its_new_slots_user_not_its_first_childs(tmp_path):
+    """A unit given back for the parts after a crash holds the user id of the slot its first
+    child ran in. Started in another slot, beside a classmate's child that now runs as that id,
+    the first of the two to end would kill the other (the sweep kills every process of its id):
+    under load a correct part was reported killed by signal 9."""
+    first_slot_uid = world.child_uid(0)
+    unit = {
+        "key": "alice-8-2",
+        "workdir": str(tmp_path),
+        "parts": [{"key": "alice-8-2-rest", "out": str(tmp_path / "rest.npz"), "timeout": 5}],
+        "sandbox": {},
+        "uid": first_slot_uid,  # what settle() hands back with the rest of the parts
+    }
+    started = []
+
+    def start(job):
+        started.append(job)
+        return types.SimpleNamespace(started=False)
+
+    scheduler._Running(unit, attempt=1, slot=1, start=start)
+    assert world.slot_uid(dict(unit, slot=0)) == first_slot_uid
+    assert started[0]["uid"] == world.child_uid(1) != first_slot_uid
