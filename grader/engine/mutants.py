@@ -16,7 +16,6 @@ quoting the reference's code.
 from __future__ import annotations
 
 import ast
-import copy
 import inspect
 import itertools
 import textwrap
@@ -358,7 +357,7 @@ def _call_edits(node: ast.Call, scope: dict) -> Iterator[Edit]:
     if short in NORMALISATIONS and node.args:
 
         def twice(n):
-            inner = copy.deepcopy(n)
+            inner = _copied(n)
             n.args = [inner, *n.args[1:]]
             return n
 
@@ -515,7 +514,7 @@ def _binop_edits(node: ast.BinOp, parameters: set[str]) -> Iterator[Edit]:
         yield "integer division", {}, floor
 
         def squared(n):
-            n.right = ast.BinOp(n.right, ast.Mult(), copy.deepcopy(n.right))
+            n.right = ast.BinOp(n.right, ast.Mult(), _copied(n.right))
             return n
 
         power = isinstance(node.right, ast.BinOp) and isinstance(node.right.op, ast.Pow)
@@ -526,7 +525,7 @@ def _binop_edits(node: ast.BinOp, parameters: set[str]) -> Iterator[Edit]:
         yield (
             "root",
             {"names": named(right), "root": True},
-            lambda n, s=sqrt: ast.BinOp(n.left, ast.Div(), copy.deepcopy(s)),
+            lambda n, s=sqrt: ast.BinOp(n.left, ast.Div(), _copied(s)),
         )
     if op is ast.Pow:
         exponent = node.right
@@ -704,14 +703,14 @@ def _order_edits(body: list[ast.stmt]) -> Iterator[tuple[int, Callable[[list], l
                 g_first = _renamed(g.value, chained, source)
                 f_second = _renamed(f.value, source, chained)
                 stmts[i] = ast.Assign([ast.Name(chained, ast.Store())], g_first)
-                stmts[i + 1] = ast.Assign(copy.deepcopy(g.targets), f_second)
+                stmts[i + 1] = ast.Assign([_copied(t) for t in g.targets], f_second)
                 return stmts
 
             yield i, reorder
 
 
 def _renamed(node: ast.expr, old: str, new: str) -> ast.expr:
-    node = copy.deepcopy(node)
+    node = _copied(node)
     for n in ast.walk(node):
         if isinstance(n, ast.Name) and n.id == old:
             n.id = new
@@ -742,6 +741,23 @@ def _parsed(function: Callable) -> _Source | None:
         return None
     _PARSED[function] = _Source(tree, function)
     return _PARSED[function]
+
+
+def _copied(node: ast.AST) -> ast.AST:
+    """A deep copy of a syntax tree, about three times faster than `copy.deepcopy` (which the
+    search spent most of its time in): nodes and lists are copied, the leaves (names, numbers,
+    strings) are immutable and shared."""
+    cls = node.__class__
+    new = cls.__new__(cls)
+    fields = new.__dict__
+    for name, value in node.__dict__.items():
+        if isinstance(value, ast.AST):
+            fields[name] = _copied(value)
+        elif isinstance(value, list):
+            fields[name] = [_copied(x) if isinstance(x, ast.AST) else x for x in value]
+        else:
+            fields[name] = value
+    return new
 
 
 def _compile(tree: ast.Module, function: Callable, recorder, axis_chooser) -> Callable | None:
@@ -891,7 +907,7 @@ def _edited_twice(function: Callable, index1: int, edit1, index2: int, edit2) ->
     source = _parsed(function)
     if source is None:
         return None
-    tree = copy.deepcopy(source.tree)
+    tree = _copied(source.tree)
     nodes = list(ast.walk(tree.body[0]))
     one, other = nodes[index1], nodes[index2]
     if other in ast.walk(one) or one in ast.walk(other):
@@ -907,7 +923,7 @@ def _edited_once(function: Callable, index: int, edit) -> Callable | None:
     source = _parsed(function)
     if source is None:
         return None
-    tree = copy.deepcopy(source.tree)
+    tree = _copied(source.tree)
     node = list(ast.walk(tree.body[0]))[index]
     replacement = edit(node)
     if replacement is not node and not _replace(tree, node, replacement):
@@ -936,7 +952,7 @@ def _mutants_of(top: Callable, function: Callable, path: tuple[str, ...]) -> Ite
             _edits(node, parameters, function.__globals__), _size_name_edits(node, shape_names)
         )
         for kind, facts, edit in edits:
-            tree = copy.deepcopy(source.tree)
+            tree = _copied(source.tree)
             copied = list(ast.walk(tree.body[0]))[index]
             replacement = edit(copied)
             if replacement is not copied and not _replace(tree, copied, replacement):
@@ -953,7 +969,7 @@ def _mutants_of(top: Callable, function: Callable, path: tuple[str, ...]) -> Ite
     for name in sorted(used & _parameters(function)):
         # Every example computed with the first one's `name` (a (B, T) mask broadcast against
         # (B, 1, T) scores and read at [:, 0], a length taken as lengths[0]).
-        tree = copy.deepcopy(source.tree)
+        tree = _copied(source.tree)
         first = ast.Call(_stand_in("first_rows"), [ast.Name(name, ast.Load())], [])
         assign = ast.Assign([ast.Name(name, ast.Store())], first, lineno=0)
         tree.body[0].body.insert(0, assign)
@@ -963,7 +979,7 @@ def _mutants_of(top: Callable, function: Callable, path: tuple[str, ...]) -> Ite
             yield mutant
     for block in _blocks(source.tree.body[0]):
         for i, reorder in _order_edits(block):
-            tree = copy.deepcopy(source.tree)
+            tree = _copied(source.tree)
             copied_block = _blocks(tree.body[0])[_blocks(source.tree.body[0]).index(block)]
             reorder(copied_block)
             mutant = _make("order", {"step": i}, top, function, path, tree)
