@@ -24,7 +24,7 @@ def test_grader_benchmark_quick_prints_its_table():
     assert done.returncode == 0, done.stderr
     lines = done.stdout.splitlines()
     assert lines[0].split()[:3] == ["what", "seconds", "ratio"]
-    assert any(line.startswith("grader batch of 2, --jobs 2") for line in lines)
+    assert any(line.startswith("grader batch of 1, --jobs 2") for line in lines)
     assert any(line.startswith("grader watch 8-2: save -> new score (warm)") for line in lines)
     assert "imports TensorFlow: False" in done.stdout
 
