@@ -5,7 +5,7 @@ mask to the decoder); the target is the reversed source followed by an end token
 decoder's attention history, drawn with `plot_attention`, shows output step t looking at
 source position L-1-t.
 
-Run: python examples/bahdanau_reverse.py [--out DIR]
+Run: python examples/bahdanau_reverse.py [--out DIR] [--epochs N] [--train-size N]
 """
 
 import argparse
@@ -92,8 +92,9 @@ def main(out_dir=None, test_size=500, seed=0, **train_kwargs):
     """Trains, decodes held-out sequences greedily, saves `bahdanau_reverse.png`.
 
     Returns a dict with `token_accuracy` (reversed tokens and EOS), `sequence_accuracy`,
-    `anti_diagonal_weight` (mean α[t, L-1-t]), `train_seconds` and, with `out_dir`,
-    `figure` (the PNG path).
+    `anti_diagonal_weight` (mean α[t, L-1-t]), `padded_weight` (the largest weight on a padded
+    source position: the mask keeps it 0, trained or not), `train_seconds` and, with
+    `out_dir`, `figure` (the PNG path).
     """
     encoder, decoder, seconds = train(seed=seed, **train_kwargs)
     vocab_size = train_kwargs.get("vocab_size", 13)
@@ -112,6 +113,7 @@ def main(out_dir=None, test_size=500, seed=0, **train_kwargs):
     sequence_accuracy = float(np.mean(np.all((tokens == target) | ~valid, axis=1)))
     anti_diagonal = [attention[b, t, n - 1 - t] for b, n in enumerate(lengths) for t in range(n)]
     anti_diagonal_weight = float(np.mean(anti_diagonal))
+    padded_weight = float(np.max(np.where((source == PAD)[:, None, :], attention, 0.0)))
     print(
         f"trained in {seconds:.1f} s; token accuracy {token_accuracy:.1%}, whole sequences "
         f"{sequence_accuracy:.1%}, mean weight on the anti-diagonal {anti_diagonal_weight:.3f}"
@@ -120,6 +122,7 @@ def main(out_dir=None, test_size=500, seed=0, **train_kwargs):
         "token_accuracy": token_accuracy,
         "sequence_accuracy": sequence_accuracy,
         "anti_diagonal_weight": anti_diagonal_weight,
+        "padded_weight": padded_weight,
         "train_seconds": seconds,
     }
     if out_dir is not None:
@@ -150,4 +153,7 @@ def main(out_dir=None, test_size=500, seed=0, **train_kwargs):
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--out", type=Path, default=Path("."))
-    main(parser.parse_args().out)
+    parser.add_argument("--epochs", type=int, default=6)
+    parser.add_argument("--train-size", type=int, default=3000, help="training examples")
+    arguments = parser.parse_args()
+    main(arguments.out, epochs=arguments.epochs, train_size=arguments.train_size)

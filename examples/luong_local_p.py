@@ -8,7 +8,7 @@ say where to look: the decoder must predict the window centre
 p_t = S·sigmoid(v_pᵀ tanh(W_p h_t)), and only the loss, through the Gaussian window
 (σ = D/2), teaches it. The demo measures how close p_t comes to a(t).
 
-Run: python examples/luong_local_p.py [--out DIR]
+Run: python examples/luong_local_p.py [--out DIR] [--epochs N] [--train-size N]
 """
 
 import argparse
@@ -104,7 +104,10 @@ def main(out_dir=None, test_size=500, seed=0, **train_kwargs):
     """Trains, measures p_t against the alignment on held-out data, saves `luong_local_p.png`.
 
     Returns a dict with `token_accuracy`, `mean_abs_error` (mean |p_t - a(t)|),
-    `correlation` (of p_t and a(t)), `train_seconds` and, with `out_dir`, `figure`.
+    `correlation` (of p_t and a(t)), `padded_weight` (the largest weight on a position past
+    the source's end: the lengths keep it 0, trained or not), `centre_range` (the least and
+    the largest p_t / S of the output steps: p_t = S·sigmoid(...) lies inside the source),
+    `train_seconds` and, with `out_dir`, `figure`.
     """
     probe, seconds = train(seed=seed, **train_kwargs)
     vocab_size = train_kwargs.get("vocab_size", 12)
@@ -121,6 +124,11 @@ def main(out_dir=None, test_size=500, seed=0, **train_kwargs):
         "token_accuracy": float(np.mean(np.argmax(logits, -1)[valid] == target[valid])),
         "mean_abs_error": float(np.mean(error)),
         "correlation": float(np.corrcoef(centres[valid], aligned[valid])[0, 1]),
+        "padded_weight": float(np.max(np.where((source == PAD)[:, None, :], weights, 0.0))),
+        "centre_range": (
+            float(np.min((centres / lengths[:, None])[valid])),
+            float(np.max((centres / lengths[:, None])[valid])),
+        ),
         "train_seconds": seconds,
     }
     print(
@@ -159,4 +167,7 @@ def main(out_dir=None, test_size=500, seed=0, **train_kwargs):
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--out", type=Path, default=Path("."))
-    main(parser.parse_args().out)
+    parser.add_argument("--epochs", type=int, default=8)
+    parser.add_argument("--train-size", type=int, default=4000, help="training examples")
+    arguments = parser.parse_args()
+    main(arguments.out, epochs=arguments.epochs, train_size=arguments.train_size)

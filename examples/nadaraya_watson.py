@@ -4,7 +4,7 @@ A noisy 1-D function is regressed with attention pooling: the test inputs are th
 the training inputs the keys and the training outputs the values. The parametric version
 learns the inverse bandwidth w, each training point left out of its own prediction.
 
-Run: python examples/nadaraya_watson.py [--out DIR]
+Run: python examples/nadaraya_watson.py [--out DIR] [--epochs N]
 """
 
 import argparse
@@ -56,8 +56,9 @@ def train_parametric(x_train, y_train, epochs=100, learning_rate=0.5):
     return layer
 
 
-def main(out_dir=None, n_train=100, n_test=100, noise=0.3, bandwidth=0.5, seed=0):
-    """Fits the three kernels and the parametric model, saves `nadaraya_watson.png`.
+def main(out_dir=None, n_train=100, n_test=100, noise=0.3, bandwidth=0.5, seed=0, epochs=100):
+    """Fits the three kernels and the parametric model (`epochs` full-batch steps), saves
+    `nadaraya_watson.png`.
 
     Returns a dict of held-out MSEs (`constant_mse`, `<kernel>_mse`, `parametric_init_mse`,
     `parametric_mse`), `w_init`, `w_learned` and, with `out_dir`, `figure`.
@@ -78,7 +79,7 @@ def main(out_dir=None, n_train=100, n_test=100, noise=0.3, bandwidth=0.5, seed=0
     layer.build((1, n_test), (1, n_train), (1, n_train))
     results["w_init"] = float(keras.ops.convert_to_numpy(layer.w))
     results["parametric_init_mse"] = mse(predict(layer, x_test, x_train, y_train)[0], y_test)
-    layer = train_parametric(x_train, y_train)
+    layer = train_parametric(x_train, y_train, epochs=epochs)
     results["w_learned"] = float(keras.ops.convert_to_numpy(layer.w))
     pred, parametric_weights = predict(layer, x_test, x_train, y_train)
     results["parametric_mse"] = mse(pred, y_test)
@@ -108,4 +109,6 @@ def main(out_dir=None, n_train=100, n_test=100, noise=0.3, bandwidth=0.5, seed=0
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--out", type=Path, default=Path("."))
-    main(parser.parse_args().out)
+    parser.add_argument("--epochs", type=int, default=100, help="of the parametric model")
+    arguments = parser.parse_args()
+    main(arguments.out, epochs=arguments.epochs)

@@ -75,8 +75,10 @@ def train_and_evaluate(
     num_test=500,
     seed=0,
     verbose=0,
+    run_eagerly=False,
 ):
-    """Trains an NTM on the copy task and measures it on fresh sequences.
+    """Trains an NTM on the copy task and measures it on fresh sequences (`run_eagerly`: op by
+    op, for a run of a few steps, which tracing the recurrent loop would cost more than).
 
     Returns:
         A dict: `bit_error` (mean wrong bits per test sequence), `bit_error_rate` (wrong bits
@@ -91,6 +93,7 @@ def train_and_evaluate(
         # XLA would compile the back-propagation through the recurrent loop for ~25 s on a
         # small CPU, longer than it saves on this short run (the layer itself supports XLA).
         jit_compile=False,
+        run_eagerly=run_eagerly,
     )
     test = make_batch(np.random.default_rng(seed + 1), num_test, max_length, bits)
     initial = float(bit_errors(model, *test).mean())
@@ -100,7 +103,7 @@ def train_and_evaluate(
             yield make_batch(rng, batch_size, max_length, bits)
 
     start = time.perf_counter()
-    epochs = 10
+    epochs = min(10, steps)  # ten lines of progress; fewer for a run of a few steps
     model.fit(
         batches(), steps_per_epoch=steps // epochs, epochs=epochs, shuffle=False, verbose=verbose
     )

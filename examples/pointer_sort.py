@@ -1,6 +1,6 @@
 """Pointer network that learns to sort lists of 5 numbers (NNDL 8.2.1.5, Vinyals 2015).
 
-Run: python examples/pointer_sort.py [--out DIR]
+Run: python examples/pointer_sort.py [--out DIR] [--epochs N] [--train-size N]
 """
 
 import argparse
@@ -100,4 +100,7 @@ def main(out_dir=None, test_size=1000, seed=0, **train_kwargs):
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--out", type=Path, default=Path("."))
-    main(parser.parse_args().out)
+    parser.add_argument("--epochs", type=int, default=6)
+    parser.add_argument("--train-size", type=int, default=20000, help="training examples")
+    arguments = parser.parse_args()
+    main(arguments.out, epochs=arguments.epochs, train_size=arguments.train_size)
