@@ -96,6 +96,7 @@ def mean(x, axis=-1, keepdims=False):
     return ops.sum(x, axis=axis, keepdims=keepdims) / count
 
 
+@keras.saving.register_keras_serializable(package="attnkit")
 class Dense(keras.layers.Dense):
     """`keras.layers.Dense` that keeps a float64 layer float64 on JAX and PyTorch.
 

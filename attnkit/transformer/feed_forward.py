@@ -42,7 +42,7 @@ class FeedForward(keras.layers.Layer):
     d_ff ≈ 8d/3 to keep the parameter count of the ReLU network).
 
     Sub-layers: `inner` (W_1, b_1), `gate` (W_gate; SwiGLU only), `outer` (W_2, b_2), all
-    `keras.layers.Dense`.
+    `keras.layers.Dense` (`attnkit.precision.Dense`, which keeps float64 on JAX and PyTorch).
 
     Args:
         intermediate_dim: positive int, d_ff.
