@@ -114,7 +114,12 @@ class HierarchicalAttention(keras.layers.Layer):
                 vocab_size, embedding_dim, dtype=policy, name="embedding"
             )
         self.word_encoder = keras.layers.Bidirectional(
-            keras.layers.GRU(units, return_sequences=True, dtype=policy),
+            keras.layers.GRU(
+                units,
+                activation=precision.recurrent_tanh(policy),
+                return_sequences=True,
+                dtype=policy,
+            ),
             dtype=policy,
             name="word_encoder",
         )
@@ -122,7 +127,12 @@ class HierarchicalAttention(keras.layers.Layer):
             size, activation="tanh", dtype=policy, name="word_projection"
         )
         self.sentence_encoder = keras.layers.Bidirectional(
-            keras.layers.GRU(units, return_sequences=True, dtype=policy),
+            keras.layers.GRU(
+                units,
+                activation=precision.recurrent_tanh(policy),
+                return_sequences=True,
+                dtype=policy,
+            ),
             dtype=policy,
             name="sentence_encoder",
         )

@@ -5,6 +5,7 @@ import dataclasses
 import keras
 from keras import ops
 
+from attnkit import precision
 from attnkit.attention import masking
 from attnkit.checks import check_bool, check_positive_int, renamed_argument
 from attnkit.scoring.additive import AdditiveScore
@@ -73,10 +74,20 @@ class PointerNetwork(keras.layers.Layer):
         self.mask_chosen = check_bool("mask_chosen", mask_chosen)
         policy = self.dtype_policy
         self.encoder = keras.layers.LSTM(
-            units, return_sequences=True, return_state=True, dtype=policy, name="encoder"
+            units,
+            activation=precision.recurrent_tanh(policy),
+            return_sequences=True,
+            return_state=True,
+            dtype=policy,
+            name="encoder",
         )
         self.decoder = keras.layers.LSTM(
-            units, return_sequences=True, return_state=True, dtype=policy, name="decoder"
+            units,
+            activation=precision.recurrent_tanh(policy),
+            return_sequences=True,
+            return_state=True,
+            dtype=policy,
+            name="decoder",
         )
         self.score = AdditiveScore(units, dtype=policy, name="score")
 

@@ -18,7 +18,18 @@ import os
 import keras
 from keras import ops
 
-__all__ = ["Dense", "constant", "cos", "is_float64", "matmul", "maximum", "mean", "sin", "tanh"]
+__all__ = [
+    "Dense",
+    "constant",
+    "cos",
+    "is_float64",
+    "matmul",
+    "maximum",
+    "mean",
+    "recurrent_tanh",
+    "sin",
+    "tanh",
+]
 
 if keras.backend.backend() == "jax" and "JAX_ENABLE_X64" not in os.environ:
     import jax
@@ -70,6 +81,9 @@ def _unary(name, x):
     return getattr(torch, name)(x)
 
 
+# Registered: a Keras layer given it as its activation (a float64 GRU, see recurrent_tanh) must
+# get it back from its config, as `Bidirectional` makes its backward layer.
+@keras.saving.register_keras_serializable(package="attnkit", name="float64_tanh")
 def tanh(x):
     """Elementwise tanh, in the dtype of `x`: Keras's `ops.tanh` returns float32 for float64 on
     JAX and PyTorch (its promotion of float64 with a Python float)."""
@@ -94,6 +108,14 @@ def mean(x, axis=-1, keepdims=False):
         return ops.mean(x, axis=axis, keepdims=keepdims)
     count = ops.cast(ops.shape(x)[axis], x.dtype)
     return ops.sum(x, axis=axis, keepdims=keepdims) / count
+
+
+def recurrent_tanh(dtype_policy):
+    """The `activation` to give a Keras GRU or LSTM (cell) of `dtype_policy`: attnkit's `tanh`
+    for a float64 layer, whose Keras tanh computes in float32 on JAX; Keras's own `"tanh"`
+    otherwise, which TensorFlow's cuDNN kernels ask for."""
+    policy = keras.dtype_policies.get(dtype_policy)
+    return tanh if policy.compute_dtype == "float64" else "tanh"
 
 
 @keras.saving.register_keras_serializable(package="attnkit")

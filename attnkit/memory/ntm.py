@@ -325,7 +325,10 @@ class NTMCell(keras.layers.Layer):
         policy = self.dtype_policy
         if controller == "lstm":
             self.controller_layer = keras.layers.LSTMCell(
-                controller_units, kernel_initializer=self.kernel_initializer, dtype=policy
+                controller_units,
+                activation=precision.recurrent_tanh(policy),
+                kernel_initializer=self.kernel_initializer,
+                dtype=policy,
             )
         else:
             self.controller_layer = precision.Dense(

@@ -100,7 +100,9 @@ class BahdanauDecoder(keras.layers.Layer):
             vocab_size, embedding_dim, dtype=policy, name="embedding"
         )
         self.score = AdditiveScore(attention_units or units, dtype=policy, name="score")
-        self.cell = keras.layers.GRUCell(units, dtype=policy, name="cell")
+        self.cell = keras.layers.GRUCell(
+            units, activation=precision.recurrent_tanh(policy), dtype=policy, name="cell"
+        )
         self.output_projection = precision.Dense(vocab_size, dtype=policy, name="output_projection")
 
     def build(self, inputs_shape, encoder_outputs_shape):

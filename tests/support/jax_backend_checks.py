@@ -7,7 +7,9 @@ imported), with KERAS_BACKEND=jax or KERAS_BACKEND=torch:
   "blockwise", "fused", "auto"; on JAX also "blockwise" and "plain" under jax.jit) and of
   SelfAttention, and agrees with the float64 NumPy reference to 1e-10, outputs and gradients;
   so do a Transformer decoder block (RMSNorm, SwiGLU, grouped-query attention, rotary
-  positions), LayerNorm and the GELU feed-forward network, and attnkit's Dense.
+  positions), LayerNorm and the GELU feed-forward network, and attnkit's Dense;
+- with ATTNKIT_FLOAT64_OUTPUTS=FILE, the float64 outputs of the layers built on Keras's saved there
+  (tests/support/float64_outputs.py), which the test compares with TensorFlow's.
 """
 
 import os
@@ -265,6 +267,16 @@ def check_float64_dense():
     assert dtype_of(luong(x, rng.normal(size=(2, 5, 4)))) == "float64"
 
 
+def save_float64_outputs():
+    """The float64 outputs of tests/support/float64_outputs.py's layers into the file that
+    ATTNKIT_FLOAT64_OUTPUTS names, for the test to compare with TensorFlow's."""
+    path = os.environ.get("ATTNKIT_FLOAT64_OUTPUTS")
+    if path:
+        from tests.support import float64_outputs
+
+        np.savez(path, **float64_outputs.outputs())
+
+
 if BACKEND == "jax":
     check_jax_float64_without_asking()
     check_jax_float32_and_jit()  # first: it turns float64 on (jax_enable_x64) at its end
@@ -272,4 +284,5 @@ check_float64_paths()
 check_float64_self_attention()
 check_float64_transformer()
 check_float64_dense()
+save_float64_outputs()
 print(f"{BACKEND} backend: ok")
