@@ -81,9 +81,10 @@ def _unary(name, x):
     return getattr(torch, name)(x)
 
 
-# Registered: a Keras layer given it as its activation (a float64 GRU, see recurrent_tanh) must
-# get it back from its config, as `Bidirectional` makes its backward layer.
-@keras.saving.register_keras_serializable(package="attnkit", name="float64_tanh")
+# Registered (as attnkit.precision>tanh, apart from the layers attnkit exports): a Keras layer
+# given it as its activation (a float64 GRU, see recurrent_tanh) must get it back from its
+# config, as `Bidirectional` makes its backward layer.
+@keras.saving.register_keras_serializable(package="attnkit.precision", name="tanh")
 def tanh(x):
     """Elementwise tanh, in the dtype of `x`: Keras's `ops.tanh` returns float32 for float64 on
     JAX and PyTorch (its promotion of float64 with a Python float)."""
@@ -118,7 +119,7 @@ def recurrent_tanh(dtype_policy):
     return tanh if policy.compute_dtype == "float64" else "tanh"
 
 
-@keras.saving.register_keras_serializable(package="attnkit")
+@keras.saving.register_keras_serializable(package="attnkit.precision")
 class Dense(keras.layers.Dense):
     """`keras.layers.Dense` that keeps a float64 layer float64 on JAX and PyTorch.
 
