@@ -4,9 +4,11 @@ matplotlib is an optional extra: `pip install "attnkit[viz]"`. It is imported wh
 `plot_attention` is called, not when `attnkit` is imported.
 """
 
+from pathlib import Path
+
 import numpy as np
 
-__all__ = ["plot_attention"]
+__all__ = ["plot_attention", "save_figure"]
 
 _INSTALL_HINT = 'pip install "attnkit[viz]"'
 
@@ -158,3 +160,26 @@ def plot_attention(
     if ax is None:
         fig.tight_layout()
     return fig
+
+
+def save_figure(fig, out_dir, name, dpi=80, **savefig_kwargs):
+    """Saves `fig` as `out_dir/<name>.png` (the folder made if needed) and closes it.
+
+    Args:
+        fig: a matplotlib figure, such as `plot_attention` returns.
+        out_dir: str or path of the folder.
+        name: the file's name without `.png`.
+        dpi: dots per inch. Defaults to 80.
+        **savefig_kwargs: passed on to `fig.savefig` (e.g. `bbox_inches="tight"`).
+
+    Returns:
+        The `pathlib.Path` of the PNG written.
+    """
+    import matplotlib.pyplot as plt
+
+    folder = Path(out_dir)
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"{name}.png"
+    fig.savefig(path, dpi=dpi, **savefig_kwargs)
+    plt.close(fig)
+    return path

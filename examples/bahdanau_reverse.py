@@ -129,7 +129,7 @@ def main(out_dir=None, test_size=500, seed=0, **train_kwargs):
         import matplotlib
 
         matplotlib.use("Agg")
-        from attnkit.viz import plot_attention
+        from attnkit.viz import plot_attention, save_figure
 
         b = int(np.argmax(lengths))
         n = int(lengths[b])
@@ -141,10 +141,7 @@ def main(out_dir=None, test_size=500, seed=0, **train_kwargs):
             xlabel="source tokens",
             ylabel="generated tokens",
         )
-        out_dir = Path(out_dir)
-        out_dir.mkdir(parents=True, exist_ok=True)
-        path = out_dir / "bahdanau_reverse.png"
-        fig.savefig(path, dpi=80)
+        path = save_figure(fig, out_dir, "bahdanau_reverse")
         results["figure"] = str(path)
         print(f"saved {path}")
     return results

@@ -140,7 +140,7 @@ def main(out_dir=None, test_size=500, seed=0, **train_kwargs):
         import matplotlib
 
         matplotlib.use("Agg")
-        from attnkit.viz import plot_attention
+        from attnkit.viz import plot_attention, save_figure
 
         b = int(np.argmax(lengths))
         n = int(lengths[b])
@@ -155,10 +155,7 @@ def main(out_dir=None, test_size=500, seed=0, **train_kwargs):
             ylabel="output tokens (window centre)",
             panel_size=4.0,
         )
-        out_dir = Path(out_dir)
-        out_dir.mkdir(parents=True, exist_ok=True)
-        path = out_dir / "luong_local_p.png"
-        fig.savefig(path, dpi=80)
+        path = save_figure(fig, out_dir, "luong_local_p")
         results["figure"] = str(path)
         print(f"saved {path}")
     return results

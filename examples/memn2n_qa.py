@@ -135,7 +135,7 @@ def draw(result, out_dir):
     import matplotlib
 
     matplotlib.use("Agg")
-    from attnkit.viz import plot_attention
+    from attnkit.viz import plot_attention, save_figure
 
     test, attention = result["test"], result["attention"]
     story = int(np.argmax(np.any(test["story"] != 0, axis=-1).sum(-1)))
@@ -153,11 +153,7 @@ def draw(result, out_dir):
     for label in fig.axes[0].get_xticklabels():  # sentences are longer than a column is wide
         label.set_rotation(30)
         label.set_horizontalalignment("right")
-    out_dir = Path(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    path = out_dir / "memn2n_qa.png"
-    fig.savefig(path, dpi=80, bbox_inches="tight")
-    return path
+    return save_figure(fig, out_dir, "memn2n_qa", bbox_inches="tight")
 
 
 def main(out_dir=None, hops=2, epochs=40, seed=0, verbose=None):

@@ -89,18 +89,15 @@ def main(out_dir=None, n_train=100, n_test=100, noise=0.3, bandwidth=0.5, seed=0
         import matplotlib
 
         matplotlib.use("Agg")
-        from attnkit.viz import plot_attention
+        from attnkit.viz import plot_attention, save_figure
 
-        out_dir = Path(out_dir)
-        out_dir.mkdir(parents=True, exist_ok=True)
         fig = plot_attention(
             np.stack([nonparametric_weights, parametric_weights]),
             titles=[f"Gaussian, h = {bandwidth}", f"parametric, w = {results['w_learned']:.2f}"],
             xlabel="sorted training inputs (keys)",
             ylabel="sorted test inputs (queries)",
         )
-        path = out_dir / "nadaraya_watson.png"
-        fig.savefig(path, dpi=80)
+        path = save_figure(fig, out_dir, "nadaraya_watson")
         results["figure"] = str(path)
         print(f"saved {path}")
     return results

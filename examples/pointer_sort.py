@@ -78,7 +78,7 @@ def main(out_dir=None, test_size=1000, seed=0, **train_kwargs):
         import matplotlib
 
         matplotlib.use("Agg")
-        from attnkit.viz import plot_attention
+        from attnkit.viz import plot_attention, save_figure
 
         shown = 3
         fig = plot_attention(
@@ -88,10 +88,7 @@ def main(out_dir=None, test_size=1000, seed=0, **train_kwargs):
             xlabel="input position",
             ylabel="output step",
         )
-        out_dir = Path(out_dir)
-        out_dir.mkdir(parents=True, exist_ok=True)
-        path = out_dir / "pointer_sort.png"
-        fig.savefig(path, dpi=80)
+        path = save_figure(fig, out_dir, "pointer_sort")
         results["figure"] = str(path)
         print(f"saved {path}")
     return results

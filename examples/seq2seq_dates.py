@@ -113,7 +113,7 @@ def main(
         import matplotlib
 
         matplotlib.use("Agg")
-        from attnkit.viz import plot_attention
+        from attnkit.viz import plot_attention, save_figure
 
         fig = plot_attention(
             attention[0],
@@ -123,10 +123,7 @@ def main(
             xlabel="source tokens",
             ylabel="generated digits",
         )
-        out_dir = Path(out_dir)
-        out_dir.mkdir(parents=True, exist_ok=True)
-        path = out_dir / "seq2seq_dates.png"
-        fig.savefig(path, dpi=80)
+        path = save_figure(fig, out_dir, "seq2seq_dates")
         results["figure"] = str(path)
         print(f"saved {path}")
     return results

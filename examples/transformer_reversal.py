@@ -176,7 +176,7 @@ def main(
         import matplotlib
 
         matplotlib.use("Agg")
-        from attnkit.viz import plot_attention
+        from attnkit.viz import plot_attention, save_figure
 
         fig = plot_attention(
             weights[0],
@@ -186,10 +186,7 @@ def main(
             xlabel="source tokens",
             ylabel="output tokens",
         )
-        out_dir = Path(out_dir)
-        out_dir.mkdir(parents=True, exist_ok=True)
-        path = out_dir / "transformer_reversal.png"
-        fig.savefig(path, dpi=80)
+        path = save_figure(fig, out_dir, "transformer_reversal")
         results["figure"] = str(path)
         print(f"saved {path}")
     return results

@@ -14,7 +14,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
 import attnkit.viz  # noqa: E402
-from attnkit.viz import plot_attention  # noqa: E402
+from attnkit.viz import plot_attention, save_figure  # noqa: E402
 
 
 @pytest.fixture(autouse=True)
@@ -137,3 +137,11 @@ def test_missing_matplotlib_names_the_extra(monkeypatch):
     with pytest.raises(ImportError, match=r'pip install "attnkit\[viz\]"') as info:
         module.plot_attention(np.zeros((2, 2)))
     assert isinstance(info.value.__cause__, ImportError)
+
+
+def test_save_figure_makes_the_folder_writes_the_png_and_closes_the_figure(tmp_path, rng):
+    fig = plot_attention(rng.random((3, 4)))
+    path = save_figure(fig, tmp_path / "demo" / "output", "weights", bbox_inches="tight")
+    assert path == tmp_path / "demo" / "output" / "weights.png"
+    assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert not plt.fignum_exists(fig.number)
