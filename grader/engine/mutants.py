@@ -859,7 +859,7 @@ def composed(first: Mutant, second: Mutant) -> Mutant | None:
     if f1 is f2 and path1 == path2:
         if index1 == index2:
             return None
-        compiled = _cached_edit((f1, index1, edit1, index2, edit2), _edited_twice)
+        compiled = _edited(f1, (index1, edit1), (index2, edit2))
         if compiled is None:
             return None
         function = _rebound(top, path1, compiled)
@@ -870,7 +870,7 @@ def composed(first: Mutant, second: Mutant) -> Mutant | None:
         )
         function = top
         for changed, path, index, edit in ((fa, pa, ia, ea), (fb, pb, ib, eb)):
-            single = _edited(changed, index, edit)
+            single = _edited(changed, (index, edit))
             if single is None:
                 return None
             function = _rebound(function, path, single)
@@ -879,55 +879,40 @@ def composed(first: Mutant, second: Mutant) -> Mutant | None:
     return mutant
 
 
-# Edits compiled for compositions, per (function, node index, edit) and per pair of those in
-# one function: a composition search pairs the same few mutants with one another again for
-# each student and case. A function compiled records nothing and is never changed, so one
-# serves every composition that asks for it.
-# A long-lived process (a batch, `grader watch`) starts the cache afresh past _EDITED_MOST.
+# Edits compiled for compositions, per (function, its (node index, edit) pairs): a composition
+# search pairs the same few mutants with one another again for each student and case. A function
+# compiled records nothing and is never changed, so one serves every composition that asks for
+# it. A long-lived process (a batch, `grader watch`) starts the cache afresh past _EDITED_MOST.
 _EDITED: dict[tuple, Callable | None] = {}
 _EDITED_MOST = 20_000
 
 
-def _cached_edit(key: tuple, make: Callable) -> Callable | None:
+def _edited(function: Callable, *edits: tuple[int, Callable]) -> Callable | None:
+    """`function` compiled with each `(node index, edit)` made, recording nothing (cached); None
+    where they cannot be made together (one node inside another, an edit that no longer
+    compiles)."""
+    key = (function, edits)
     if key not in _EDITED:
         if len(_EDITED) >= _EDITED_MOST:
             _EDITED.clear()
-        _EDITED[key] = make(*key)
+        _EDITED[key] = _compiled_with(function, edits)
     return _EDITED[key]
 
 
-def _edited(function: Callable, index: int, edit) -> Callable | None:
-    """`function` compiled with `edit` made at its node `index`, recording nothing."""
-    return _cached_edit((function, index, edit), _edited_once)
-
-
-def _edited_twice(function: Callable, index1: int, edit1, index2: int, edit2) -> Callable | None:
-    """`function` compiled with both edits made, recording nothing; None where they cannot be
-    made together (one node inside the other, an edit that no longer compiles)."""
+def _compiled_with(function: Callable, edits: tuple[tuple[int, Callable], ...]):
     source = _parsed(function)
     if source is None:
         return None
     tree = _copied(source.tree)
     nodes = list(ast.walk(tree.body[0]))
-    one, other = nodes[index1], nodes[index2]
-    if other in ast.walk(one) or one in ast.walk(other):
-        return None
-    for node, edit in ((one, edit1), (other, edit2)):
+    targets = [nodes[index] for index, _edit in edits]
+    for one, other in itertools.combinations(targets, 2):
+        if other in ast.walk(one) or one in ast.walk(other):
+            return None
+    for node, (_index, edit) in zip(targets, edits, strict=True):
         replacement = edit(node)
         if replacement is not node and not _replace(tree, node, replacement):
             return None
-    return _compile(tree, function, _unrecorded, _axis_used)
-
-
-def _edited_once(function: Callable, index: int, edit) -> Callable | None:
-    source = _parsed(function)
-    if source is None:
-        return None
-    tree = _copied(source.tree)
-    node = list(ast.walk(tree.body[0]))[index]
-    replacement = edit(node)
-    if replacement is not node and not _replace(tree, node, replacement):
-        return None
     return _compile(tree, function, _unrecorded, _axis_used)
 
 
