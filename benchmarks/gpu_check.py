@@ -75,6 +75,8 @@ NUMPY_TOLERANCE_OF = {"SinusoidalPositionEncoding": 1e-6}
 QUICK_LAYERS = ("ScaledDotScore", "SelfAttention")
 FULL_LENGTHS = (512, 1024, 2048, 4096, 8192, 16384)
 QUICK_LENGTHS = (64,)
+# --quick grades one part of one exercise.
+QUICK_EXERCISES, QUICK_PARTS = ["8-2"], ["ScaledDotScore"]
 
 
 # ---- the device ---------------------------------------------------------------------------------
@@ -684,7 +686,7 @@ def main(argv=None) -> int:
         import concurrent.futures
 
         early_grades = concurrent.futures.ThreadPoolExecutor(1).submit(
-            grade_solutions, ["8-2"], bool(device), 120, ["ScaledDotScore"]
+            grade_solutions, QUICK_EXERCISES, bool(device), 120, QUICK_PARTS
         )
     lines = []
     if device:
@@ -796,7 +798,7 @@ def main(argv=None) -> int:
 
     from grader.records import EXERCISES
 
-    selection = ["8-2"] if quick else list(EXERCISES)
+    selection = QUICK_EXERCISES if quick else list(EXERCISES)
     lines += [
         "",
         "## The solutions graded (as grader check ID --submission solutions, unsandboxed)",

@@ -29,13 +29,10 @@ import torch  # noqa: E402
 
 from attnkit import GroupedQueryAttention, TransformerDecoderBlock, TransformerEncoderBlock  # noqa: E402
 from tests.support import layers  # noqa: E402
+from tests.support.transformer_reference import as64  # noqa: E402
 
 TOLERANCE = 1e-10
 D_MODEL, HEADS, FFN = 8, 2, 7
-
-
-def as64(x):
-    return np.asarray(keras.ops.convert_to_numpy(x), dtype=np.float64)
 
 
 def tensor(x):
