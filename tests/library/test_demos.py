@@ -12,6 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from grader.reference import tasks
 from tests.grader.test_quiet import NOISE, fresh
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
@@ -186,3 +187,34 @@ def test_transformer_reversal_learns_and_a_head_reads_the_mirrored_token(tmp_pat
     # Output step t reads source token L − 1 − t: one cross-attention head looks there.
     assert results["anti_diagonal_weight"] >= 0.5
     _check_figure(results, tmp_path, "transformer_reversal")
+
+
+def test_seq2seq_dates_writes_a_date_as_a_reader_writes_it():
+    demo = load("seq2seq_dates")
+    inputs, target = tasks.dates_data(np.random.default_rng(3), 50)
+    for source, digits in zip(inputs[:, : tasks.DATE_SOURCE], target, strict=True):
+        written = demo.source_text(source)
+        day, month, year = re.fullmatch(r"(\d\d) (\w{3}) (\d{4})", written).groups()
+        assert day + year == "".join(map(str, digits[:2])) + "".join(map(str, digits[4:]))
+        assert demo.MONTHS.index(month) + 1 == int("".join(map(str, digits[2:4])))
+    assert demo.source_labels(np.array([1, 4, 16, 2, 0, 2, 3])) == "1 4 Jul 2 0 2 3".split()
+
+
+def test_seq2seq_dates_runs_one_short_epoch_end_to_end_and_draws(tmp_path, capsys):
+    results = load("seq2seq_dates").main(
+        epochs=1, train_count=128, test_count=16, out_dir=tmp_path, verbose=0
+    )
+    printed = capsys.readouterr().out
+    assert len(re.findall(r"^\d\d \w{3} \d{4} -> \d{8} \((right|wrong)\)$", printed, re.M)) == 3
+    assert "digits right" in printed
+    for key in ("digit_accuracy", "date_accuracy", "aligned"):
+        assert 0.0 <= results[key] <= 1.0
+    assert results["date_accuracy"] <= results["digit_accuracy"]
+    _check_figure(results, tmp_path, "seq2seq_dates")
+
+
+@pytest.mark.long
+def test_seq2seq_dates_learns_and_attends_to_the_token_it_translates(tmp_path):
+    results = load("seq2seq_dates").main(out_dir=tmp_path, verbose=0)
+    assert results["digit_accuracy"] >= 0.95  # the lab's accuracy gate
+    assert results["aligned"] >= 0.8  # the lab's alignment gate
