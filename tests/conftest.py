@@ -5,7 +5,8 @@ import os
 os.environ.setdefault("KERAS_BACKEND", "tensorflow")
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
-import keras  # noqa: E402
+# Keras is imported by the fixtures that use it, not here: pytest-xdist's controller loads this
+# file too, and runs no test; importing TensorFlow there cost 5 s of CPU at every start.
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
@@ -19,6 +20,8 @@ def rng():
 @pytest.fixture(params=["mixed_float16", "mixed_bfloat16"])
 def mixed_policy(request):
     """Runs the test under a mixed-precision global policy, always restored to float32."""
+    import keras
+
     keras.config.set_dtype_policy(request.param)
     try:
         yield request.param
@@ -29,6 +32,8 @@ def mixed_policy(request):
 @pytest.fixture
 def mixed_float16():
     """Runs the test under the mixed_float16 global policy, always restored to float32."""
+    import keras
+
     keras.config.set_dtype_policy("mixed_float16")
     try:
         yield "mixed_float16"
