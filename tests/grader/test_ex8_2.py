@@ -65,7 +65,10 @@ def softmax_jacobian(scores):
     return p[..., :, None] * np.eye(s.shape[-1]) - np.einsum("...i,...j->...ij", p, p)
 """
 
+# It also imports pyplot, as a notebook's plots leave it: the grading helper does not preload
+# pyplot (grader.sandbox.preload), so the sandboxed child imports it, and must be able to.
 ALTERNATIVE_TENSORFLOW = """
+import matplotlib.pyplot as plt
 import tensorflow as tf
 
 class ScaledDotScore(keras.layers.Layer):
