@@ -1,7 +1,6 @@
 """The benchmark scripts run in CI with --quick, so that they cannot rot."""
 
 import importlib.util
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -9,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from grader.records import EXERCISES
+from tests.support.backends import jax_on_cpu
 
 BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
 
@@ -98,12 +98,11 @@ def test_no_record_is_longer_than_its_solution_without_its_teaching():
 @pytest.mark.skipif(importlib.util.find_spec("jax") is None, reason="JAX is not installed")
 def test_gpu_check_quick_passes_its_checks_and_prints_its_tables():
     """Issue 33: the GPU check, run on the CPU as CI runs it, on JAX (the GPU machine's backend)."""
-    environment = os.environ | {"KERAS_BACKEND": "jax", "JAX_PLATFORMS": "cpu"}
     done = subprocess.run(
         [sys.executable, str(BENCHMARKS / "gpu_check.py"), "--quick"],
         capture_output=True,
         text=True,
-        env=environment,
+        env=jax_on_cpu(),
         timeout=600,
     )
     assert done.returncode == 0, done.stdout + done.stderr[-3000:]

@@ -11,11 +11,16 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from tests.support.backends import jax_on_cpu
+
 SCRIPT = Path(__file__).parents[1] / "support" / "jax_backend_checks.py"
 
 
 def run_checks(backend, **extra):
-    environment = os.environ | {"KERAS_BACKEND": backend, "JAX_PLATFORMS": "cpu"} | extra
+    if backend == "jax":
+        environment = jax_on_cpu(**extra)
+    else:
+        environment = os.environ | {"KERAS_BACKEND": backend} | extra
     done = subprocess.run(
         [sys.executable, str(SCRIPT)], capture_output=True, text=True, env=environment, timeout=600
     )
