@@ -13,7 +13,10 @@ keys) is drawn only for the targets named there, with their axes' names.
 from __future__ import annotations
 
 import base64
+import hashlib
 import io
+import math
+from collections import OrderedDict
 from dataclasses import dataclass
 
 import numpy as np
@@ -58,6 +61,14 @@ LABEL_POINTS = 8
 MOST_WIDTH = 10.5
 PANEL_EXTRA_WIDTH, PANEL_EXTRA_HEIGHT = 1.6, 1.3
 SMALLEST_PANEL = 1.6
+# Drawn pictures are kept, keyed by everything their drawing depends on: in a class most
+# students' layers are right and draw the same map (and many wrong ones make the same mistake),
+# and drawing one takes a third of a second. Values are rounded to a grid of 2**-GRID_BITS of
+# their largest magnitude (a power of two: the rounding is exact), far below what a colour or a
+# colour bar's label shows, so answers computed in another order, which differ in their last
+# bits, are the same picture.
+MOST_KEPT = 256
+GRID_BITS = 30
 
 
 @dataclass(frozen=True)
@@ -301,6 +312,45 @@ def _outline(axis, row: int, column: int) -> None:
     )
 
 
+_drawn: OrderedDict[bytes, bytes] = OrderedDict()
+
+
+def on_a_grid(*arrays: np.ndarray) -> list[np.ndarray]:
+    """The arrays rounded to one grid of 2**-GRID_BITS of their largest magnitude (rounded up to
+    a power of two)."""
+    reach = max((float(np.abs(a).max()) for a in arrays if a.size), default=0.0)
+    step = math.ldexp(1.0, math.ceil(math.log2(reach)) - GRID_BITS) if reach else 0.0
+    if not step:  # all zero, or too small for a grid of floats: nothing to round
+        return [np.asarray(a, dtype=np.float64) for a in arrays]
+    return [np.round(np.asarray(a, dtype=np.float64) / step) * step for a in arrays]
+
+
+def _drawing_key(*parts) -> bytes:
+    digest = hashlib.sha256()
+    for part in parts:
+        if isinstance(part, np.ndarray):
+            digest.update(repr((part.shape, part.dtype.str)).encode())
+            digest.update(np.ascontiguousarray(part).tobytes())
+        else:
+            digest.update(repr(part).encode())
+        digest.update(b"\0")
+    return digest.digest()
+
+
+def drawn_once(draw, *arguments) -> bytes:
+    """The PNG of `draw(*arguments)`, drawn the first time these arguments come (the last
+    MOST_KEPT are kept)."""
+    key = _drawing_key(draw.__name__, *arguments)
+    if key in _drawn:
+        _drawn.move_to_end(key)
+        return _drawn[key]
+    picture = png(draw(*arguments))
+    _drawn[key] = picture
+    while len(_drawn) > MOST_KEPT:
+        _drawn.popitem(last=False)
+    return picture
+
+
 class PictureCollector:
     """`observe` for grader.grading.grade: a picture for each part that has a map to
     show: when it failed, of the case and element its text names first (of the case furthest
@@ -322,7 +372,8 @@ class PictureCollector:
             found = example_map(cases, received)
             if found is not None:
                 case, values = found
-                figure = at_work_figure(case.target, case.label, values)
+                (values,) = on_a_grid(values)
+                drawn = drawn_once(at_work_figure, case.target, case.label, values)
                 title = _(
                     AT_WORK_TITLE,
                     target=case.target,
@@ -330,7 +381,7 @@ class PictureCollector:
                     label=shown_label(case.label),
                 )
                 alt = title.replace("\n", " ")
-                self.pictures.append(Picture(part.name, alt, png(figure), "at work"))
+                self.pictures.append(Picture(part.name, alt, drawn, "at work"))
             return
         named = first_problem(judged)
         if named is not None and named.case is not None:
@@ -339,11 +390,11 @@ class PictureCollector:
             found = worst_map(cases, expected, received)
         if found is not None:
             case = found.case
-            figure = comparison_figure(
+            drawn = drawn_once(
+                comparison_figure,
                 case.target,
                 case.label,
-                found.expected,
-                found.received,
+                *on_a_grid(found.expected, found.received),
                 found.index,
                 found.cell,
                 found.element,
@@ -356,7 +407,7 @@ class PictureCollector:
                 where=where,
                 element=list(found.element),
             )
-            self.pictures.append(Picture(part.name, title, png(figure), "difference"))
+            self.pictures.append(Picture(part.name, title, drawn, "difference"))
 
     def of(self, part_name: str) -> list[Picture]:
         return [picture for picture in self.pictures if picture.part == part_name]

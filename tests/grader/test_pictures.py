@@ -20,6 +20,7 @@ from grader.pictures import (
     PictureCollector,
     at_work_figure,
     comparison_figure,
+    on_a_grid,
     png,
     worst_map,
 )
@@ -119,6 +120,51 @@ def test_the_collector_draws_failures_and_successes_but_never_hidden_or_broken_c
     # A target that is not an attention map is never drawn.
     other = [Case("softmax_jacobian", "function", "x") for _ in cases]
     assert collect(Status.FAILED, other, want, got) == []
+
+
+def test_a_class_that_draws_the_same_map_draws_it_once(monkeypatch):
+    """Answers that differ only in their last bits (a sum taken in another order) are one
+    picture, drawn once, for passed and failed parts alike; another map is drawn anew."""
+    import grader.pictures
+
+    drawn = []
+    for name in ("at_work_figure", "comparison_figure"):
+        real = getattr(grader.pictures, name)
+
+        def counted(*arguments, real=real):
+            drawn.append(real.__name__)
+            return real(*arguments)
+
+        counted.__name__ = real.__name__
+        monkeypatch.setattr(grader.pictures, name, counted)
+    monkeypatch.setattr(grader.pictures, "_drawn", type(grader.pictures._drawn)())
+    cases, want, got = planted()
+    rounded_otherwise = [w * (1 + 2.0**-52) for w in want]
+    first, again = (
+        collect(Status.PASSED, cases, want, want),
+        collect(Status.PASSED, cases, want, rounded_otherwise),
+    )
+    assert first[0].png == again[0].png and drawn == ["at_work_figure"]
+    failed = collect(Status.FAILED, cases, want, got)
+    failed_again = collect(
+        Status.FAILED, cases, rounded_otherwise, [g * (1 + 2.0**-52) for g in got]
+    )
+    assert failed[0].png == failed_again[0].png
+    assert drawn == ["at_work_figure", "comparison_figure"]
+    collect(Status.PASSED, cases, want, [w + 0.01 for w in want])
+    assert drawn == ["at_work_figure", "comparison_figure", "at_work_figure"]
+
+
+@settings(max_examples=50, deadline=None)
+@given(
+    st.lists(st.floats(-1e6, 1e6, allow_nan=False), min_size=1, max_size=20),
+    st.integers(-40, 40),
+)
+def test_the_grid_moves_no_value_by_more_than_a_billionth_of_the_largest(values, exponent):
+    array = np.asarray(values) * 2.0**exponent
+    (rounded,) = on_a_grid(array)
+    reach = np.abs(array).max()
+    assert np.all(np.abs(rounded - array) <= reach * 2.0**-30)
 
 
 def test_without_matplotlib_there_are_no_pictures_and_no_error(monkeypatch):
