@@ -311,21 +311,6 @@ def gradescope_run(autograder: Path, files: dict[str, str], python=sys.executabl
     return read_results(results)
 
 
-def test_gradescope_full_marks_in_its_schema(autograder):
-    results = gradescope_run(autograder, {"ex8_2.py": ALICE.read_text()})
-    assert results["score"] == 10.0
-    # The seed is the instructor's (extra_data, the log), never in the student's text.
-    assert "seed" not in results["output"].lower()
-    seed = results["extra_data"]["hidden_seed"]
-    visible = [t for t in results["tests"] if t["visibility"] == "visible"]
-    assert len(visible) == 5 and {t["status"] for t in visible} == {"passed"}
-    # Derived from the submission with the autograder's key (reproducible: test_gradescope.py).
-    from grader.instructor.gradescope import hidden_seed
-
-    key = json.loads((autograder / "source" / "gradescope.json").read_text())["seed_key"]
-    assert seed == hidden_seed(key, autograder)
-
-
 def test_gradescope_setup_pins_the_tested_versions_and_makes_its_own_python(autograder):
     from importlib.metadata import version
 
@@ -391,11 +376,23 @@ for pid in [p for p in pids if p != os.getpid()] + [os.getppid(), -1]:
 
 @pytest.mark.skipif(not sandbox.status()["complete"], reason="needs Landlock and seccomp")
 def test_gradescope_results_cannot_be_forged_nor_the_grader_killed(autograder):
+    """Alice's correct code below an attack on the results and the grader: full marks, in the
+    schema, from the grader, never the forged file. (One run for both: each costs a grader and
+    its helper's start; tests/grader/test_gradescope_autograder.py runs more students.)"""
     results_path = autograder / "results" / "results.json"
     source = f"RESULTS = {str(results_path)!r}\n" + FORGER + "\n" + ALICE.read_text()
     results = gradescope_run(autograder, {"ex8_2.py": source})
     # Graded by the grader (the honest code below the attack), never the forged file.
     assert results["score"] == 10.0 and results["output"] != "forged"
+    # The seed is the instructor's (extra_data, the log), never in the student's text.
+    assert "seed" not in results["output"].lower()
+    visible = [t for t in results["tests"] if t["visibility"] == "visible"]
+    assert len(visible) == 5 and {t["status"] for t in visible} == {"passed"}
+    # Derived from the submission with the autograder's key (reproducible: test_gradescope.py).
+    from grader.instructor.gradescope import hidden_seed
+
+    key = json.loads((autograder / "source" / "gradescope.json").read_text())["seed_key"]
+    assert results["extra_data"]["hidden_seed"] == hidden_seed(key, autograder)
     assert not (autograder / "results" / "partial.json").exists()
     flagged = [t for t in results["tests"] if t["visibility"] == "hidden"]
     assert flagged and "signal" in flagged[0]["output"] and "open" in flagged[0]["output"]
