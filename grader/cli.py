@@ -142,8 +142,26 @@ def show(exercise_id):
     default=None,
     help="Also write one self-contained HTML page of the results, with pictures.",
 )
+@click.option(
+    "--results",
+    "results_path",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="Keep the results in this file: a later check of the same files (same exercise, seed "
+    "and limit) reports from it instead of grading again. The first grades every part, even "
+    "with --part (a workflow's steps, one per part, then grade once).",
+)
 def check(
-    exercise_ids, everything, submission, output_format, verbose, seed, timeout, parts, html_path
+    exercise_ids,
+    everything,
+    submission,
+    output_format,
+    verbose,
+    seed,
+    timeout,
+    parts,
+    html_path,
+    results_path,
 ):
     """Grade your exercise files against the reference: outputs and gradients."""
     records = _records(exercise_ids, everything)
@@ -160,9 +178,10 @@ def check(
             raise click.BadParameter(
                 _("no part {name!r}; parts: {known}", name=name, known=known), param_hint="--part"
             )
-    warm_up()
+    if results_path is None:
+        warm_up()  # with --results the work may be graded already: the helper starts if not
 
-    from grader import sandbox
+    from grader import sandbox, saved
     from grader.engine.references import GraderError
     from grader.grading import grade
     from grader.report import render
@@ -189,22 +208,31 @@ def check(
         chosen = given or _exercise_file(record)
         try:
             with _module_folder(record, chosen) as folder:
-                # Imports of the kit's own answers are blocked as `grader batch` blocks them,
-                # so that the score here is the score there.
-                result = grade(
-                    record.id,
-                    folder,
-                    seed=seed,
-                    timeout=timeout,
-                    parts=parts or None,
-                    sandbox=policy,
-                    blocked_imports=FORBIDDEN_PACKAGES,
-                    observe=page.observer() if page else None,
-                )
-                path = Path(result.submission)
-                flags = scan(path) if path.is_file() else []
+                key = saved.work_key(record.id, folder, seed, timeout) if results_path else ""
+                kept = saved.read(results_path, record.id, key) if results_path else None
+                if kept is not None:
+                    result, flags = kept
+                else:
+                    # Imports of the kit's own answers are blocked as `grader batch` blocks
+                    # them, so that the score here is the score there.
+                    result = grade(
+                        record.id,
+                        folder,
+                        seed=seed,
+                        timeout=timeout,
+                        parts=None if results_path else parts or None,
+                        sandbox=policy,
+                        blocked_imports=FORBIDDEN_PACKAGES,
+                        observe=page.observer() if page else None,
+                    )
+                    path = Path(result.submission)
+                    flags = scan(path) if path.is_file() else []
+                    if results_path:
+                        _keep(results_path, result, key, flags)
         except GraderError as error:
             raise click.ClickException(str(error)) from None
+        if results_path and parts:
+            result.parts = [p for p in result.parts if p.name in parts]
         if chosen.suffix == ".ipynb":
             result.submission = str(chosen)
         all_passed &= result.passed
@@ -224,6 +252,22 @@ def check(
         page.write()
         click.echo(_("{path}: the results with pictures", path=html_path), err=True)
     sys.exit(0 if all_passed else 1)
+
+
+def _keep(path: Path, result, key: str, flags: list[str]) -> None:
+    from grader import saved
+
+    try:
+        saved.write(path, result, key, flags)
+    except OSError as error:
+        click.echo(
+            _(
+                "could not keep the results in {path} ({error}): the next check grades again",
+                path=path,
+                error=error.strerror or error,
+            ),
+            err=True,
+        )
 
 
 # What `grader batch` flags, as `grader check` tells the student.

@@ -25,7 +25,7 @@ LAYERS: list[dict[str, tuple[str, ...]]] = [
     {"reference": ("grader.reference",), "sandbox": ("grader.sandbox",)},
     {"engine": ("grader.engine",)},
     {"records": ("grader.records",)},
-    {"grading": ("grader.grading",)},
+    {"grading": ("grader.grading", "grader.saved")},
     {"views": ("grader.report", "grader.pictures", "grader.notebook")},
     {"instructor.files": ("grader.instructor.files",)},
     {"instructor.course": ("grader.instructor.course",)},

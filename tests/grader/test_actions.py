@@ -32,6 +32,11 @@ def grading_steps(workflow):
     return [s for s in job["steps"] if "autograding-command-grader" in s.get("uses", "")]
 
 
+def as_run(command: str, temporary) -> list[str]:
+    """A step's command as the runner runs it: its `${{ runner.temp }}` filled in."""
+    return shlex.split(command.replace("${{ runner.temp }}", str(temporary)))
+
+
 def test_named_and_guarded_as_the_reporter_requires(workflow):
     assert workflow["name"] == "Autograding Tests"
     assert list(workflow["jobs"]) == ["run-autograding-tests"]  # one job, that id
@@ -48,6 +53,10 @@ def test_one_test_per_part_with_its_points_and_every_result_reported(workflow):
         (i, n, pts) for i, n, pts in expected
     ]
     assert all(c[:2] == ["grader", "check"] and c[3] == "--part" for c in got)
+    # One results file for every test: the first of an exercise grades it, the rest read it.
+    assert {tuple(c[5:]) for c in got} == {
+        ("--results", "${{ runner.temp }}/attnkit-check-results.json")
+    }
     reporter = workflow["jobs"]["run-autograding-tests"]["steps"][-1]
     runners = reporter["with"]["runners"].split(",")
     assert runners == [s["id"] for s in steps]
@@ -58,25 +67,36 @@ def test_one_test_per_part_with_its_points_and_every_result_reported(workflow):
 
 
 @pytest.mark.parametrize("passed,code", [(True, 0), (False, 1)])
-def test_every_command_runs_and_its_exit_code_is_the_verdict(workflow, monkeypatch, passed, code):
+def test_every_command_runs_and_its_exit_code_is_the_verdict(
+    workflow, monkeypatch, tmp_path, passed, code
+):
     """Each command as the command grader runs it (`grader check …`), the grading replaced by a
-    result made here: the options and part names are the kit's, exit 0 only for a pass."""
+    result made here: the options and part names are the kit's, exit 0 only for a pass, and each
+    exercise graded once, by its first test, every part at once."""
     from grader import grading
     from grader.sandbox import processes
 
+    graded_calls = []
+
     def fake_grade(exercise_id, folder, parts=None, **kwargs):
+        graded_calls.append((exercise_id, parts))
         status = "passed" if passed else "failed"
         points = {p.name: p.points for p in EXERCISES[exercise_id].parts}
         checks = [CheckResult("a check", passed)]
-        graded = [PartResult(n, points[n], status, checks) for n in parts]
-        return ExerciseResult(exercise_id, graded)
+        graded = [PartResult(n, points[n], status, checks) for n in parts or points]
+        return ExerciseResult(exercise_id, graded, submission=str(folder))
 
     monkeypatch.setattr(grading, "grade", fake_grade)
     monkeypatch.setattr(processes, "warm_up", lambda: None)
     for step in grading_steps(workflow):
-        words = shlex.split(step["with"]["command"])
+        words = as_run(step["with"]["command"], tmp_path)
         result = CliRunner().invoke(cli.main, words[1:])
         assert result.exit_code == code, (words, result.output)
+        record, part = EXERCISES[words[2]], words[4]
+        others = [p.name for p in record.parts if p.name != part]
+        assert f" {part} " in result.output, result.output
+        assert not [name for name in others if f" {name} " in result.output], result.output
+    assert graded_calls == [(record.id, None) for record in CHOSEN]
 
 
 def test_a_command_runs_for_real_on_the_kit(workflow, tmp_path):
@@ -85,7 +105,7 @@ def test_a_command_runs_for_real_on_the_kit(workflow, tmp_path):
         s["with"]["command"] for s in grading_steps(workflow) if "variances" in s["with"]["command"]
     )
     done = subprocess.run(
-        [sys.executable, "-m", "grader.cli", *shlex.split(command)[1:]],
+        [sys.executable, "-m", "grader.cli", *as_run(command, tmp_path)[1:]],
         cwd=package_dir("exercises").parent,
         capture_output=True,
         text=True,

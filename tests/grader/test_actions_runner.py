@@ -17,11 +17,15 @@ the clone, as an ordinary user (`attnkit-student`, made here; the test runs as r
   is given (minutes) and the only environment that action passes (PATH, HOME, FORCE_COLOR and
   two .NET settings); the part passes when the command exits 0, and its points are `max-score`
   read as the action reads it (parseInt);
+- the expression `${{ runner.temp }}` in a step: the runner's temporary folder, as the runner
+  fills it in before the step runs (the only expression the steps hold, besides the
+  reporter's);
 - the reporter: each runner's result read from the variable its `env:` names, and summed as it
   sums them (a result with no max-score counts for nothing).
 
 The total must be the score `grader batch` gives the same student for the same parts. One
-student (each costs pip and one `grader check` per part); marked slow.
+student (each costs pip and one graded `grader check`, its results read by each part's test);
+marked slow.
 """
 
 import csv
@@ -181,6 +185,15 @@ def run_workflow(workflow: dict, workspace: Path, bin_folder: Path, home: Path, 
         "DOTNET_NOLOGO": "true",
         "HOME": str(home),
     }
+    temporary = home.parent / f"{home.name}-runner-temp"
+    temporary.mkdir()
+    os.chown(temporary, uid, gid)
+
+    def filled(text: str) -> str:
+        done = text.replace("${{ runner.temp }}", str(temporary))
+        assert "${{" not in done, f"an expression this test does not fill in: {text}"
+        return done
+
     results, logs, reported = {}, {}, None
     for step in job["steps"]:
         uses = step.get("uses", "")
@@ -188,7 +201,7 @@ def run_workflow(workflow: dict, workspace: Path, bin_folder: Path, home: Path, 
             continue  # done before: the clone, and this Python
         if "run" in step:
             done = run_command(
-                ["bash", "--noprofile", "--norc", "-eo", "pipefail", "-c", step["run"]],
+                ["bash", "--noprofile", "--norc", "-eo", "pipefail", "-c", filled(step["run"])],
                 workspace,
                 runner_env,
                 timeout=900,
@@ -202,7 +215,7 @@ def run_workflow(workflow: dict, workspace: Path, bin_folder: Path, home: Path, 
             maximum = parse_int(given["max-score"])
             try:
                 done = run_command(
-                    ["sh", "-c", given["command"]],
+                    ["sh", "-c", filled(given["command"])],
                     workspace,
                     grader_env,
                     timeout=float(given["timeout"]) * 60,

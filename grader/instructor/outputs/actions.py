@@ -1,6 +1,11 @@
 """A GitHub Actions workflow that grades a student's repository (a student kit made with
 `grader release student`), one graded test per part, for GitHub Classroom's reporter.
 
+Each part's test is `grader check ID --part NAME --results FILE`, FILE in the runner's
+temporary folder: the first test of an exercise grades all its parts once and keeps the
+results there (grader.saved), the others report their part from them, so the helper that
+imports Keras starts once per exercise, not once per part.
+
 The reporter (classroom-resources/autograding-grading-reporter) uploads a score only when the
 workflow is named "Autograding Tests" and its one job is `run-autograding-tests`; it reads each
 test's result from an environment variable `<STEP ID IN CAPITALS>_RESULTS` and the step ids
@@ -20,8 +25,10 @@ JOB_ID = "run-autograding-tests"
 BOT_GUARD = "github.actor != 'github-classroom[bot]'"
 COMMAND_GRADER = "classroom-resources/autograding-command-grader@v1"
 REPORTER = "classroom-resources/autograding-grading-reporter@v1"
-# Minutes each part's command may take, TensorFlow's start included.
+# Minutes a part may take, TensorFlow's start included. Each test may take as long as its
+# exercise's parts together: the first grades them all.
 PART_MINUTES = 10
+RESULTS_FILE = "${{ runner.temp }}/attnkit-check-results.json"
 
 
 def step_id(record: Exercise, part_name: str) -> str:
@@ -30,7 +37,7 @@ def step_id(record: Exercise, part_name: str) -> str:
 
 
 def part_command(record: Exercise, part_name: str) -> str:
-    return f"grader check {record.id} --part {part_name}"
+    return f'grader check {record.id} --part {part_name} --results "{RESULTS_FILE}"'
 
 
 def _quoted(text: str) -> str:
@@ -81,7 +88,7 @@ def actions_workflow(records: list[Exercise], python: str = "3.11") -> str:
             "        with:",
             f"          test-name: {_quoted(f'{record.id} {part.name}')}",
             f"          command: {_quoted(part_command(record, part.name))}",
-            f"          timeout: {PART_MINUTES}",
+            f"          timeout: {PART_MINUTES * len(record.parts)}",
             f"          max-score: {part.points:g}",
         ]
     lines += [
