@@ -356,24 +356,6 @@ def test_a_conflicting_seed_is_refused(graded, classroom):
         run_batch(classroom, BatchOptions(["8-2"], out, seed=12))
 
 
-def test_the_same_seed_gives_the_same_gradebook_byte_for_byte(tmp_path):
-    root = tmp_path / "class"
-    for student in ("good", "hardcoder", "crash"):
-        write(root / student, "ex8_2.py", CLASS[student])
-    outputs = []
-    for run in ("a", "b", "c"):
-        seed = 5 if run != "c" else 6
-        run_batch(root, BatchOptions(["8-2"], tmp_path / run, jobs=2, seed=seed))
-        outputs.append(
-            {
-                name: (tmp_path / run / name).read_bytes()
-                for name in ("grades.csv", "results/hardcoder.json", "report.html")
-            }
-        )
-    assert outputs[0] == outputs[1]
-    assert outputs[0]["results/hardcoder.json"] != outputs[2]["results/hardcoder.json"]
-
-
 def test_a_broken_reference_stops_the_batch_and_grades_no_one(tmp_path, monkeypatch):
     from grader.engine.references import GraderError, LiveReference
     from grader.instructor import batch
