@@ -13,6 +13,7 @@ keys) is drawn only for the targets named there, with their axes' names.
 from __future__ import annotations
 
 import base64
+import contextlib
 import hashlib
 import io
 import math
@@ -341,13 +342,16 @@ def drawn_once(draw, *arguments) -> bytes:
     """The PNG of `draw(*arguments)`, drawn the first time these arguments come (the last
     MOST_KEPT are kept)."""
     key = _drawing_key(draw.__name__, *arguments)
-    if key in _drawn:
-        _drawn.move_to_end(key)
-        return _drawn[key]
+    picture = _drawn.get(key)
+    if picture is not None:
+        with contextlib.suppress(KeyError):  # dropped meanwhile by another thread's drawing
+            _drawn.move_to_end(key)
+        return picture
     picture = png(draw(*arguments))
     _drawn[key] = picture
     while len(_drawn) > MOST_KEPT:
-        _drawn.popitem(last=False)
+        with contextlib.suppress(KeyError):
+            _drawn.popitem(last=False)
     return picture
 
 
