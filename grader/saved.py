@@ -17,6 +17,7 @@ import os
 from pathlib import Path
 
 from grader.engine.results import ExerciseResult
+from grader.kit import kit_version
 
 FORMAT = "attnkit-check-results/1"
 # The files of a submission folder hashed into the key, at most: the kit's exercises/ holds a
@@ -28,14 +29,8 @@ MOST_BYTES = 64 * 1024 * 1024
 def work_key(exercise_id: str, folder: Path, seed: int, timeout: float | None) -> str:
     """What a result depends on: the grader's version, the exercise, the seed and limit, and
     every file of the folder graded (names and contents; caches left out)."""
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        grader_version = version("attnkit")
-    except PackageNotFoundError:
-        grader_version = "unknown"
     digest = hashlib.sha256(
-        json.dumps([FORMAT, grader_version, exercise_id, seed, timeout]).encode("utf-8")
+        json.dumps([FORMAT, kit_version(), exercise_id, seed, timeout]).encode("utf-8")
     )
     folder = Path(folder)
     if folder.is_file():  # a file under another name than the exercise's, graded as itself

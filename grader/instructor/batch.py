@@ -249,13 +249,9 @@ def write_class_outputs(
 
 def grader_version() -> str:
     """The grader's version and its results' format: shards of one class must agree on both."""
-    from importlib import metadata
+    from grader.kit import kit_version
 
-    try:
-        version = metadata.version("attnkit")
-    except metadata.PackageNotFoundError:
-        version = "unknown"
-    return f"{version}+results{RESULTS_FORMAT}"
+    return f"{kit_version()}+results{RESULTS_FORMAT}"
 
 
 def cases_hash(records: list[Exercise], seed: int) -> str:
