@@ -20,8 +20,9 @@ outright: their numbers differ.
 
 With GRADER_SYSCALL_LOG set to a file, the supervisor lets every refused call go on instead and
 appends its name and arguments there: how `ALLOWED` was found, and how to find what a new
-version needs (`GRADER_SYSCALL_LOG=/tmp/calls pytest tests/grader/test_sandbox_calls.py`, then
-`python -m grader.sandbox.seccomp /tmp/calls`). Never for grading.
+version needs (`GRADER_SYSCALL_LOG=/tmp/calls pytest tests/grader/test_records.py
+tests/grader/test_sandbox_calls.py -k refused`, then `python -m
+grader.sandbox.seccomp /tmp/calls`). Never for grading.
 """
 
 from __future__ import annotations

@@ -1,5 +1,6 @@
 """What every record must do, tested once over all of them: the reference solution scores full
-marks on its public and hidden checks, the generated stub reports "not implemented yet" on every
+marks on its public and hidden checks (graded in the sandbox, where it is whole, and refused no
+system call: tests/support/grading.py), the generated stub reports "not implemented yet" on every
 part, every hidden check is a check the student never saw, and every mistake a record names has
 a planted submission that, graded, fails the right part with that mistake named.
 
@@ -82,7 +83,7 @@ def test_every_record_has_a_hidden_seed():
 
 
 @pytest.mark.parametrize("exercise_id", EVERY_REFERENCE)
-def test_reference_scores_full_marks(exercise_id):
+def test_reference_scores_full_marks_and_is_refused_no_call(exercise_id):
     assert_reference_scores_full_marks(exercise_id, hidden_seed=HIDDEN_SEEDS[exercise_id])
 
 

@@ -1,7 +1,9 @@
-"""The seccomp filter is an allowlist (grader.sandbox.seccomp): every exercise's reference
-solution, graded in the sandbox with its hidden cases, is refused no call. A TensorFlow, JAX
-or Python that starts to need a call the list lacks fails here, by the call's name, instead of
-opening a hole or failing students in silence.
+"""The seccomp filter is an allowlist (grader.sandbox.seccomp): a reference solution, graded in
+the sandbox with its hidden cases, is refused no call. A TensorFlow, JAX or Python that starts
+to need a call the list lacks fails here, by the call's name, instead of opening a hole or
+failing students in silence. Forked from the helper, every exercise's reference is checked so
+by tests/grader/test_records.py; here, the other ways a child starts: a fresh interpreter, and
+the JAX backend.
 """
 
 from __future__ import annotations
@@ -13,8 +15,7 @@ import pytest
 
 from grader import sandbox
 from grader.grading import grade
-from grader.records import EXERCISES
-from grader.sandbox import seccomp
+from tests.support.grading import refused_calls
 from tests.support.unprivileged import REPO
 
 pytestmark = [
@@ -25,34 +26,12 @@ pytestmark = [
 ]
 
 SOLUTIONS = REPO / "solutions"
-# What the filter refuses (the audit hook's "open" and "import" are the sandbox's other witness).
-CALL_KINDS = {*seccomp.KINDS.values(), seccomp.SYSTEM}
-
-
-def calls_only(counts: dict) -> dict:
-    return {kind: count for kind, count in counts.items() if kind in CALL_KINDS}
 
 
 def refusals(exercise_id: str) -> dict:
-    # A lab that trains a model trains once per case: its public case alone (one training, about
-    # 12 s of a core) exercises every call training makes.
-    hidden_seed = None if EXERCISES[exercise_id].trains else 11
-    result = grade(exercise_id, SOLUTIONS, seed=3, hidden_seed=hidden_seed, sandbox={}, timeout=120)
+    result = grade(exercise_id, SOLUTIONS, seed=3, hidden_seed=11, sandbox={}, timeout=120)
     assert result.passed, (exercise_id, [p.status for p in result.parts])
-    return {"counts": calls_only(result.refused), "examples": result.refused_examples}
-
-
-# Not the labs that train a model (a training here costs CI another 15 s of a core): their
-# references were graded here with nothing refused when they were added, and test_records
-# grades each in the sandbox. GRADED_FOR_CALLS = sorted(EXERCISES) checks them again.
-GRADED_FOR_CALLS = sorted(e for e in EXERCISES if not EXERCISES[e].trains)
-
-
-def test_every_solution_is_refused_no_call_forked():
-    refused = {exercise: refusals(exercise) for exercise in GRADED_FOR_CALLS}
-    assert all(not seen["counts"] for seen in refused.values()), {
-        exercise: seen for exercise, seen in refused.items() if seen["counts"]
-    }
+    return {"counts": refused_calls(result), "examples": result.refused_examples}
 
 
 def test_a_solution_in_a_fresh_interpreter_is_refused_no_call(monkeypatch):
@@ -76,10 +55,10 @@ def test_a_solution_on_jax_scores_full_marks_and_is_refused_no_call():
         "import json\n"
         "from grader.grading import grade\n"
         f"r = grade('8-2', {str(SOLUTIONS)!r}, seed=3, sandbox={{}}, timeout=300)\n"
-        "from tests.grader.test_sandbox_calls import calls_only\n"
+        "from tests.support.grading import refused_calls\n"
         "print(json.dumps({'score': r.score, 'max_score': r.max_score,\n"
         "    'statuses': [str(p.status) for p in r.parts],\n"
-        "    'refused': calls_only(r.refused), 'examples': repr(r.refused_examples)}))\n"
+        "    'refused': refused_calls(r), 'examples': repr(r.refused_examples)}))\n"
     )
     env = dict(os.environ, KERAS_BACKEND="jax", JAX_PLATFORMS="cpu", PYTHONPATH=str(REPO))
     env.pop("JAX_ENABLE_X64", None)

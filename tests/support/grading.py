@@ -13,10 +13,12 @@ import signal
 import textwrap
 from pathlib import Path
 
+from grader import sandbox
 from grader.engine.results import NOT_IMPLEMENTED, PASSED
 from grader.grading import grade
 from grader.instructor.course.stubs import package_dir
 from grader.records import get_exercise
+from grader.sandbox import seccomp
 
 HEADER = "import keras\nfrom keras import ops\nimport numpy as np\n\n"
 
@@ -51,20 +53,36 @@ def assert_full_marks(result) -> None:
     assert {part.status for part in result.parts} == {PASSED}
 
 
+# Where the sandbox is whole (Linux with Landlock and seccomp), the references are graded in it,
+# as a class is: its seccomp filter is an allowlist, and a reference refused a call means the
+# list lacks one that TensorFlow, Keras or Python needs (tests/grader/test_sandbox_calls.py).
+SANDBOX = {} if sandbox.status()["complete"] else None
+
+
 @functools.cache
 def reference_result(exercise_id: str, hidden_seed: int | None = None):
     """The reference solution graded once per run (public seed 0, hidden checks from
-    `hidden_seed`): the generic tests and each record's own assertions share it."""
-    return grade(exercise_id, package_dir("solutions"), hidden_seed=hidden_seed)
+    `hidden_seed`), in the sandbox where it is whole: the generic tests and each record's own
+    assertions share it."""
+    return grade(exercise_id, package_dir("solutions"), hidden_seed=hidden_seed, sandbox=SANDBOX)
+
+
+def refused_calls(result) -> dict:
+    """The system calls the sandbox's filter refused a graded run, by kind, and nothing else
+    (the audit hook's "open" and "import" are the sandbox's other witness)."""
+    kinds = {*seccomp.KINDS.values(), seccomp.SYSTEM}
+    return {kind: count for kind, count in result.refused.items() if kind in kinds}
 
 
 def assert_reference_scores_full_marks(lab_id: str, hidden_seed: int | None = None):
-    """The reference solution passes every part (with hidden checks when a seed is given)."""
+    """The reference solution passes every part (with hidden checks when a seed is given) and,
+    graded in the sandbox, is refused no system call."""
     result = reference_result(lab_id, hidden_seed)
     assert_full_marks(result)
     assert result.max_score == get_exercise(lab_id).max_score
     if hidden_seed is not None:
         assert any("hidden" in check.name for part in result.parts for check in part.checks)
+    assert refused_calls(result) == {}, (lab_id, result.refused_examples)
     return result
 
 
