@@ -8,11 +8,15 @@ import sys
 
 # Imported by Keras and TensorFlow, where installed, only for what grading never does, each
 # wrapped in `try: import ... except ImportError`: TFLite's converter imports JAX (the dev
-# extras and Colab have it), and Keras's image-gallery plots import matplotlib.pyplot (an
-# attnkit dependency). Together 1.0-1.5 s of CPU at every start of the helper, out of 5-6.5 s
-# (`python -X importtime -c "import keras"`; `/usr/bin/time python -c "import
-# grader.sandbox.preload"`, this 2-core machine).
-NOT_NEEDED_FOR_GRADING = {"tensorflow": ("jax", "matplotlib.pyplot"), "jax": ("matplotlib.pyplot",)}
+# extras and Colab have it), Keras's image-gallery plots import matplotlib, and its file editor
+# IPython (for a notebook's display). Together 1.3-1.8 s of CPU at every start of the helper,
+# out of 5-6.5 s (`python -X importtime -c "import keras"`; `/usr/bin/time python -c "import
+# grader.sandbox.preload"`, this 2-core machine; IPython and matplotlib about 0.3 s of it).
+_UNNEEDED_BY_KERAS = ("matplotlib", "IPython")
+NOT_NEEDED_FOR_GRADING = {
+    "tensorflow": ("jax", *_UNNEEDED_BY_KERAS),
+    "jax": _UNNEEDED_BY_KERAS,
+}
 
 
 def import_keras_without_unneeded_modules() -> None:

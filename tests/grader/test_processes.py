@@ -193,14 +193,15 @@ def test_a_rerun_child_runs_as_its_new_slots_user_not_its_first_childs(tmp_path)
 
 
 @pytest.mark.skipif(importlib.util.find_spec("jax") is None, reason="JAX is not installed")
-def test_the_helper_imports_no_jax_nor_pyplot_and_a_submission_still_can():
-    """Keras and TensorFlow import both where installed, for what grading never does (1.0-1.5 s
+def test_the_helper_imports_no_jax_matplotlib_nor_ipython_and_a_submission_still_can():
+    """Keras and TensorFlow import them where installed, for what grading never does (1.3-1.8 s
     of every helper's start); grader.sandbox.preload hides them for that import only."""
     code = (
         "import sys, grader.sandbox.preload; "
         "tflite = sys.modules['tensorflow.lite.python.util']; "
-        "print('jax' in sys.modules, 'matplotlib.pyplot' in sys.modules, tflite._jit); "
-        "import jax, matplotlib.pyplot as plt; print(jax.numpy.add(2, 2), plt.figure().number)"
+        "print(*(name in sys.modules for name in ('jax', 'matplotlib', 'IPython')), tflite._jit); "
+        "import jax, matplotlib.pyplot as plt, IPython; "
+        "print(jax.numpy.add(2, 2), plt.figure().number, callable(IPython.get_ipython))"
     )
     done = subprocess.run(
         [sys.executable, "-c", code],
@@ -210,4 +211,4 @@ def test_the_helper_imports_no_jax_nor_pyplot_and_a_submission_still_can():
         timeout=300,
     )
     assert done.returncode == 0, done.stderr[-3000:]
-    assert done.stdout.split() == ["False", "False", "None", "4", "1"], done.stdout
+    assert done.stdout.split() == ["False", "False", "False", "None", "4", "1", "True"], done.stdout
