@@ -917,10 +917,14 @@ def _compiled_with(function: Callable, edits: tuple[tuple[int, Callable], ...]):
 
 
 def _parameters(function: Callable) -> set[str]:
+    """The names of `function`'s parameters but its flags (a default of True or False): a flag
+    chooses how a reference computes (`epsilon_inside`), it is no quantity of the formula that
+    a student could take for another, and its name means nothing to them."""
     try:
-        return set(inspect.signature(function).parameters)
+        found = inspect.signature(function).parameters.values()
     except (TypeError, ValueError):
         return set()
+    return {p.name for p in found if not isinstance(p.default, bool)}
 
 
 def _mutants_of(top: Callable, function: Callable, path: tuple[str, ...]) -> Iterator[Mutant]:

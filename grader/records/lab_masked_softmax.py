@@ -119,8 +119,8 @@ NOT_RENORMALISED = Mistake.of(
 )
 OFF_BY_ONE = Mistake.of(
     "one key too many",
-    "Each row keeps valid_len + 1 keys: position j is valid for j < valid_len (positions "
-    "start at 0).",
+    "Each row keeps valid_lens[b] + 1 keys: position j is valid for j < valid_lens[b] "
+    "(positions start at 0).",
     ref.masked_attention,
     when=on.has_input("valid_lens"),
     extra=1,
@@ -151,7 +151,7 @@ RECORD = Exercise(
             name="sequence_mask",
             points=2,
             make_cases=sequence_mask_cases,
-            description="sequence_mask: True at positions j < valid_len.",
+            description="sequence_mask: True at positions j < valid_lens[b].",
             mistakes=(
                 Mistake.of(
                     "one position too many",
@@ -162,7 +162,7 @@ RECORD = Exercise(
                 Mistake.of(
                     "inverted",
                     "The mask is inverted: True must mark the valid positions (the first "
-                    "valid_len), False the padding.",
+                    "valid_lens[b]), False the padding.",
                     ref.sequence_mask,
                     compare=">=",
                 ),

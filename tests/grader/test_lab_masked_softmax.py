@@ -179,7 +179,7 @@ def planted():
             ),
         ),
         *(
-            patched(part, "one key too many", "valid_len + 1 keys", LAB, ONE_KEY_TOO_MANY)
+            patched(part, "one key too many", "valid_lens[b] + 1 keys", LAB, ONE_KEY_TOO_MANY)
             for part in ("masked_softmax", "MaskedAttentionPooling")
         ),
         *(

@@ -14,12 +14,14 @@ import pytest
 
 from grader.engine.cases import make_cases
 from grader.engine.results import ERROR, FAILED
+from grader.i18n import speaking
 from grader.records import EXERCISES
 from tests.support.grading import (
     assert_reference_scores_full_marks,
     assert_stub_reports_not_implemented,
     failures,
 )
+from tests.support.jargon import shown_jargon
 from tests.support.planting import grade_many
 
 # The hidden seed each record's reference is graded with (each record's file asserts more on the
@@ -138,23 +140,28 @@ def test_every_named_mistake_is_planted(exercise_id):
 def test_each_planted_mistake_fails_its_part_with_the_mistake_named(exercise_id, tmp_path):
     """All planted mistakes of an exercise graded in one run, each a submission of its own:
     each loses every point of its part, with a failing check that says the table's phrase and,
-    where the table names it, the mistake recognised."""
+    where the table names it, the mistake recognised; and what the student reads of it, in
+    English, holds no internal jargon (tests/support/jargon.py)."""
     table = planted_mistakes(exercise_id)
     labels = [f"{index}. {planted.label}" for index, planted in enumerate(table)]
     assert len(set(labels)) == len(labels)
-    results = grade_many(
-        exercise_id,
-        {lab: (p.source, [p.part]) for lab, p in zip(labels, table, strict=True)},
-        tmp_path,
-    )
-    wrong = []
-    for label, planted in zip(labels, table, strict=True):
-        part = results[label].part(planted.part)
-        messages = [check.message for check in failures(part)]
-        if part.status not in (FAILED, ERROR) or part.score != 0.0:
-            wrong.append(f"{label}: {part.status}, {part.score} points: {messages[:2]}")
-        elif not all(any(phrase in m for m in messages) for phrase in planted.phrases):
-            wrong.append(f"{label}: no failing check says {planted.phrases}: {messages[:3]}")
-        elif planted.mistake and planted.mistake not in part.mistakes:
-            wrong.append(f"{label}: recognised {part.mistakes}, not {planted.mistake!r}")
+    with speaking("en"):
+        results = grade_many(
+            exercise_id,
+            {lab: (p.source, [p.part]) for lab, p in zip(labels, table, strict=True)},
+            tmp_path,
+        )
+        wrong = []
+        for label, planted in zip(labels, table, strict=True):
+            part = results[label].part(planted.part)
+            messages = [check.message for check in failures(part)]
+            jargon = shown_jargon(exercise_id, planted.part, results[label], planted.source)
+            if part.status not in (FAILED, ERROR) or part.score != 0.0:
+                wrong.append(f"{label}: {part.status}, {part.score} points: {messages[:2]}")
+            elif not all(any(phrase in m for m in messages) for phrase in planted.phrases):
+                wrong.append(f"{label}: no failing check says {planted.phrases}: {messages[:3]}")
+            elif planted.mistake and planted.mistake not in part.mistakes:
+                wrong.append(f"{label}: recognised {part.mistakes}, not {planted.mistake!r}")
+            elif jargon:  # tests/grader/test_jargon.py checks the Chinese
+                wrong.append(f"{label}: internal jargon in what the student reads: {jargon}")
     assert not wrong, "\n".join(wrong)
