@@ -192,11 +192,12 @@ def peak_mib(unmap_freed=False, **settings):
     With `unmap_freed`, every allocation of 128 KiB or more gets pages of its own, returned when
     it is freed (glibc's `MALLOC_MMAP_THRESHOLD_`): the resident size then follows what is alive,
     so that the peak of a step that runs op by op is not hidden by pages its warm-up left behind.
-    Under `--quick` (QUICK_FORKS) the process is a fork of one helper that imported TensorFlow
-    once, rather than a fresh interpreter that imports it again.
+    Under `--quick` (FORK_THIS_PROCESS) the process is a fork of this one, which has imported
+    TensorFlow, Keras and attnkit and run no op yet (as the grader's zygote before it forks),
+    rather than a fresh interpreter that imports them again.
     """
-    if QUICK_FORKS is not None:
-        return QUICK_FORKS.peak_mib(unmap_freed, settings)
+    if FORK_THIS_PROCESS:
+        return forked_peak_mib(unmap_freed, settings)
     environment = os.environ | (
         {"MALLOC_MMAP_THRESHOLD_": str(UNMAP_FREED_BYTES)} if unmap_freed else {}
     )
@@ -211,70 +212,45 @@ def peak_mib(unmap_freed=False, **settings):
     return json.loads(done.stdout.strip().splitlines()[-1])["peak_mib"]
 
 
-class ForkingHelper:
-    """`--quick`'s memory children: one helper process imports TensorFlow, Keras and attnkit
-    (and runs no op, as the grader's zygote does before it forks), then forks one child per
-    measurement, so that each step still runs in a process of its own, started from the same
-    state, without paying TensorFlow's start-up (5-8 s) once per configuration."""
-
-    def __init__(self):
-        self.process = subprocess.Popen(
-            [sys.executable, __file__, "--fork-helper"],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,
-            text=True,
-            bufsize=1,
-        )
-
-    def peak_mib(self, unmap_freed: bool, settings: dict):
-        self.process.stdin.write(json.dumps({"unmap_freed": unmap_freed, **settings}) + "\n")
-        answer = self.process.stdout.readline()
-        if not answer:
-            return None
-        return json.loads(answer)["peak_mib"]
-
-    def close(self):
-        self.process.stdin.close()
-        self.process.wait(timeout=60)
+# --quick: the memory children are forks of this process, made before it runs any op (thread
+# pools made by running ops do not survive a fork), so that each step still runs in a process of
+# its own, from the same state, without paying TensorFlow's start-up (4-8 s) once per
+# configuration.
+FORK_THIS_PROCESS = False
 
 
-QUICK_FORKS: ForkingHelper | None = None
-
-
-def fork_helper() -> None:
-    """The helper of ForkingHelper: per line of settings on stdin, a forked child measures
-    `peak_memory_child(settings)`; one line back, `{"peak_mib": ...}` (null when it failed)."""
-    import ctypes
-
-    import keras  # noqa: F401 - imported before any fork, no op run
+def import_without_running_ops() -> None:
+    import keras  # noqa: F401
     import tensorflow  # noqa: F401
 
     import attnkit  # noqa: F401
 
-    for line in sys.stdin:
-        settings = json.loads(line)
-        read, write = os.pipe()
-        child = os.fork()
-        if child == 0:
-            os.close(read)
-            os.dup2(write, 1)
-            sys.stdout = os.fdopen(1, "w")
-            status = 1
-            try:
-                if settings.pop("unmap_freed"):
-                    ctypes.CDLL(None).mallopt(M_MMAP_THRESHOLD, UNMAP_FREED_BYTES)
-                peak_memory_child(settings)
-                sys.stdout.flush()
-                status = 0
-            finally:
-                os._exit(status)
-        os.close(write)
-        with os.fdopen(read) as output:
-            printed = output.read().strip().splitlines()
-        _, status = os.waitpid(child, 0)
-        peak = json.loads(printed[-1])["peak_mib"] if status == 0 and printed else None
-        print(json.dumps({"peak_mib": peak}), flush=True)
+
+def forked_peak_mib(unmap_freed: bool, settings: dict):
+    """`peak_memory_child(settings)` in a fork of this process; None when it failed."""
+    import ctypes
+
+    read, write = os.pipe()
+    sys.stdout.flush()
+    child = os.fork()
+    if child == 0:
+        os.close(read)
+        os.dup2(write, 1)
+        sys.stdout = os.fdopen(1, "w")
+        status = 1
+        try:
+            if unmap_freed:
+                ctypes.CDLL(None).mallopt(M_MMAP_THRESHOLD, UNMAP_FREED_BYTES)
+            peak_memory_child(dict(settings))
+            sys.stdout.flush()
+            status = 0
+        finally:
+            os._exit(status)
+    os.close(write)
+    with os.fdopen(read) as output:
+        printed = output.read().strip().splitlines()
+    _, status = os.waitpid(child, 0)
+    return json.loads(printed[-1])["peak_mib"] if status == 0 and printed else None
 
 
 def memory(lengths: list[int], batch: int, configurations=CONFIGURATIONS) -> list[dict]:
@@ -351,43 +327,58 @@ def main(argv=None) -> None:
     if args.child:
         peak_memory_child(json.loads(args.child))
         return
-    if args.fork_helper:
-        fork_helper()
-        return
-    global QUICK_FORKS
-    if args.quick and args.what in ("memory", "masks", "all"):
-        # Started first: it imports TensorFlow while this process measures the speed.
-        QUICK_FORKS = ForkingHelper()
-    if args.what in ("speed", "all"):
-        lengths = [64] if args.quick else [128, 256, 512, 1024, 2048]
-        show(
-            f"Forward + backward time, B={BATCH if not args.quick else 1}, heads={HEADS}, "
+    quick = args.quick
+
+    def speed_table():
+        lengths = [64] if quick else [128, 256, 512, 1024, 2048]
+        return (
+            f"Forward + backward time, B={BATCH if not quick else 1}, heads={HEADS}, "
             f"d_model={MODEL}; plain, blockwise and auto (the default) are attnkit's "
             "MultiHeadSelfAttention implementations; auto_matmul_frac = the default's FLOP rate "
             "/ a square XLA matmul's; QK_matmul_frac = the same for the bare QKᵀ product of "
             "every head)",
-            speed(lengths, 1 if args.quick else 5, 1 if args.quick else BATCH),
+            speed(lengths, 1 if quick else 5, 1 if quick else BATCH),
         )
-    if args.what in ("memory", "all"):
-        lengths = [256] if args.quick else [2048, 4096, 8192]
-        show(
+
+    def memory_table():
+        lengths = [256] if quick else [2048, 4096, 8192]
+        return (
             f"Peak memory of forward + backward (MiB above the set-up), B=1, heads={HEADS}, "
             f"d_model={MODEL}, one process each",
             # --quick: Keras's and the blockwise path alone, the pair whose ratio matters.
-            memory(lengths, 1, CONFIGURATIONS[::2] if args.quick else CONFIGURATIONS),
+            memory(lengths, 1, CONFIGURATIONS[::2] if quick else CONFIGURATIONS),
         )
-    if args.what in ("masks", "all"):
-        lengths = [256] if args.quick else [2048, 4096]
-        batch = 1 if args.quick else 4
-        show(
+
+    def masks_table():
+        lengths = [256] if quick else [2048, 4096]
+        batch = 1 if quick else 4
+        return (
             f"Peak memory of the blockwise path op by op (MiB above the set-up), B={batch}, "
             f"heads=1, d_model={MODEL}, with a causal and a padding mask against none; "
             "BxTxT_bool_mib = the size of the whole mask the path never builds",
             # --quick: forward + backward alone, which runs both passes (one process pair).
-            mask_memory(lengths, batch, (True,) if args.quick else (False, True)),
+            mask_memory(lengths, batch, (True,) if quick else (False, True)),
         )
-    if QUICK_FORKS is not None:
-        QUICK_FORKS.close()
+
+    chosen = {
+        "speed": [speed_table],
+        "memory": [memory_table],
+        "masks": [masks_table],
+        "all": [speed_table, memory_table, masks_table],
+    }[args.what]
+    if not quick:
+        for table in chosen:
+            show(*table())
+        return
+    # --quick: the memory children are forked from this process before it runs an op, so the
+    # memory tables are measured first, and every table is shown in the usual order.
+    global FORK_THIS_PROCESS
+    FORK_THIS_PROCESS = True
+    import_without_running_ops()
+    measured = {table: table() for table in chosen if table is not speed_table}
+    FORK_THIS_PROCESS = False
+    for table in chosen:
+        show(*(measured[table] if table in measured else table()))
 
 
 if __name__ == "__main__":
