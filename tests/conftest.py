@@ -1,6 +1,7 @@
 """Shared fixtures of the attnkit core tests."""
 
 import collections
+import importlib.util
 import os
 
 os.environ.setdefault("KERAS_BACKEND", "tensorflow")
@@ -64,3 +65,23 @@ def pytest_collection_modifyitems(config, items):
     # Stable, as xdist's own sort is: within a file, and among files with as many tests, the
     # collection order is kept.
     items[:] = [item for _, item in sorted(zip(files, items, strict=True), key=order)]
+
+
+# Test files that share what costs most to make, made once per process (tests/support/released.py:
+# the student kit of `grader release student`, 25 s of CPU): pytest-xdist runs each group on one
+# worker, as one unit of work, so that the second file finds it made.
+SAME_WORKER_AS = {"tests/grader/test_actions_runner.py": "tests/grader/test_release.py"}
+
+if importlib.util.find_spec("xdist") is not None:
+
+    def pytest_xdist_make_scheduler(config, log):
+        if config.getoption("dist") != "loadfile":
+            return None
+        from xdist.scheduler import LoadFileScheduling
+
+        class FilesThatShare(LoadFileScheduling):
+            def _split_scope(self, nodeid):
+                scope = super()._split_scope(nodeid)
+                return SAME_WORKER_AS.get(scope, scope)
+
+        return FilesThatShare(config, log)

@@ -44,6 +44,7 @@ from grader import sandbox
 from grader.instructor.outputs.actions import COMMAND_GRADER, REPORTER
 from grader.kit import KIT
 from grader.records import EXERCISES
+from tests.support.released import student_kit_copy
 from tests.support.unprivileged import (
     SKIP_REASON,
     SYSTEM_PYTHON,
@@ -95,14 +96,7 @@ def runner_base():
 def template(runner_base) -> Path:
     """The template repository: a student kit with the workflow in .github/workflows/."""
     base = runner_base[0]
-    folder = base / "template"
-    made = subprocess.run(
-        [sys.executable, "-m", "grader.cli", "release", "student", str(folder)],
-        capture_output=True,
-        text=True,
-        timeout=900,
-    )
-    assert made.returncode == 0, made.stdout + made.stderr
+    folder = student_kit_copy(base / "template")
     workflow = folder / ".github" / "workflows" / "classroom.yml"
     written = subprocess.run(
         [sys.executable, "-m", "grader.cli", "release", "actions", "-e", "8-2"]

@@ -29,6 +29,7 @@ from grader.records import EXERCISES
 from tests.grader.test_lab_masked_softmax import FROM_LENGTHS, SEQUENCE_MASK
 from tests.support.gradescope_schema import read_results
 from tests.support.grading import HEADER, replace_function
+from tests.support.released import student_kit_copy
 
 pytestmark = pytest.mark.ex8_2
 
@@ -51,7 +52,7 @@ def run_kit(kit: Path, *args, env=None, cwd=None):
 
 @pytest.fixture(scope="module")
 def student_kit(tmp_path_factory):
-    return release_student(tmp_path_factory.mktemp("kit") / "attnkit-student")
+    return student_kit_copy(tmp_path_factory.mktemp("kit") / "attnkit-student")
 
 
 def test_student_kit_has_no_solutions(student_kit):
