@@ -3,6 +3,7 @@
 import collections
 import importlib.util
 import os
+import re
 
 os.environ.setdefault("KERAS_BACKEND", "tensorflow")
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
@@ -67,10 +68,14 @@ def pytest_collection_modifyitems(config, items):
     items[:] = [item for _, item in sorted(zip(files, items, strict=True), key=order)]
 
 
-# Test files that share what costs most to make, made once per process (tests/support/released.py:
-# the student kit of `grader release student`, 25 s of CPU): pytest-xdist runs each group on one
-# worker, as one unit of work, so that the second file finds it made.
+# Test files that share what costs most to make, made once per process, run on one worker, as one
+# unit of work, so that the later files find it made: the student kit of `grader release
+# student` (tests/support/released.py, 25 s of CPU), and each record's reference graded with its
+# hidden seed and its outputs on the public cases (tests/support/grading.reference_result and
+# grader.engine.references, memoised), which test_records.py, each record's own file and the
+# jargon checks all use.
 SAME_WORKER_AS = {"tests/grader/test_actions_runner.py": "tests/grader/test_release.py"}
+GRADE_THE_REFERENCES = re.compile(r"tests/grader/test_(ex8_\d|lab_\w+|jargon)\.py")
 
 if importlib.util.find_spec("xdist") is not None:
 
@@ -82,6 +87,8 @@ if importlib.util.find_spec("xdist") is not None:
         class FilesThatShare(LoadFileScheduling):
             def _split_scope(self, nodeid):
                 scope = super()._split_scope(nodeid)
+                if GRADE_THE_REFERENCES.fullmatch(scope):
+                    return "tests/grader/test_records.py"
                 return SAME_WORKER_AS.get(scope, scope)
 
         return FilesThatShare(config, log)
