@@ -128,7 +128,7 @@ def classroom(tmp_path_factory):
 @pytest.fixture(scope="module")
 def graded(classroom, tmp_path_factory):
     out = tmp_path_factory.mktemp("out")
-    options = BatchOptions(["8-2"], out, jobs=2, timeout=6, seed=11)
+    options = BatchOptions(["8-2"], out, jobs=2, timeout=3, seed=11)
     snoop = (
         "    import os\n"
         "    seen = []\n"
@@ -184,7 +184,7 @@ def _first_failures(result) -> list[str]:
     [
         ("crash", "variances", "error", "exited with status 3", 8),
         ("sysexit", "variances", "error", "sys.exit(3)", 8),
-        ("hang", ASYM, "timeout", "stopped after 6 s", 9),
+        ("hang", ASYM, "timeout", "stopped after 3 s", 9),
         ("memory", ASYM, "error", "ran out of memory: the limit is 2048 MB", 9),
         ("forkbomb", ASYM, "error", "the sandbox does not allow", 9),
         ("threadbomb", ASYM, "error", "threads (at most 256 allowed)", 9),
@@ -308,7 +308,7 @@ def test_outputs_for_people_and_machines(graded):
 def test_rerun_resumes_and_regrades_only_changed_work(graded, classroom):
     _, out, _ = graded
     before = (out / "grades.csv").read_bytes()
-    again = run_batch(classroom, BatchOptions(["8-2"], out, jobs=2, timeout=6))
+    again = run_batch(classroom, BatchOptions(["8-2"], out, jobs=2, timeout=3))
     assert again.graded == [] and again.seed == 11
     assert (out / "grades.csv").read_bytes() == before
 
@@ -316,7 +316,7 @@ def test_rerun_resumes_and_regrades_only_changed_work(graded, classroom):
     original = changed.read_text()
     changed.write_text(GOOD)
     try:
-        third = run_batch(classroom, BatchOptions(["8-2"], out, jobs=2, timeout=6))
+        third = run_batch(classroom, BatchOptions(["8-2"], out, jobs=2, timeout=3))
         assert third.graded == ["crash"]
         assert json.loads((out / "results" / "crash.json").read_text())["total"] == 10.0
     finally:
@@ -330,7 +330,7 @@ def test_a_rerun_without_a_student_moves_their_result_aside_and_says_so(graded, 
     smaller = tmp_path / "class"
     for student in ("good", "hardcoder"):
         write(smaller / student, "ex8_2.py", CLASS[student])
-    summary = run_batch(smaller, BatchOptions(["8-2"], copy, jobs=2, timeout=6))
+    summary = run_batch(smaller, BatchOptions(["8-2"], copy, jobs=2, timeout=3))
     assert summary.graded == []  # unchanged work is not graded again
     assert "hang" in summary.removed and "good" not in summary.removed
     assert (copy / "removed" / "results" / "hang.json").is_file()
@@ -392,7 +392,7 @@ def slow_class(tmp_path: Path, seconds: float, size: int = 6) -> Path:
 
 
 def test_kill_9_loses_nothing_graded_and_leaves_nothing_running(tmp_path):
-    root = slow_class(tmp_path, 0.25)
+    root = slow_class(tmp_path, 0.1)
     out = tmp_path / "out"
     command = [
         sys.executable,
@@ -488,7 +488,7 @@ def test_report_renders_in_a_headless_browser(graded, tmp_path):
 def test_a_helper_that_dies_mid_batch_is_replaced_and_nobody_pays_for_it(tmp_path):
     from grader.sandbox import processes
 
-    root = slow_class(tmp_path, 0.2, size=4)
+    root = slow_class(tmp_path, 0.1, size=4)
     out = tmp_path / "out"
     killed = []
 

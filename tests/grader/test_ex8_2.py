@@ -312,9 +312,9 @@ def test_a_hanging_part_times_out_alone_and_the_others_are_graded(tmp_path):
     body = (
         ALTERNATIVE_NUMPY_EINSUM + "\n\ndef bilinear_asymmetry(W):\n    while True:\n        pass\n"
     )
-    result = grade(EXERCISE, submit(tmp_path, body), timeout=8)
+    result = grade(EXERCISE, submit(tmp_path, body), timeout=3)
     assert result.part("bilinear_asymmetry").status == TIMEOUT
-    assert "stopped after 8 s" in result.part("bilinear_asymmetry").checks[0].message
+    assert "stopped after 3 s" in result.part("bilinear_asymmetry").checks[0].message
     others = [p for p in result.parts if p.name != "bilinear_asymmetry"]
     assert all(p.status == PASSED for p in others)
     assert result.score == 9.0
@@ -387,10 +387,10 @@ def test_a_hanging_first_part_costs_that_part_only(tmp_path):
         "            pass\n"
     )
     folder, counter = counting_imports(tmp_path, ALTERNATIVE_NUMPY_EINSUM + hang)
-    result = grade(EXERCISE, folder, timeout=4)
+    result = grade(EXERCISE, folder, timeout=3)
     assert result.part("ScaledDotScore").status == TIMEOUT
     assert result.part("ScaledDotScore").score == 0.0
-    assert "stopped after 4 s" in result.part("ScaledDotScore").checks[0].message
+    assert "stopped after 3 s" in result.part("ScaledDotScore").checks[0].message
     assert [p.status for p in result.parts[1:]] == [PASSED] * 4
     assert result.score == 7.0
     assert imports(counter) == 2  # the first child, then one fresh child for the four others
