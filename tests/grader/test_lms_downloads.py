@@ -13,7 +13,9 @@ import zipfile
 from pathlib import Path
 
 import pytest
+from click.testing import CliRunner
 
+from grader import cli
 from grader.instructor.course.submissions import discover, unpack
 from tests.grader.test_batch import GOOD, slow_class
 from tests.support.grading import ctrl_c_reaches_it, replace_function
@@ -28,10 +30,15 @@ def grader(*words: str) -> list[str]:
     return [sys.executable, "-m", "grader.cli", *words]
 
 
-def batch(folder: Path, out: Path) -> subprocess.CompletedProcess:
-    command = grader("batch", str(folder), "-e", "8-2", "--out", str(out), "--jobs", "2")
-    command += ["--seed", "5", "--no-pictures", "--no-similarity"]
-    return subprocess.run(command, capture_output=True, text=True, timeout=600)
+def batch(folder: Path, out: Path):
+    """`grader batch` of the download, in this process (its children come from this test
+    process's grading helper, already started: no TensorFlow start of its own); the last test
+    below runs the command itself. The result has `returncode`, `stdout` and `stderr`."""
+    words = ["batch", str(folder), "-e", "8-2", "--out", str(out), "--jobs", "2"]
+    words += ["--seed", "5", "--no-pictures", "--no-similarity"]
+    result = CliRunner().invoke(cli.main, words)
+    result.returncode = result.exit_code
+    return result
 
 
 def totals(out: Path) -> dict[str, str]:
