@@ -64,7 +64,7 @@ def test_chinese_feedback_of_a_planted_mistake_holds_no_internal_jargon(
     with speaking("zh"), tempfile.TemporaryDirectory() as folder:
         result = grade(exercise, submit(Path(folder), exercise, source, header), parts=[part])
         assert result.part(part).score == 0, result.part(part).checks[:2]
-        found = shown_jargon(exercise, part, result, header + source)
+        found = shown_jargon(exercise, result, header + source)
     assert not found, found
 
 

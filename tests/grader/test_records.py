@@ -155,7 +155,7 @@ def test_each_planted_mistake_fails_its_part_with_the_mistake_named(exercise_id,
         for label, planted in zip(labels, table, strict=True):
             part = results[label].part(planted.part)
             messages = [check.message for check in failures(part)]
-            jargon = shown_jargon(exercise_id, planted.part, results[label], planted.source)
+            jargon = shown_jargon(exercise_id, results[label], planted.source)
             if part.status not in (FAILED, ERROR) or part.score != 0.0:
                 wrong.append(f"{label}: {part.status}, {part.score} points: {messages[:2]}")
             elif not all(any(phrase in m for m in messages) for phrase in planted.phrases):

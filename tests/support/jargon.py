@@ -63,9 +63,9 @@ def html_text(html: str) -> str:
     return html.replace("&lt;", "<").replace("&gt;", ">").replace("&#x27;", "'")
 
 
-def shown_jargon(exercise: str, part: str, result, source: str) -> list[tuple[str, list[str]]]:
-    """The jargon in each view a student has of `part` of `result` (graded from `source`, in the
-    language in use): `grader check`'s text, with --verbose, and the HTML view; (view, words)
+def shown_jargon(exercise: str, result, source: str) -> list[tuple[str, list[str]]]:
+    """The jargon in each view a student has of `result` (graded from `source`, in the language
+    in use): `grader check`'s text, with --verbose, and the HTML view; (view, words)
     for each view that holds some."""
     record = get_exercise(exercise)
     allowed = own_names(exercise, source)
