@@ -50,9 +50,9 @@ def mixed_float16():
 # of 60-85 s on one core) last, where it ran alone while the other worker idled. All the long
 # end-to-end files first (by duration) measured slower, 788 s against 751 s (`pytest -n 2
 # --durations=0`): side by side, each grading children on both cores, they slowed each other.
-# So are the other files of few, long tests, which came last in that order and ran alone: the
-# Gradescope layout (2 tests, 50-60 s), the JAX and fresh-interpreter gradings (20 s), and the
-# Slurm test (20 s, mostly waiting for Slurm: beside a busy worker it costs nothing).
+# Started first too, the other files of few, long tests, which came last in that order and ran
+# alone: the Gradescope layout (2 tests, 50-60 s), the JAX and fresh-interpreter gradings (20 s),
+# and the Slurm test (20 s, mostly waiting for Slurm: beside a busy worker it costs nothing).
 STARTED_FIRST = [
     "tests/library/test_jax_backend.py",
     "tests/grader/test_gradescope_autograder.py",

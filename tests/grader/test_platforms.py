@@ -18,7 +18,7 @@ from grader.engine.results import ERROR, NOT_IMPLEMENTED, PASSED, TIMEOUT
 from grader.grading import grade
 from grader.sandbox import platforms
 from grader.sandbox.platforms import FORK, SPAWN, START_METHOD_VARIABLE, StartMethodError
-from tests.support.grading import descendants, running
+from tests.support.grading import SANDBOX, descendants, running
 
 KIT = Path(__file__).resolve().parents[2]
 WINDOWS = KIT / "tests" / "support" / "windows"
@@ -224,8 +224,7 @@ def submission(tmp_path_factory) -> Path:
 def _as_check_grades(submission):
     """What `grader check` does: sandboxed where this machine can (the spawn path then passes
     the seccomp listener to its supervisor as the fork path does)."""
-    policy = {} if sandbox.status()["complete"] else None
-    return grade("8-2", submission, timeout=TIMEOUT_SECONDS, sandbox=policy)
+    return grade("8-2", submission, timeout=TIMEOUT_SECONDS, sandbox=SANDBOX)
 
 
 @pytest.fixture(scope="module")

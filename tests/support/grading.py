@@ -53,9 +53,10 @@ def assert_full_marks(result) -> None:
     assert {part.status for part in result.parts} == {PASSED}
 
 
-# Where the sandbox is whole (Linux with Landlock and seccomp), the references are graded in it,
-# as a class is: its seccomp filter is an allowlist, and a reference refused a call means the
-# list lacks one that TensorFlow, Keras or Python needs (tests/grader/test_sandbox_calls.py).
+# The policy `grader check` grades with on this machine: the sandbox where it is whole (Linux
+# with Landlock and seccomp), else none. The references are graded in it, as a class is: its
+# seccomp filter is an allowlist, and a reference refused a call means the list lacks one that
+# TensorFlow, Keras or Python needs (tests/grader/test_sandbox_calls.py).
 SANDBOX = {} if sandbox.status()["complete"] else None
 
 
