@@ -45,10 +45,15 @@ LOG_TAIL_CHARS = 1500
 
 
 def configure_backend() -> None:
-    """TensorFlow unless the user chose another Keras backend; quiet TensorFlow logs; float64 on
-    JAX, whose children (forked or fresh) read JAX_ENABLE_X64 when they first import it."""
+    """TensorFlow unless the user chose another Keras backend; quiet TensorFlow logs; Eigen's
+    kernels rather than oneDNN's; float64 on JAX, whose children (forked or fresh) read
+    JAX_ENABLE_X64 when they first import it."""
     os.environ.setdefault("KERAS_BACKEND", "tensorflow")
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    # A child runs each op a few times on small tensors; oneDNN first compiles a kernel for each
+    # new shape, which costs more than it saves here (every planted mistake graded: 72 s of CPU
+    # with it, 58 s without; docs/maintainers.md). A user's own setting is kept.
+    os.environ.setdefault("TF_ENABLE_ONEDNN_OPTS", "0")
     if os.environ["KERAS_BACKEND"] == "jax":
         os.environ["JAX_ENABLE_X64"] = "1"
 

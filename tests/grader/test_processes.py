@@ -214,3 +214,14 @@ def test_the_helper_imports_no_jax_matplotlib_nor_ipython_and_a_submission_still
     )
     assert done.returncode == 0, done.stderr[-3000:]
     assert done.stdout.split() == ["False", "False", "False", "None", "4", "1", "True"], done.stdout
+
+
+def test_children_use_eigens_kernels_unless_the_user_chose_onednn(monkeypatch):
+    """oneDNN compiles a kernel for each new shape first, which costs a grading child more than
+    it saves (docs/maintainers.md); a user's own TF_ENABLE_ONEDNN_OPTS is kept."""
+    monkeypatch.delenv("TF_ENABLE_ONEDNN_OPTS", raising=False)
+    processes.configure_backend()
+    assert os.environ["TF_ENABLE_ONEDNN_OPTS"] == "0"
+    monkeypatch.setenv("TF_ENABLE_ONEDNN_OPTS", "1")
+    processes.configure_backend()
+    assert os.environ["TF_ENABLE_ONEDNN_OPTS"] == "1"
