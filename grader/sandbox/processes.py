@@ -50,9 +50,9 @@ def configure_backend() -> None:
     JAX_ENABLE_X64 when they first import it."""
     os.environ.setdefault("KERAS_BACKEND", "tensorflow")
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-    # A child runs each op a few times on small tensors; oneDNN first compiles a kernel for each
-    # new shape, which costs more than it saves here (every planted mistake graded: 72 s of CPU
-    # with it, 58 s without; docs/maintainers.md). A user's own setting is kept.
+    # A child runs each op a few times on small tensors, where TensorFlow's oneDNN ops cost more
+    # than Eigen's, most on a new shape (every planted mistake graded: 72 s of CPU with them,
+    # 58 s without; docs/maintainers.md). A user's own setting is kept.
     os.environ.setdefault("TF_ENABLE_ONEDNN_OPTS", "0")
     if os.environ["KERAS_BACKEND"] == "jax":
         os.environ["JAX_ENABLE_X64"] = "1"

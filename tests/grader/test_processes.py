@@ -217,8 +217,8 @@ def test_the_helper_imports_no_jax_matplotlib_nor_ipython_and_a_submission_still
 
 
 def test_children_use_eigens_kernels_unless_the_user_chose_onednn(monkeypatch):
-    """oneDNN compiles a kernel for each new shape first, which costs a grading child more than
-    it saves (docs/maintainers.md); a user's own TF_ENABLE_ONEDNN_OPTS is kept."""
+    """TensorFlow's oneDNN ops cost a grading child more than Eigen's on its small tensors
+    (docs/maintainers.md); a user's own TF_ENABLE_ONEDNN_OPTS is kept."""
     monkeypatch.delenv("TF_ENABLE_ONEDNN_OPTS", raising=False)
     processes.configure_backend()
     assert os.environ["TF_ENABLE_ONEDNN_OPTS"] == "0"
