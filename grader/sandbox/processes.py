@@ -45,17 +45,28 @@ LOG_TAIL_CHARS = 1500
 
 
 def configure_backend() -> None:
-    """TensorFlow unless the user chose another Keras backend; quiet TensorFlow logs; Eigen's
-    kernels rather than oneDNN's; float64 on JAX, whose children (forked or fresh) read
-    JAX_ENABLE_X64 when they first import it."""
+    """TensorFlow unless the user chose another Keras backend; quiet TensorFlow logs; float64 on
+    JAX, whose children (forked or fresh) read JAX_ENABLE_X64 when they first import it."""
     os.environ.setdefault("KERAS_BACKEND", "tensorflow")
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-    # A child runs each op a few times on small tensors, where TensorFlow's oneDNN ops cost more
-    # than Eigen's, most on a new shape (every planted mistake graded: 72 s of CPU with them,
-    # 58 s without; docs/maintainers.md). A user's own setting is kept.
-    os.environ.setdefault("TF_ENABLE_ONEDNN_OPTS", "0")
     if os.environ["KERAS_BACKEND"] == "jax":
         os.environ["JAX_ENABLE_X64"] = "1"
+
+
+# What a grading child runs with where the user set nothing else: TensorFlow's Eigen kernels
+# rather than its oneDNN ones. A child runs each op a few times on small tensors, where oneDNN's
+# ops cost more, most on a new shape (every planted mistake graded: 72 s of CPU with them, 58 s
+# without; docs/maintainers.md).
+CHILD_DEFAULTS = {"TF_ENABLE_ONEDNN_OPTS": "0"}
+
+
+def child_environment() -> dict:
+    """The environment a grading child starts in (the helper of the fork method, or a fresh
+    interpreter): the grader's, cut down to the allowlist, over CHILD_DEFAULTS. The defaults go
+    to the children alone: a notebook's `check()` grades from the student's own kernel, whose
+    TensorFlow keeps its kernels."""
+    configure_backend()
+    return CHILD_DEFAULTS | sandbox.clean_environment()
 
 
 @dataclass
@@ -121,7 +132,6 @@ class ZygoteError(RuntimeError):
 
 class Zygote:
     def __init__(self):
-        configure_backend()
         # Nameless once the helper has it open: a grader killed with -9 leaves no log behind.
         self._log = tempfile.TemporaryFile(prefix="attnkit-zygote-", suffix=".log")
         self.process = subprocess.Popen(
@@ -131,7 +141,7 @@ class Zygote:
             stderr=self._log,
             text=True,
             bufsize=1,
-            env=sandbox.clean_environment(),
+            env=child_environment(),
         )
         self._lock = threading.Lock()
         # Held while writing to the helper: a cancel comes from another thread than the run's.

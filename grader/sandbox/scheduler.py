@@ -162,13 +162,17 @@ class InterpreterChild:
         # (a broken TensorFlow installation) goes there too, as a forked child's goes to its
         # helper's log.
         first_log = _new_file(job["parts"][0]["log"])
+        # What the helper of the fork method starts in (grader.sandbox.processes imports this
+        # module, hence the import here).
+        from grader.sandbox.processes import child_environment
+
         try:
             self.process = subprocess.Popen(
                 [sys.executable, "-m", "grader.sandbox.fresh", self.job_file],
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.DEVNULL,
                 stderr=first_log,
-                env=_child_environment(),
+                env=child_environment(),
                 pass_fds=[theirs.fileno()] if theirs is not None else (),
                 **platforms.new_group_options(),
             )
@@ -224,14 +228,6 @@ def _new_file(path: str):
     discard(path)
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0)
     return os.fdopen(os.open(path, flags, 0o600), "wb")
-
-
-def _child_environment() -> dict:
-    """What a fresh child sees: the same allowlist as the helper of the fork method."""
-    from grader.sandbox.processes import configure_backend
-
-    configure_backend()
-    return sandbox.clean_environment()
 
 
 def _kill_user(uid: int) -> None:

@@ -218,10 +218,23 @@ def test_the_helper_imports_no_jax_matplotlib_nor_ipython_and_a_submission_still
 
 def test_children_use_eigens_kernels_unless_the_user_chose_onednn(monkeypatch):
     """TensorFlow's oneDNN ops cost a grading child more than Eigen's on its small tensors
-    (docs/maintainers.md); a user's own TF_ENABLE_ONEDNN_OPTS is kept."""
+    (docs/maintainers.md); a user's own TF_ENABLE_ONEDNN_OPTS is kept, and the grader's own
+    environment (a notebook's kernel, where `check()` runs) is left as it was."""
     monkeypatch.delenv("TF_ENABLE_ONEDNN_OPTS", raising=False)
-    processes.configure_backend()
-    assert os.environ["TF_ENABLE_ONEDNN_OPTS"] == "0"
+    assert processes.child_environment()["TF_ENABLE_ONEDNN_OPTS"] == "0"
+    assert "TF_ENABLE_ONEDNN_OPTS" not in os.environ
     monkeypatch.setenv("TF_ENABLE_ONEDNN_OPTS", "1")
-    processes.configure_backend()
-    assert os.environ["TF_ENABLE_ONEDNN_OPTS"] == "1"
+    assert processes.child_environment()["TF_ENABLE_ONEDNN_OPTS"] == "1"
+
+
+def test_a_forked_child_starts_in_the_childrens_environment(tmp_path):
+    (tmp_path / "work.py").write_text(
+        "import os\n\nimport numpy as np\n\n\ndef onednn():\n"
+        "    return np.array(int(os.environ.get('TF_ENABLE_ONEDNN_OPTS', '-1')))\n"
+    )
+    save_cases(tmp_path / "onednn.npz", [Case("onednn", FUNCTION, "no inputs")])
+    job = Job("onednn", tmp_path / "work.py", tmp_path / "onednn.npz", tmp_path, 30.0)
+    outcome = run_jobs([job], parallel=1)["onednn"]
+    assert outcome.state == RunState.FINISHED, outcome
+    expected = processes.child_environment()["TF_ENABLE_ONEDNN_OPTS"]
+    assert int(outcome.arrays["case0/output"]) == int(expected)
