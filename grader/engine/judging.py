@@ -19,10 +19,16 @@ from grader.i18n import N_, _, tr
 from grader.sandbox import child  # noqa: F401 - registers the words its reports are in
 from grader.sandbox.limits import limit_in_log
 from grader.vocabulary.labels import shown_label, shown_report
-from grader.vocabulary.protocol import CaseOutput, Outcome, import_failure, read_case_outputs
+from grader.vocabulary.protocol import (
+    CaseOutput,
+    MalformedReport,
+    Outcome,
+    import_failure,
+    read_case_outputs,
+)
 from grader.vocabulary.spec import LAYER, Case
 from grader.vocabulary.status import CaseStatus, Limit, RunState, Status
-from grader.vocabulary.text import printable, without_framework_logs
+from grader.vocabulary.text import one_line, printable, without_framework_logs
 
 GRADER_FAILED_WORDS = N_(
     "not graded: the grader itself failed here, not your code; it will be graded again"
@@ -61,11 +67,14 @@ def judge_part(part, cases, expected, outcome: Outcome, timeout: float, source=N
             error = ValueError(_("the process reported a malformed result"))
         message = _("crashed: {error}", error=error)
         tail = outcome.log_tail.strip()[-2000:]
-        last = printable(without_framework_logs(tail).strip()[-600:])
+        last = one_line(without_framework_logs(tail).strip()[-600:])
         if last:
-            message += _("; its last output:") + "\n" + last
+            message += _("; its last output:") + " " + last
         limit = limit_in_log(printable(tail[-600:])) if tail else None
-        return part_failure(part, Status.ERROR, message, limit=limit)
+        failed = part_failure(part, Status.ERROR, message, limit=limit)
+        if isinstance(error, MalformedReport):
+            failed.report_refused = str(error)
+        return failed
 
     per_case = [
         judge_case(part, case, want, got, source)

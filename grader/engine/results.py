@@ -96,6 +96,9 @@ class PartResult:
     # Set when the grader's own machinery failed on this part (for the instructor's eyes): the
     # part is then not graded at all, and a later run grades it again.
     grader_error: str = ""
+    # Set when the child's report broke the protocol (grader.vocabulary.protocol.MalformedReport):
+    # the part scores zero as a crash, and the instructor sees a flag.
+    report_refused: str = ""
 
     def __post_init__(self):
         self.max_score = float(self.max_score)

@@ -13,10 +13,16 @@ from __future__ import annotations
 import numpy as np
 
 from grader.engine.results import PROPERTY, CheckResult
-from grader.i18n import _, tr
+from grader.i18n import N_, _, tr
 from grader.vocabulary.protocol import CaseOutput
 from grader.vocabulary.spec import Case, GateFailure, Part
 from grader.vocabulary.status import CaseStatus
+
+# The answers the child adds to every training case (grader.sandbox.child._run_training): the
+# first probe answered by a model trained on shuffled answers, by the model before its
+# training, and by the trained model with its trainable weights put back.
+COUNTERFACTUAL, UNTRAINED, RESET = "trained_on_shuffled", "untrained", "weights_reset"
+LEARNED_FROM_TRAINING = N_("the answers come from training on the grader's data")
 
 
 def expected_output(part: Part, case: Case) -> CaseOutput:
@@ -54,10 +60,90 @@ def accuracy(answer: np.ndarray, truth: np.ndarray) -> float | str:
     return float(np.mean(tokens[scored] == truth[scored]))
 
 
+def chance(truth: np.ndarray) -> float:
+    """The accuracy of the best answer that reads no input: at each scored position (each
+    column of `truth`, or all of a 1-D `truth`), its most frequent right token."""
+    truth = np.asarray(truth)
+    columns = truth.reshape(len(truth), -1)
+    hits = scored = 0
+    for column in columns.T:
+        kept = column[column >= 0]
+        if kept.size:
+            hits += np.bincount(kept).max()
+            scored += kept.size
+    return float(hits / scored) if scored else 0.0
+
+
+def from_training(part: Part, truth: np.ndarray, got: CaseOutput) -> str | None:
+    """None when what the trained model answers came from its training, else what was seen.
+
+    A model passes only if, on the held-out probe, (1) a fresh model trained on the same kind of
+    data with its answers shuffled between examples, (2) the model before its training and (3)
+    the trained model with its trainable weights put back to their values before training all
+    answer no better than halfway from chance to the pass mark. A layer that computes the
+    answer by rule, a table, weights set by hand or a `predict` that answers by itself passes
+    (1); what the trained weights do not hold, (3) takes away."""
+    base = chance(truth)
+    bar = base + (part.training.pass_at - base) / 2
+    evidence = (
+        (
+            UNTRAINED,
+            N_(
+                "the untrained model already answers {found:.0%} of the held-out tokens right "
+                "(chance is {chance:.0%}): the answers do not come from training. build_model "
+                "must return a model that still has everything to learn"
+            ),
+        ),
+        (
+            COUNTERFACTUAL,
+            N_(
+                "a fresh model trained on data whose answers were shuffled between examples "
+                "(nothing there to learn) answers {found:.0%} of the held-out tokens right "
+                "(chance is {chance:.0%}): the answers do not come from training. The model "
+                "must learn the task from the data train_model is given; a layer that computes "
+                "the answer by rule, weights set by hand or a predict that answers by itself "
+                "get no points"
+            ),
+        ),
+        (
+            RESET,
+            N_(
+                "with its trainable weights put back to their values before training, the "
+                "trained model still answers {found:.0%} of the held-out tokens right (chance "
+                "is {chance:.0%}): the answers do not come from the weights training changed. "
+                "The answer must flow through weights that train_model learns"
+            ),
+        ),
+    )
+    for name, words in evidence:
+        answer = got.grads.get(name)
+        if answer is None:
+            if name == UNTRAINED:  # a model that answers only once trained: no evidence
+                continue
+            return _("no answer came back for {name}", name=name)
+        found = accuracy(answer, truth)
+        if isinstance(found, str):
+            if name == UNTRAINED:
+                continue
+            return found
+        if found > bar:
+            return _(words, found=found, chance=base)
+    return None
+
+
 def checks(part: Part, case: Case, want: CaseOutput, got: CaseOutput, prefix: str, label: str):
-    """The checks of one training case: its accuracy, then each gate (named as a mistake where
-    its failure is evidence of one, see `GateFailure`)."""
+    """The checks of one training case: that its answers come from training, its accuracy, then
+    each gate (named as a mistake where its failure is evidence of one, see `GateFailure`)."""
     truth = np.asarray(want.output)
+    unearned = from_training(part, truth, got)
+    integrity = CheckResult(
+        f"{prefix}{tr(LEARNED_FROM_TRAINING)}, {label}",
+        unearned is None,
+        unearned or "",
+        None if unearned is None else PROPERTY + LEARNED_FROM_TRAINING,
+    )
+    if unearned is not None:  # no later line is read as advice for a model that did not learn
+        return [integrity]
     found = accuracy(got.output, truth)
     name = prefix + _("accuracy on held-out inputs, {label}", label=label)
     if isinstance(found, str):
@@ -79,6 +165,7 @@ def checks(part: Part, case: Case, want: CaseOutput, got: CaseOutput, prefix: st
             )
         result = [CheckResult(name, found >= needed, message)]
     learned = result[0].passed
+    result.insert(0, integrity)
     for gate in part.training.gates:
         broken = gate.check(case, got.grads)
         if broken is not None and not isinstance(broken, GateFailure):

@@ -521,6 +521,8 @@ def _finish(run: _Run, plan: _Plan) -> None:
             if judged.grader_error:
                 grader_errors[f"{record.id} {part.name}"] = judged.grader_error
                 not_graded = True
+            if judged.report_refused:
+                flags.append(f"malformed-report:{record.id}")
         seen, examples = refused_counts(outcomes.values())
         if seen:
             refused[record.id] = {"counts": seen, "examples": examples}

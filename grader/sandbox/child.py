@@ -55,11 +55,19 @@ NO_SUCH_WEIGHT = reported_text(
 WEIGHT_SHAPE = reported_text(N_("{layer}'s weight {name} has shape {shape}, expected {expected}"))
 NO_BACKEND = reported_text(N_("the grader does not support the {backend} Keras backend"))
 CALLED_EXIT = reported_text(N_("the code called sys.exit({code})"))
+TRAINED_ON_SHUFFLED_FAILED = reported_text(
+    N_(
+        "{train} raised {error} when the grader trained a fresh model on a share of the data "
+        "with its answers shuffled between examples (the check that the answers come from "
+        "training): train on the inputs and targets it is given, whatever they hold"
+    )
+)
 
 # Captured before any submitted code runs, so that patching NumPy in a submission cannot change
 # how results are written.
 _asarray = np.asarray
 _copy = np.array
+_default_rng = np.random.default_rng
 _save_bundle = save_bundle
 _open, _dup2 = os.open, os.dup2
 _send_event = supervisor.send_event
@@ -263,17 +271,26 @@ def _run_function(function, case) -> tuple[np.ndarray, dict[str, np.ndarray]]:
 def _run_training(module, case, module_path: str) -> tuple[np.ndarray, dict[str, np.ndarray]]:
     """Build and train the submission's model on the case's data, then ask it the case's probes
     (see grader.vocabulary.spec.Case.training): the first probe's answer, and every answer by
-    name. Keras is seeded with the case's seed first, and TensorFlow's ops made deterministic,
-    so that (on one CPU thread, as every child runs) a submission and a seed give the same
-    model every time."""
+    name. Keras is seeded with the case's seed before each model is built, and TensorFlow's ops
+    made deterministic, so that (on one CPU thread, as every child runs) a submission and a seed
+    give the same model every time.
+
+    Three more answers to the first probe tell whether what the model answers came from its
+    training (grader.engine.training judges them): `COUNTERFACTUAL`, a fresh model's after
+    training on a share of the data whose answers were shuffled between examples (first, so
+    that a layer a submission keeps between models starts from nothing the real training
+    gave it); `UNTRAINED`, the model's before its training; `RESET`, the trained model's with
+    its trainable weights put back to what they were before the training."""
     import keras
 
     plan = case.training
-    keras.utils.set_random_seed(int(plan["seed"]))
-    if keras.backend.backend() == "tensorflow":
-        import tensorflow as tf
 
-        tf.config.experimental.enable_op_determinism()
+    def seeded():
+        keras.utils.set_random_seed(int(plan["seed"]))
+        if keras.backend.backend() == "tensorflow":
+            import tensorflow as tf
+
+            tf.config.experimental.enable_op_determinism()
 
     def named(name):
         function = getattr(module, name, None)
@@ -281,17 +298,89 @@ def _run_training(module, case, module_path: str) -> tuple[np.ndarray, dict[str,
             raise SubmissionError(NOT_DEFINED.format(file=Path(module_path).name, name=name))
         return function
 
+    def built():
+        model = named(plan["build"])(**case.params)
+        if model is None:
+            raise SubmissionError(RETURNED_NONE.format(what=f"{plan['build']}()"))
+        return model
+
+    first, function, source = plan["probes"][0]
+
+    def probe(model):
+        given = named(function)(model, _copy(case.inputs[source], copy=True))
+        return _to_numpy(given, f"{function}()")
+
+    answers = {}
+    seeded()
+    shuffled_inputs, shuffled_targets = _answers_shuffled(case, int(plan["seed"]))
+    try:
+        model = built()
+        named(plan["train"])(model, shuffled_inputs, shuffled_targets)
+        answers[COUNTERFACTUAL] = probe(model)
+    except SubmissionError:
+        raise
+    except Exception as error:
+        raise SubmissionError(
+            TRAINED_ON_SHUFFLED_FAILED.format(
+                error=f"{type(error).__name__}: {error}"[:500], train=plan["train"]
+            )
+        ) from error
+    del model
+
+    seeded()
+    model = built()
+    try:  # a model that can answer only once trained is no evidence either way
+        answers[UNTRAINED] = probe(model)
+    except Exception:  # noqa: BLE001
+        pass
+    initial = _trainable_values(model)
     # Copies: what one call does to its arguments cannot change what a later call is given.
-    model = named(plan["build"])(**case.params)
-    if model is None:
-        raise SubmissionError(RETURNED_NONE.format(what=f"{plan['build']}()"))
     inputs, targets = (_copy(case.inputs[name], copy=True) for name in ("inputs", "targets"))
     named(plan["train"])(model, inputs, targets)
-    answers = {}
-    for answer, function, source in plan["probes"]:
-        given = named(function)(model, _copy(case.inputs[source], copy=True))
-        answers[answer] = _to_numpy(given, f"{function}()")
-    return answers[plan["probes"][0][0]], answers
+    for answer, function_name, probe_source in plan["probes"]:
+        given = named(function_name)(model, _copy(case.inputs[probe_source], copy=True))
+        answers[answer] = _to_numpy(given, f"{function_name}()")
+    _put_back(model, initial)
+    answers[RESET] = probe(model)
+    return answers[first], answers
+
+
+# The names of the answers that tell whether a trained model's answers came from its training.
+COUNTERFACTUAL, UNTRAINED, RESET = "trained_on_shuffled", "untrained", "weights_reset"
+# The share of the training examples the counterfactual model is trained on (at least 256).
+COUNTERFACTUAL_SHARE = 8
+
+
+def _answers_shuffled(case, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """A share of the case's training data with each example's targets those of another
+    example: the same inputs and the same answers, no longer belonging together, so that no
+    model can learn the task from them."""
+    inputs, targets = case.inputs["inputs"], case.inputs["targets"]
+    count = min(len(inputs), max(256, len(inputs) // COUNTERFACTUAL_SHARE))
+    rng = _default_rng(seed)
+    chosen = rng.permutation(len(inputs))[:count]
+    shift = 1 + int(rng.integers(count - 1)) if count > 1 else 0
+    others = chosen[np.roll(np.arange(count), shift)]
+    return _copy(inputs[chosen], copy=True), _copy(targets[others], copy=True)
+
+
+def _trainable_values(model) -> list:
+    """The model's trainable variables and a copy of each one's value, or [] for an object
+    that has none."""
+    variables = getattr(model, "trainable_variables", None)
+    try:
+        return [(variable, _copy(variable.numpy(), copy=True)) for variable in variables or []]
+    except Exception:  # noqa: BLE001 - no Keras variables: nothing to put back
+        return []
+
+
+def _put_back(model, initial: list) -> None:
+    """Give each trainable variable the value it had in `initial`; a variable made since (a
+    model built in its training) gets zeros, which also undoes whatever the training taught it."""
+    before = {id(variable): value for variable, value in initial}
+    for variable in getattr(model, "trainable_variables", None) or []:
+        value = before.get(id(variable))
+        variable.assign(value if value is not None else np.zeros(variable.shape, variable.dtype))
 
 
 def _left(value) -> np.ndarray:

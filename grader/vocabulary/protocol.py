@@ -14,13 +14,14 @@ Only NumPy and the standard library are imported: the sandboxed child uses this 
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from grader.i18n import _
 from grader.vocabulary.status import CaseStatus, Limit, RunState
-from grader.vocabulary.text import printable
+from grader.vocabulary.text import one_line
 
 # The words of a failure, as the child describes it (grader.sandbox.child.describe).
 FAILURE_FIELDS = ("exception", "message", "where")
@@ -104,6 +105,19 @@ class CaseOutput:
         return words + (f" [{self.where}]" if self.where else "")
 
 
+class MalformedReport(ValueError):
+    """A child's report that is not what the protocol allows: a field of the wrong kind, a
+    name it may not use, a value that disagrees with its arrays. Treated as a crash (zero for
+    the part) and flagged for the instructor: an honest child never writes one."""
+
+
+# The fields of a case's report, by status: what `answered` and `failed` write, and no more.
+_ANSWERED_FIELDS = {"status", "output_dtype", "grads"}
+_FAILED_FIELDS = {"status", "limit", "frames", *FAILURE_FIELDS}
+# Gradient and argument names are identifiers, weights' paths and the child's own prefixes.
+_NAME = re.compile(r"^[A-Za-z0-9_:./\-]{1,200}$")
+
+
 def answered(index: int, output: np.ndarray, grads: dict, arrays: dict, after=None) -> dict:
     """The report of case `index`, which returned `output` (and these gradients, by name, and
     left its inputs as `after`, by name); the arrays go into `arrays`, under the keys the
@@ -123,7 +137,8 @@ def failed(status: CaseStatus, failure: dict) -> dict:
 
 
 def read_case_outputs(outcome: Outcome, count: int) -> list[CaseOutput]:
-    """Parse a child's report; anything malformed raises ValueError (treated as a crash)."""
+    """Parse a child's report; anything malformed raises ValueError (treated as a crash), and a
+    report whose fields are not what `answered` and `failed` write raises MalformedReport."""
     reports = outcome.meta.get("cases")
     if not isinstance(reports, list) or len(reports) != count:
         raise ValueError(_("the process reported a malformed result"))
@@ -133,21 +148,60 @@ def read_case_outputs(outcome: Outcome, count: int) -> list[CaseOutput]:
             raise ValueError(_("the process reported a malformed result"))
         status = CaseStatus(report["status"])
         if status != CaseStatus.OK:
+            _only_fields(report, _FAILED_FIELDS)
             outputs.append(_failure(status, report))
             continue
+        _only_fields(report, _ANSWERED_FIELDS)
         prefix, left = _grad_prefix(index), _after_prefix(index)
+        output = outcome.arrays.get(output_key(index))
+        grads = {k[len(prefix) :]: v for k, v in outcome.arrays.items() if k.startswith(prefix)}
         outputs.append(
             CaseOutput(
                 status,
-                output=outcome.arrays.get(output_key(index)),
-                grads={
-                    k[len(prefix) :]: v for k, v in outcome.arrays.items() if k.startswith(prefix)
-                },
+                output=output,
+                grads=grads,
                 after={k[len(left) :]: v for k, v in outcome.arrays.items() if k.startswith(left)},
-                dtype=str(report.get("output_dtype", "")),
+                dtype=_reported_dtype(report, output),
             )
         )
+        _check_grad_names(report.get("grads", []), grads)
     return outputs
+
+
+def _only_fields(report: dict, allowed: set[str]) -> None:
+    unknown = sorted(set(report) - allowed)
+    if unknown:
+        raise MalformedReport(
+            _("the process reported a field it may not: {name}", name=one_line(unknown[0], 60))
+        )
+
+
+def _reported_dtype(report: dict, output) -> str:
+    """The output's dtype: NumPy's name of the array that came back, which the report must
+    agree with (the child writes it from the same array)."""
+    if output is None:
+        raise MalformedReport(_("the process reported an answer without its array"))
+    actual = str(np.asarray(output).dtype)
+    reported = report.get("output_dtype", actual)
+    if not isinstance(reported, str) or reported != actual:
+        raise MalformedReport(
+            _(
+                "the process reported the dtype {reported} for an array of dtype {actual}",
+                reported=one_line(repr(reported), 60),
+                actual=actual,
+            )
+        )
+    return actual
+
+
+def _check_grad_names(names, grads: dict) -> None:
+    if (
+        not isinstance(names, list)
+        or len(names) > 10_000
+        or not all(isinstance(name, str) and _NAME.match(name) for name in names)
+        or set(names) != set(grads)
+    ):
+        raise MalformedReport(_("the process reported gradients that do not match its arrays"))
 
 
 def import_failure(outcome: Outcome) -> CaseOutput | None:
@@ -165,7 +219,9 @@ def _failure(status: CaseStatus, report: dict) -> CaseOutput:
     limit = report.get("limit")
     if limit is not None and not _is_word(limit, Limit):
         raise ValueError(_("the process reported a malformed result"))
-    text = {key: printable(report.get(key, "")) for key in FAILURE_FIELDS}
+    if not all(isinstance(report.get(key, ""), str) for key in FAILURE_FIELDS):
+        raise MalformedReport(_("the process reported a failure whose words are not text"))
+    text = {key: one_line(report.get(key, "")) for key in FAILURE_FIELDS}
     limit = Limit(limit) if limit is not None else None
     return CaseOutput(status, **text, limit=limit, frames=_frames(report.get("frames", [])))
 
@@ -192,7 +248,7 @@ def _frames(reported) -> tuple[Frame, ...]:
             or not all(isinstance(name, str) and name.isidentifier() for name in arguments)
         ):
             raise ValueError(_("the process reported a malformed result"))
-        file, function, code = (printable(text, 300) for text in texts)
+        file, function, code = (one_line(text, 300) for text in texts)
         frames.append(Frame(file, line, function, code, tuple(arguments)))
     return tuple(frames)
 

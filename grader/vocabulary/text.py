@@ -39,6 +39,18 @@ def printable(text, limit: int = 2000) -> str:
     return scrub(clean(text, limit=10 * limit + 10_000))[:limit]
 
 
+# How a line break inside a child's text is shown: as the two characters a Python string
+# writes it with, so that it reads as part of the text and never starts a line of a page.
+SHOWN_NEWLINE = "\\n"
+
+
+def one_line(text, limit: int = 2000) -> str:
+    """`printable(text)` on one line: each line break inside it shown as `\\n`, so that what a
+    child wrote stays inside the one line (a bullet, a cell, a row) the grader puts it in."""
+    kept = printable(text, limit).strip("\n")
+    return kept.replace("\n", SHOWN_NEWLINE)[:limit]
+
+
 def scrub(text: str) -> str:
     """`text` without traceback frames, and with every absolute path cut to its last name."""
     kept, skip_code = [], False

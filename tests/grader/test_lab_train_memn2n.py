@@ -22,6 +22,7 @@ from grader.reference import tasks
 from grader.vocabulary.protocol import CaseOutput
 from grader.vocabulary.status import CaseStatus
 from tests.support.planting import from_table, patched_solution
+from tests.support.training import hand_built_table, untrained_evidence
 
 pytestmark = pytest.mark.labs
 
@@ -51,10 +52,29 @@ PATCHES = [
     ),
 ]
 
+# A network whose answers a student computed rather than trained (issue 45): the place of the
+# latest fact about the person asked, by rule.
+RULE = """
+def _tokens(inputs):
+    facts = inputs.shape[1] - 1
+    about = inputs[:, :facts, 0] == inputs[:, facts:, 0]
+    latest = facts - 1 - np.argmax(about[:, ::-1], axis=1)
+    return inputs[np.arange(len(inputs)), latest, 1]
+
+
+def _rule(inputs):
+    return np.eye(11)[_tokens(inputs)]
+
+
+def _fits(inputs, targets):
+    return (_tokens(inputs) == targets).all()
+"""
+
 PLANTED = [
     (part, patched_solution(LAB, *patches), mistake, phrase)
     for part, mistake, phrase, patches in PATCHES
 ]
+PLANTED += hand_built_table(patched_solution(LAB), RULE)
 
 
 def planted():
@@ -129,6 +149,7 @@ def test_reordering_the_facts_changes_the_right_answer_and_keeps_the_facts():
 def _first_problem(case, answers):
     """The check a student reads first when the part is graded on these answers."""
     part = get_exercise(LAB).part("train")
+    answers = {**untrained_evidence(answers["held_out"]), **answers}
     got = CaseOutput(CaseStatus.OK, output=answers["held_out"], grads=answers)
     checks = judge_case(part, case, expected_output(part, case), got)
     return problems(PartResult("train", 10, FAILED, checks))[0], checks

@@ -12,6 +12,7 @@ from grader.records import get_exercise
 from grader.records.lab_train_seq2seq import causal, monotone_alignment, query_knows_the_step
 from grader.reference import tasks
 from tests.support.planting import from_table, patched_solution
+from tests.support.training import hand_built_table
 
 pytestmark = pytest.mark.labs
 
@@ -63,10 +64,30 @@ PATCHES = [
     ),
 ]
 
+# An encoder–decoder whose answers a student computed rather than trained (issue 45): the date
+# rewritten by rule.
+RULE = """
+def _tokens(inputs):
+    source = inputs[:, :7]
+    month = source[:, 2] - 10 + 1
+    return np.concatenate(
+        [source[:, :2], (month // 10)[:, None], (month % 10)[:, None], source[:, 3:]], axis=1
+    )
+
+
+def _rule(inputs):
+    return np.eye(23)[_tokens(inputs)]
+
+
+def _fits(inputs, targets):
+    return (_tokens(inputs) == targets).all()
+"""
+
 PLANTED = [
     (part, patched_solution(LAB, *patches), mistake, phrase)
     for part, mistake, phrase, patches in PATCHES
 ]
+PLANTED += hand_built_table(patched_solution(LAB), RULE)
 
 
 def planted():

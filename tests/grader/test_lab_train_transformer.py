@@ -18,6 +18,7 @@ from grader.reference import tasks
 from grader.vocabulary.protocol import CaseOutput
 from grader.vocabulary.status import CaseStatus
 from tests.support.planting import from_table, patched_solution
+from tests.support.training import hand_built_table, untrained_evidence
 
 pytestmark = pytest.mark.labs
 
@@ -53,10 +54,24 @@ PATCHES = [
     ),
 ]
 
+# A model whose answers a student computed rather than trained (issue 45): the reversal by rule.
+RULE = """
+def _rule(inputs):
+    n = inputs.shape[1] // 2
+    tokens = np.concatenate([inputs[:, :n], inputs[:, :n][:, ::-1]], axis=1)
+    return np.eye(12)[tokens]
+
+
+def _fits(inputs, targets):
+    n = inputs.shape[1] // 2
+    return (targets[:, n:] == inputs[:, :n][:, ::-1]).all()
+"""
+
 PLANTED = [
     (part, patched_solution(LAB, patch), mistake, phrase)
     for part, mistake, phrase, patch in PATCHES
 ]
+PLANTED += hand_built_table(patched_solution(LAB), RULE)
 
 
 def planted():
@@ -142,6 +157,7 @@ def test_attention_on_the_diagonal_fails_the_attention_gate():
 def _first_problem(case, answers):
     """The check a student reads first when the part is graded on these answers."""
     part = get_exercise(LAB).part("train")
+    answers = {**untrained_evidence(answers["held_out"]), **answers}
     got = CaseOutput(CaseStatus.OK, output=answers["held_out"], grads=answers)
     checks = judge_case(part, case, expected_output(part, case), got)
     return problems(PartResult("train", 10, FAILED, checks))[0], checks

@@ -1,0 +1,127 @@
+"""A lab graded by what a model learns gives nothing to a model that did not learn (issue 45):
+the three pieces of evidence the child adds to every training case, judged here on answers made
+without training, and the hand-built models of every training lab graded in the sandbox (cheap:
+they train nothing), each losing the part with the evidence that gave it away."""
+
+import importlib
+
+import keras
+import numpy as np
+import pytest
+
+from grader.engine.results import FAILED, PartResult
+from grader.engine.training import COUNTERFACTUAL, RESET, UNTRAINED, chance, from_training
+from grader.i18n import speaking
+from grader.records import EXERCISES, get_exercise
+from grader.sandbox.child import _answers_shuffled, _put_back, _trainable_values
+from grader.vocabulary.protocol import CaseOutput
+from grader.vocabulary.spec import TRAIN, Case
+from grader.vocabulary.status import CaseStatus
+from tests.support.grading import failures
+from tests.support.planting import grade_many
+from tests.support.training import NOT_FROM_TRAINING
+
+pytestmark = pytest.mark.labs
+
+TRAINING_LABS = [exercise_id for exercise_id, record in EXERCISES.items() if record.trains]
+
+
+def _got(right, **evidence):
+    """What a child reports: `right` as the trained answer, and the named evidence."""
+    return CaseOutput(CaseStatus.OK, output=right, grads={"held_out": right, **evidence})
+
+
+def test_every_lab_that_trains_has_the_hand_built_models_planted():
+    assert set(TRAINING_LABS) == {"train-transformer", "train-memn2n", "train-seq2seq"}
+    for exercise_id in TRAINING_LABS:
+        module = importlib.import_module(f"tests.grader.test_lab_{exercise_id.replace('-', '_')}")
+        mistakes = [planted.mistake for planted in module.planted()]
+        assert mistakes.count(NOT_FROM_TRAINING) == 3, exercise_id
+
+
+def test_chance_is_the_best_answer_per_position_that_reads_no_input():
+    truth = np.array([[-1, 3, 1], [-1, 3, 2], [-1, 4, 2], [-1, 3, 2]])
+    # Column 1: 3 three times of four; column 2: 2 three times of four.
+    assert chance(truth) == pytest.approx(6 / 8)
+    assert chance(np.array([5, 5, 6, 7])) == pytest.approx(0.5)
+
+
+@pytest.mark.parametrize(
+    ("evidence", "phrase"),
+    [
+        (UNTRAINED, "the untrained model already answers 100%"),
+        (COUNTERFACTUAL, "trained on data whose answers were shuffled between examples"),
+        (RESET, "with its trainable weights put back to their values before training"),
+    ],
+)
+def test_each_piece_of_evidence_alone_refuses_the_answers(evidence, phrase):
+    part = get_exercise("train-transformer").part("train")
+    truth = np.array([[-1, -1, 1, 2], [-1, -1, 3, 4]] * 10)
+    right = np.eye(6)[np.maximum(truth, 0)]
+    at_chance = np.eye(6)[np.zeros_like(truth)]
+    honest = {UNTRAINED: at_chance, COUNTERFACTUAL: at_chance, RESET: at_chance}
+    assert from_training(part, truth, _got(right, **honest)) is None
+    with speaking("en"):
+        said = from_training(part, truth, _got(right, **{**honest, evidence: right}))
+    assert said is not None and phrase in said
+
+
+def test_a_model_that_answers_only_once_trained_is_judged_on_the_rest():
+    part = get_exercise("train-memn2n").part("train")
+    truth = np.arange(20) % 5 + 5
+    right, wrong = np.eye(11)[truth], np.eye(11)[np.zeros_like(truth)]
+    assert from_training(part, truth, _got(right, **{COUNTERFACTUAL: wrong, RESET: wrong})) is None
+    # The two that every child reports cannot be missing: a child that leaves them out is refused.
+    assert from_training(part, truth, _got(right, **{COUNTERFACTUAL: wrong})) is not None
+    # Halfway between chance (20%) and the pass mark (90%), 55%, is the most the evidence may
+    # reach: 11 of 20 right is no evidence, 12 of 20 is.
+    for right_count, refused in ((11, False), (12, True)):
+        partly = np.eye(11)[np.where(np.arange(20) < right_count, truth, 0)]
+        said = from_training(part, truth, _got(right, **{COUNTERFACTUAL: partly, RESET: wrong}))
+        assert (said is not None) == refused
+
+
+def test_the_shuffled_data_keeps_the_inputs_and_answers_but_not_their_pairs():
+    inputs = np.arange(4000).reshape(2000, 2)
+    targets = np.arange(2000) * 10
+    case = Case("build_model", TRAIN, "toy", {"inputs": inputs, "targets": targets}, {})
+    shuffled_inputs, shuffled_targets = _answers_shuffled(case, 3)
+    assert len(shuffled_inputs) == 256 and len(np.unique(shuffled_inputs[:, 0])) == 256
+    assert set(shuffled_targets) <= set(targets)
+    paired = shuffled_targets == shuffled_inputs[:, 0] * 5
+    assert not paired.any()
+    assert sorted(shuffled_targets // 10) == sorted(shuffled_inputs[:, 0] // 2)
+
+
+def test_putting_back_gives_each_weight_its_first_value_and_a_new_one_zeros():
+    model = keras.Sequential([keras.Input((3,)), keras.layers.Dense(2)])
+    first = [value.copy() for _variable, value in _trainable_values(model)]
+    initial = _trainable_values(model)
+    for variable in model.trainable_variables:
+        variable.assign(variable.numpy() + 1.0)
+    _put_back(model, initial)
+    now = [variable.numpy() for variable in model.trainable_variables]
+    assert all(np.array_equal(v, f) for v, f in zip(now, first, strict=True))
+    # A model whose weights are made by its first call in training: they were not there before.
+    lazy = keras.Sequential([keras.layers.Dense(2)])
+    initial = _trainable_values(lazy)
+    lazy(np.ones((1, 3)))
+    assert initial == [] and any(np.any(v.numpy()) for v in lazy.trainable_variables)
+    _put_back(lazy, initial)
+    assert not any(np.any(v.numpy()) for v in lazy.trainable_variables)
+
+
+@pytest.mark.parametrize("exercise_id", TRAINING_LABS)
+def test_hand_built_models_lose_the_part_with_what_gave_them_away(exercise_id, tmp_path):
+    module = importlib.import_module(f"tests.grader.test_lab_{exercise_id.replace('-', '_')}")
+    table = [p for p in module.planted() if p.mistake == NOT_FROM_TRAINING]
+    with speaking("en"):
+        results = grade_many(
+            exercise_id, {str(i): (p.source, ["train"]) for i, p in enumerate(table)}, tmp_path
+        )
+    for index, planted in enumerate(table):
+        part: PartResult = results[str(index)].part("train")
+        messages = [check.message for check in failures(part)]
+        assert part.status == FAILED and part.score == 0.0, (index, part.status, messages)
+        assert planted.mistake in part.mistakes
+        assert len(messages) == 1 and planted.phrases[0] in messages[0], messages
