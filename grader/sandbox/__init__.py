@@ -297,9 +297,26 @@ def enter(policy: dict, end) -> None:
     pid = os.getpid()
     allowed = grants(policy, pid)
     landlock.restrict(allowed, landlock.abi())
+    _unreadable_off_the_path([path for path, _ in allowed])
     listener = seccomp.confine(pid)
     supervisor.tell_started(end, listener)
     sys.addaudithook(_audit_hook(allowed, end))
+
+
+def _unreadable_off_the_path(readable: list[str]) -> None:
+    """Take off sys.path every folder the child may not read (the kit's checkout, where the
+    grader ran as `python -m grader` from it: Gradescope's run_autograder, an Actions step):
+    Python's import system would list it for every module not yet imported, an honest
+    `import numpy.testing` included, and each listing would be refused and flagged. Nothing
+    the child may import lies there: it could not be read."""
+    kept = []
+    for entry in sys.path:
+        folder = os.path.realpath(entry) if entry else ""
+        if not entry or any(_within(folder, root) for root in readable):
+            kept.append(entry)
+        else:
+            sys.path_importer_cache.pop(entry, None)
+    sys.path[:] = kept
 
 
 WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_APPEND

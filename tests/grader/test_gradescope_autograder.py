@@ -193,3 +193,38 @@ def test_every_student_gets_the_score_grader_batch_gives(autograder, demo_class,
             refused = [t for t in results["tests"] if "sandbox refused" in t["name"]]
             assert not refused, (name, refused)
     assert not differences, differences
+
+
+def test_an_honest_import_is_not_flagged_with_every_package_in_the_venv(autograder, tmp_path):
+    """Gradescope's own layout, which the venv above (--system-site-packages) does not show:
+    every package installed in /autograder/venv itself, made here with uv from its cache (a
+    second download of TensorFlow avoided). There the grader runs `python -m` from source/, and
+    an import of any module not yet loaded listed that protected folder, flagged `open x2`."""
+    uv = shutil.which("uv")
+    if uv is None:
+        pytest.skip("uv is not installed (.ci/run installs it)")
+    root = tmp_path / "autograder"
+    shutil.copytree(autograder / "source", root / "source")
+    shutil.copy(autograder / "run_autograder", root / "run_autograder")
+    python = os.path.realpath(sys._base_executable)
+    venv = root / "venv"
+    for command in (
+        [uv, "venv", "-q", "--python", python, str(venv)],
+        [uv, "pip", "install", "-q", "--python", str(venv / "bin" / "python")]
+        + ["-r", str(root / "source" / "requirements.txt")],
+        [uv, "pip", "install", "-q", "--no-deps", "--python", str(venv / "bin" / "python")]
+        + ["-e", str(root / "source")],
+    ):
+        done = subprocess.run(command, capture_output=True, text=True, timeout=600)
+        assert done.returncode == 0, done.stderr[-3000:]
+    student = tmp_path / "honest"
+    student.mkdir()
+    alice = (CLASS / "alice" / "ex8_2.py").read_text(encoding="utf-8")
+    # (uv puts no pip in a venv: the rest of IMPORTS_MORE, and more of what is installed.)
+    imports = IMPORTS_MORE.replace("import pip\n", "")
+    imports += "import keras.ops\nimport difflib\nimport email.utils\nimport nbformat\n"
+    (student / "ex8_2.py").write_text(imports + alice, encoding="utf-8")
+    results, log = run_autograder(root, student)
+    assert results["score"] == EXERCISES["8-2"].max_score, log[-3000:]
+    refused = [t for t in results["tests"] if "sandbox refused" in t["name"]]
+    assert not refused, refused
