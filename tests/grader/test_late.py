@@ -6,10 +6,12 @@ from __future__ import annotations
 import csv
 import os
 from datetime import datetime, timezone
+from pathlib import Path
 
 import pytest
 
 from grader.instructor.course.late import LATE_FILE, PolicyError, read_policy, write_late
+from grader.instructor.course.stubs import package_dir
 from grader.instructor.course.submissions import discover
 from grader.instructor.outputs import gradebook
 from grader.records import get_exercise
@@ -101,3 +103,119 @@ def test_a_rerun_that_drops_or_changes_the_policy_says_so(week):
     assert "no --course" in note and "2026-11-21T20:00:00+08:00" in note
     assert not (out / LATE_FILE).exists()
     assert write_late(out, None, students) == []  # said once: nothing left to drop
+
+
+# LMS downloads (issue 49): their files were written when the download was unzipped, just now,
+# after the due date; the LMS's own information decides who is late.
+
+
+def _unzipped_now(folder):
+    """Every file of a download as an unzip leaves it: written now, within a second."""
+    for path in folder.rglob("*"):
+        if path.is_file():
+            os.utime(path)
+
+
+def _graded(tmp_path, students):
+    every = {p.name for p in get_exercise("8-2").parts}
+    write_class(tmp_path / "out", {s: {"8-2": every} for s in students})
+    return tmp_path / "out"
+
+
+def _entries(out):
+    import json
+
+    return json.loads((out / LATE_FILE).read_text("utf-8"))["students"]
+
+
+@pytest.fixture
+def canvas(tmp_path):
+    """Canvas's "Download Submissions": ann and ben on time, cat marked `_late` (on her
+    re-upload, the file that is graded); the course file the docs show (file times)."""
+    download = tmp_path / "canvas"
+    download.mkdir()
+    (download / "ann_1001_5001_ex8_2.py").write_text("x = 1\n", "utf-8")
+    (download / "ben_1002_5002_ex8_2.py").write_text("x = 1\n", "utf-8")
+    (download / "cat_1003_5003_ex8_2.py").write_text("x = 0\n", "utf-8")
+    (download / "cat_late_1003_5004_ex8_2-1.py").write_text("x = 1\n", "utf-8")
+    _unzipped_now(download)
+    (tmp_path / "course.toml").write_text(POLICY, "utf-8")
+    return tmp_path
+
+
+def test_a_canvas_download_charges_only_those_canvas_marks_late(canvas):
+    out = _graded(canvas, ["ann", "ben", "cat"])
+    notes = write_late(out, read_policy(canvas / "course.toml"), discover(canvas / "canvas"))
+    gradebook.write_all(out, ["ann", "ben", "cat"], [get_exercise("8-2")])
+    assert totals(out) == {"ann": ("10", ""), "ben": ("10", ""), "cat": ("9", "1")}
+    entries = _entries(out)
+    assert {s: e["source"] for s, e in entries.items()} == dict.fromkeys(
+        ("ann", "ben", "cat"), "Canvas _late mark"
+    )
+    assert entries["cat"]["submitted"] is None and entries["cat"]["days_late"] == 1
+    assert len(notes) == 1 and "cat" in notes[0] and "submitted_at" in notes[0]
+    report = (out / "report.html").read_text("utf-8")
+    assert "Canvas _late mark" in report
+
+
+def test_a_canvas_download_with_a_roster_takes_its_submitted_at(canvas):
+    (canvas / "roster.csv").write_text(
+        "submission,submitted_at\nann,2026-11-21T11:00Z\nben,2026-11-21T11:59Z\n"
+        "cat,2026-11-23T13:00Z\n",
+        "utf-8",
+    )
+    (canvas / "course.toml").write_text(POLICY + 'roster = "roster.csv"\n', "utf-8")
+    out = _graded(canvas, ["ann", "ben", "cat"])
+    notes = write_late(out, read_policy(canvas / "course.toml"), discover(canvas / "canvas"))
+    gradebook.write_all(out, ["ann", "ben", "cat"], [get_exercise("8-2")])
+    # cat: 2 days and an hour after the due date, 3 started days, capped at 25%.
+    assert totals(out) == {"ann": ("10", ""), "ben": ("10", ""), "cat": ("7.5", "2.5")}
+    assert {e["source"] for e in _entries(out).values()} == {"roster submitted_at"}
+    assert notes == []
+
+
+def test_a_moodle_download_needs_the_roster_and_then_uses_it(tmp_path):
+    download = tmp_path / "moodle"
+    for name, user in (("Ann Li", 11), ("Ben Wu", 12)):
+        folder = download / f"{name}_{user}_assignsubmission_file_"
+        folder.mkdir(parents=True)
+        (folder / "ex8_2.py").write_text("x = 1\n", "utf-8")
+    _unzipped_now(download)
+    (tmp_path / "course.toml").write_text(POLICY, "utf-8")
+    out = _graded(tmp_path, ["Ann Li", "Ben Wu"])
+    with pytest.raises(PolicyError, match="Moodle download.*submitted_at"):
+        write_late(out, read_policy(tmp_path / "course.toml"), discover(download))
+    assert not (out / LATE_FILE).exists()
+    (tmp_path / "roster.csv").write_text(
+        "submission,submitted_at\nAnn Li,2026-11-21T11:00Z\nBen Wu,2026-11-22T11:00Z\n", "utf-8"
+    )
+    (tmp_path / "course.toml").write_text(POLICY + 'roster = "roster.csv"\n', "utf-8")
+    write_late(out, read_policy(tmp_path / "course.toml"), discover(download))
+    entries = _entries(out)
+    assert (entries["Ann Li"]["days_late"], entries["Ben Wu"]["days_late"]) == (0, 1)
+
+
+def test_file_times_of_an_unzip_are_refused_with_what_to_use_instead(week):
+    _unzipped_now(week / "class")
+    out = week / "out"
+    with pytest.raises(PolicyError, match=r"within \d+ s of each other.*submitted_at"):
+        write_late(out, read_policy(week / "course.toml"), discover(week / "class"))
+    assert not (out / LATE_FILE).exists()
+
+
+def test_a_canvas_download_through_the_batch_charges_only_the_marked_student(canvas):
+    from click.testing import CliRunner
+
+    from grader import cli
+
+    good = (Path(package_dir("solutions")) / "ex8_2.py").read_text("utf-8")
+    for path in (canvas / "canvas").iterdir():
+        path.write_text(good, "utf-8")
+    _unzipped_now(canvas / "canvas")
+    out = canvas / "graded"
+    words = ["batch", str(canvas / "canvas"), "-e", "8-2", "--out", str(out), "--jobs", "2"]
+    words += ["--no-pictures", "--no-similarity", "--course", str(canvas / "course.toml")]
+    result = CliRunner().invoke(cli.main, words)
+    assert result.exit_code == 0, result.output
+    assert totals(out) == {"ann": ("10", ""), "ben": ("10", ""), "cat": ("9", "1")}
+    assert "marked late by Canvas" in result.output

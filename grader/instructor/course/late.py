@@ -8,6 +8,14 @@ submission's time. Off unless the batch is given a course file with a [late] tab
     grace_minutes = 0
     timestamps = "files"                # "files": the newest file of the submission;
     # roster = "roster.csv"             # "roster": its submitted_at column (ISO 8601)
+
+Where the time comes from (each student's `source` in late.json and the report): an LMS
+download's files were written when it was unzipped, so for its students the LMS decides: the
+roster's submitted_at where a roster is given, else Canvas's `_late` mark (late by at least one
+started day; how late, only submitted_at says), and a Moodle download, which marks nothing,
+needs the roster. File times are used for folders and zips of the students' own, and refused
+where they cannot be submission times: all after the due date within seconds of each other, as
+an unzip, a copy or a clone leaves them.
 """
 
 from __future__ import annotations
@@ -93,9 +101,9 @@ def read_policy(path: Path) -> LatePolicy | None:
     if timestamps not in ("files", "roster"):
         raise PolicyError(f"{path} [late]: timestamps = {timestamps!r}: 'files' or 'roster'")
     roster = None
-    if timestamps == "roster":
-        if "roster" not in table:
-            raise PolicyError(f"{path} [late]: timestamps = 'roster' needs roster = '<file>'")
+    if timestamps == "roster" and "roster" not in table:
+        raise PolicyError(f"{path} [late]: timestamps = 'roster' needs roster = '<file>'")
+    if "roster" in table:  # with "files", the times of an LMS download's students
         roster = (Path(path).parent / table["roster"]).resolve()
     return LatePolicy(
         _moment(table["due"], f"{path} [late] due"),
@@ -121,22 +129,95 @@ def file_time(student: Student) -> datetime:
     return datetime.fromtimestamp(newest, tz=timezone.utc)
 
 
-def submission_times(policy: LatePolicy, students: list[Student]) -> dict[str, datetime]:
-    if policy.timestamps == "files":
-        return {s.id: file_time(s) for s in students}
+# Where a student's time came from, as late.json and the report name it.
+FROM_FILES, FROM_ROSTER, FROM_CANVAS_MARK = "file time", "roster submitted_at", "Canvas _late mark"
+# File times of this many students or more, all after the due date and this close together, are
+# an unzip's, a copy's or a clone's, not the students'.
+UNZIPPED_STUDENTS, UNZIPPED_SECONDS = 2, 10.0
+
+
+@dataclass(frozen=True)
+class Submitted:
+    """When a student handed in (None where only a mark says whether they were late), how
+    that is known, and the LMS's own mark."""
+
+    time: datetime | None
+    source: str
+    marked_late: bool = False
+
+
+def submission_times(policy: LatePolicy, students: list[Student]) -> dict[str, Submitted]:
+    """Each student's time and its source (see the module's docstring); a PolicyError where
+    the policy cannot be applied as given, saying what to give instead."""
+    rows = _roster_rows(policy) if policy.roster is not None else {}
+    times: dict[str, Submitted] = {}
+    for student in students:
+        text = rows.get(student.id, {}).get("submitted_at", "")
+        if policy.timestamps == "roster" or (student.lms and text):
+            if not text:
+                raise PolicyError(f"{policy.roster}: no submitted_at for {student.id}")
+            moment = _moment(text, f"{policy.roster}, {student.id}")
+            times[student.id] = Submitted(moment, FROM_ROSTER, student.marked_late)
+        elif student.lms == "canvas":
+            times[student.id] = Submitted(None, FROM_CANVAS_MARK, student.marked_late)
+        elif student.lms:
+            raise PolicyError(
+                _(
+                    "{student} comes from a Moodle download, whose file times are when it was "
+                    "unzipped and whose names carry no late mark: give the times Moodle "
+                    "recorded, as a roster with a submitted_at column, and in the course file "
+                    'timestamps = "roster" and roster = "<file>" (docs/lms.md)',
+                    student=student.id,
+                )
+            )
+        else:
+            times[student.id] = Submitted(file_time(student), FROM_FILES)
+    _refuse_unzipped(policy, times)
+    return times
+
+
+def _roster_rows(policy: LatePolicy) -> dict[str, dict]:
     from grader.instructor.course.roster import LmsError, read_roster
 
     try:
-        rows = read_roster(policy.roster).rows
+        return read_roster(policy.roster).rows
     except LmsError as error:
         raise PolicyError(str(error)) from None
-    times = {}
-    for student in students:
-        text = rows.get(student.id, {}).get("submitted_at", "")
-        if not text:
-            raise PolicyError(f"{policy.roster}: no submitted_at for {student.id}")
-        times[student.id] = _moment(text, f"{policy.roster}, {student.id}")
-    return times
+
+
+def _refuse_unzipped(policy: LatePolicy, times: dict[str, Submitted]) -> None:
+    """A PolicyError where every file time is after the due date and they all lie within
+    seconds of each other: the times of an unzip, a copy or a clone, which would charge every
+    student late."""
+    moments = [t.time for t in times.values() if t.source == FROM_FILES]
+    if len(moments) < UNZIPPED_STUDENTS or min(moments) <= policy.due:
+        return
+    spread = (max(moments) - min(moments)).total_seconds()
+    if spread > UNZIPPED_SECONDS:
+        return
+    raise PolicyError(
+        _(
+            "the files of all {count} submissions were last changed within {spread:.0f} s of "
+            "each other, after the due date ({first}): those are the times of an unzip, a copy "
+            "or a clone, not of handing in, and would charge every student late. Give the "
+            "times the LMS or the repository recorded: a roster with a submitted_at column "
+            'and, in the course file, timestamps = "roster" and roster = "<file>" '
+            "(docs/course_week.md); a Canvas download graded as it came keeps its _late marks",
+            count=len(moments),
+            spread=spread,
+            first=min(moments).isoformat(timespec="seconds"),
+        )
+    )
+
+
+def lateness(policy: LatePolicy, submitted: Submitted) -> tuple[int, float]:
+    """Started days late and the share taken: from the time, or, where only Canvas's mark is
+    known, at least one started day for a student it marks late."""
+    if submitted.time is not None:
+        return policy.fraction(submitted.time)
+    if submitted.marked_late:
+        return 1, min(policy.cap, policy.penalty_per_day)
+    return 0, 0.0
 
 
 def write_late(out: Path, policy: LatePolicy | None, students: list[Student]) -> list[str]:
@@ -160,13 +241,17 @@ def write_late(out: Path, policy: LatePolicy | None, students: list[Student]) ->
             )
         ]
     entries = {}
+    marked_only = []
     for student, submitted in submission_times(policy, students).items():
-        days, fraction = policy.fraction(submitted)
+        days, fraction = lateness(policy, submitted)
         entries[student] = {
-            "submitted": submitted.isoformat(),
+            "submitted": submitted.time.isoformat() if submitted.time else None,
             "days_late": days,
             "fraction": fraction,
+            "source": submitted.source,
         }
+        if submitted.source == FROM_CANVAS_MARK and submitted.marked_late:
+            marked_only.append(student)
     terms = {
         "due": policy.due.isoformat(),
         "penalty_per_day": policy.penalty_per_day,
@@ -175,12 +260,23 @@ def write_late(out: Path, policy: LatePolicy | None, students: list[Student]) ->
         "timestamps": policy.timestamps,
     }
     atomic_write(path, json.dumps({**terms, "students": entries}, indent=1))
+    notes = []
+    if marked_only:
+        notes.append(
+            _(
+                "{count} student(s) marked late by Canvas ({students}) are charged one started "
+                "day: how late they were, and the grace minutes, only the roster's submitted_at "
+                'can tell (give roster = "<file>" in the course file)',
+                count=len(marked_only),
+                students=", ".join(marked_only[:10]) + (" …" if len(marked_only) > 10 else ""),
+            )
+        )
     if not isinstance(earlier, dict):
-        return []
+        return notes
     changed = [key for key, value in terms.items() if key in earlier and earlier[key] != value]
     if not changed:
-        return []
-    return [
+        return notes
+    return notes + [
         _(
             "The late policy changed since the earlier run ({changes}): penalties are computed "
             "again with the new one.",
@@ -199,17 +295,22 @@ def load_late(out: Path) -> dict[str, dict]:
 def late_section(out: Path) -> str:
     from html import escape
 
+    entries = sorted(load_late(out).items())
     rows = "".join(
-        f"<tr><td>{escape(student)}</td><td>{escape(entry['submitted'])}</td>"
+        f"<tr><td>{escape(student)}</td><td>{escape(str(entry.get('submitted') or '—'))}</td>"
+        f"<td>{escape(str(entry.get('source', FROM_FILES)))}</td>"
         f"<td class=num>{entry['days_late']}</td><td class=num>{entry['fraction']:.0%}</td></tr>"
-        for student, entry in sorted(load_late(out).items())
+        for student, entry in entries
         if entry["days_late"]
     )
     if not (Path(out) / LATE_FILE).is_file():
         return ""
+    sources = sorted({str(entry.get("source", FROM_FILES)) for _student, entry in entries})
     return (
-        "<h2>Late work</h2><table><tr><th>student</th><th>submitted</th>"
+        "<h2>Late work</h2>"
+        + f"<p class=muted>times from: {escape(', '.join(sources))}</p>"
+        + "<table><tr><th>student</th><th>submitted</th><th>from</th>"
         "<th class=num>days late</th><th class=num>penalty</th></tr>"
-        + (rows or "<tr><td class=muted colspan=4>nobody was late</td></tr>")
+        + (rows or "<tr><td class=muted colspan=5>nobody was late</td></tr>")
         + "</table>"
     )

@@ -72,6 +72,10 @@ class Student:
     # A student of an LMS download: what they handed in, as (name in the submission, path)
     # pairs; a folder's name is "" (its files go to the top), a zip is unpacked into a folder.
     files: tuple[tuple[str, Path], ...] = ()
+    # The LMS whose download they came from ("canvas", "moodle"; "" for a folder or zip of
+    # their own), and Canvas's own word on their lateness: its `_late` mark on what is graded.
+    lms: str = ""
+    marked_late: bool = False
 
     @property
     def is_zip(self) -> bool:
@@ -113,16 +117,19 @@ def lms_students(entries: list[Path], taken: set[str]) -> list[Student]:
     (Canvas's login, Moodle's full name), with the LMS's user id after it where two people
     share a name (or a folder of the class already has it)."""
     people: dict[tuple[str, str], list[tuple[str, Path, tuple[int, int]]]] = {}
+    systems: dict[tuple[str, str], str] = {}
     for entry in entries:
         moodle = MOODLE_ENTRY.match(entry.name)
         if moodle:
             key = (moodle["name"], moodle["user"])
             name = moodle["file"] if moodle["file"] else ""
             people.setdefault(key, []).append((name, entry, (0, 0)))
+            systems[key] = "moodle"
             continue
         canvas = CANVAS_FILE.match(entry.name)
         key = (canvas["name"], canvas["user"])  # `_late` is Canvas's word; --course decides
         people.setdefault(key, []).append((canvas["file"], entry, (0, int(canvas["number"]))))
+        systems[key] = "canvas"
     names: dict[str, int] = {}
     for name, _entry in people:
         names[name] = names.get(name, 0) + 1
@@ -132,7 +139,20 @@ def lms_students(entries: list[Path], taken: set[str]) -> list[Student]:
         if names[name] > 1 or shown in taken:
             shown = student_id(f"{name}_{user}")
         files = _newest(handed)
-        students.append(Student(shown, files[0][1], files=tuple(files)))
+        marked = any(
+            (match := CANVAS_FILE.match(path.name)) is not None and bool(match["late"])
+            for _name, path in files
+        )
+        system = systems[(name, user)]
+        students.append(
+            Student(
+                shown,
+                files[0][1],
+                files=tuple(files),
+                lms=system,
+                marked_late=system == "canvas" and marked,
+            )
+        )
     return students
 
 
