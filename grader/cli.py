@@ -205,7 +205,12 @@ def check(
 
         page = HtmlPage(html_path)
     for record in records:
-        chosen = given or _exercise_file(record)
+        chosen = given
+        if chosen is None:
+            form = _exercise_file(record)
+            chosen = form.path
+            if form.other_edited is not None:
+                click.echo(_other_edited(record, form), err=True)
         try:
             with _module_folder(record, chosen) as folder:
                 key = saved.work_key(record.id, folder, seed, timeout) if results_path else ""
@@ -284,44 +289,51 @@ def _flagged(flags: list[str]) -> dict:
     return {"flags": flags} if flags else {}
 
 
-def _exercise_file(record) -> Path:
+def _exercise_file(record):
     """The file `grader check` and `grader watch` grade when none is named, whatever the
-    language and however the files were written: the one in the current folder (a student
-    working in their exercises folder), else, of the kit's exercise files (`exercises/` and
-    `exercises/zh/`, each as a `.py` file and as a notebook), the one edited.
+    language and however the files were written (a grader.notebook.edited.Chosen): in the
+    current folder, its `.py` file or notebook, the one edited where both lie there (a student
+    in the kit's exercises/, where Jupyter runs); else, of the kit's exercise files
+    (`exercises/` and `exercises/zh/`, each as a `.py` file and as a notebook), the one edited.
 
     The untouched stubs share one code (in other words), so the edited file is the one whose
     code differs from the code most of them share, found without file times: a fresh clone
     (GitHub Actions' checkout) writes every file at once, in no telling order. None edited:
     the language's own `.py` file, which grades the same. Several edited: the last edited."""
-    from collections import Counter
-
     from grader.instructor.course.stubs import package_dir
+    from grader.notebook.edited import Chosen, edited_form, kit_forms, stub_shape
 
-    here = Path.cwd() / record.file
-    if here.is_file():
-        return here
+    notebook = Path(record.file).with_suffix(".ipynb").name
+    here, here_notebook = Path.cwd() / record.file, Path.cwd() / notebook
     kit = package_dir("exercises")
     own = stubs_folder(kit) / record.file
-    notebook = Path(record.file).with_suffix(".ipynb").name
-    found = [
-        folder / name
-        for folder in (kit, kit / "zh")
-        for name in (record.file, notebook)
-        if (folder / name).is_file()
-    ]
+    if (
+        here.is_file()
+        and here_notebook.is_file()
+        and Path.cwd().resolve()
+        not in (
+            kit.resolve(),
+            (kit / "zh").resolve(),
+        )
+    ):
+        return edited_form(here, here_notebook, record.file, kit)
+    if here.is_file() != here_notebook.is_file():
+        return Chosen(here if here.is_file() else here_notebook)
+    found = kit_forms(record.file, kit)
     if not found:
-        return own
-    shapes = {path: _code_shape(path) for path in found}
-    counted = Counter(shape for shape in shapes.values() if shape is not None).most_common(2)
-    shared = counted[0] if counted else (None, 0)
-    if shared[1] >= 2 and (len(counted) < 2 or counted[1][1] < shared[1]):
-        edited = [path for path in found if shapes[path] != shared[0]]
+        return Chosen(own)
+    from grader.notebook.edited import code_shape
+
+    stub = stub_shape(record.file, kit)
+    if stub is not None:
+        edited = [path for path in found if code_shape(path) != stub]
     else:  # no code most files share (two files that differ): times must say
-        edited = found if len(found) > 1 and len(set(shapes.values())) > 1 else []
+        shapes = {code_shape(path) for path in found}
+        edited = found if len(found) > 1 and len(shapes) > 1 else []
     if not edited:
-        return own if own.is_file() else found[0]
-    return max(edited, key=lambda path: path.stat().st_mtime_ns)
+        return Chosen(own if own.is_file() else found[0])
+    edited.sort(key=lambda path: path.stat().st_mtime_ns, reverse=True)
+    return Chosen(edited[0], edited[1] if len(edited) > 1 else None)
 
 
 @contextlib.contextmanager
@@ -350,35 +362,14 @@ def _module_folder(record, chosen: Path):
         yield Path(scratch)
 
 
-def _code_shape(path: Path) -> str | None:
-    """A file's code without its words (strings and docstrings blanked, comments gone), the
-    same for a stub in any language and for its notebook; None when it does not parse."""
-    import ast
-
-    try:
-        data = path.read_bytes()
-        if path.suffix == ".ipynb":
-            from grader.notebook.extract import notebook_code
-
-            data = notebook_code(data, path.name)
-        tree = ast.parse(data)
-    except (OSError, SyntaxError, ValueError):
-        return None
-    for node in ast.walk(tree):
-        body = getattr(node, "body", None)
-        if isinstance(body, list):  # docstrings: the notebook has the module's as markdown
-            node.body = [
-                statement
-                for statement in body
-                if not (
-                    isinstance(statement, ast.Expr)
-                    and isinstance(statement.value, ast.Constant)
-                    and isinstance(statement.value.value, str)
-                )
-            ] or [ast.Pass()]
-        if isinstance(node, ast.Constant) and isinstance(node.value, str):
-            node.value = ""
-    return ast.dump(tree)
+def _other_edited(record, form) -> str:
+    return _(
+        "note: {graded} and {other} are both edited; {graded} was graded, the newer. To grade "
+        "the other: grader check {id} {other}",
+        graded=form.path.name,
+        other=form.other_edited,
+        id=record.id,
+    )
 
 
 def _again_command(exercise_id, submission, parts, seed, timeout) -> str:
@@ -410,7 +401,11 @@ def watch(exercise_id, path, interval):
     from grader.watch import watch as watch_file
 
     record = _records((exercise_id,), False)[0]
-    path = path or _exercise_file(record)
+    if path is None:
+        form = _exercise_file(record)
+        path = form.path
+        if form.other_edited is not None:
+            click.echo(_other_edited(record, form), err=True)
     if not path.is_file():
         raise click.BadParameter(_("{path} does not exist", path=path), param_hint="PATH")
     try:

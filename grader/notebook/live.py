@@ -25,6 +25,7 @@ from grader import i18n
 from grader.engine import safe_files
 from grader.i18n import _, n_
 from grader.kit import KIT
+from grader.notebook.edited import edited_form
 from grader.notebook.extract import NotebookError, notebook_code, python_of_cell
 from grader.notebook.generate import notebook_name
 from grader.records import get_exercise
@@ -135,7 +136,7 @@ def _check(exercise_id, notebook, seed):
         problem = _("{path} not found: {where}", path=path, where=where)
         graded = Graded(record, path, problem=problem)
     else:
-        stale = unsaved_changes(path, kernel_history())
+        stale = unsaved_changes(path, kernel_history()) if path.suffix == ".ipynb" else ""
         graded = Graded(record, path, problem=stale) if stale else grade_path(record, path, seed)
     return graded
 
@@ -188,12 +189,16 @@ def grade_path(
 
 
 def find_notebook(record: Exercise, notebook=None) -> Path:
-    """The notebook to grade: the one named, else `<stem>.ipynb` in the current folder, else
-    the kit's exercises/ (where `grader stubs` puts them; exercises/zh/ in Chinese)."""
+    """The notebook to grade: the one named, else `<stem>.ipynb` in the current folder (or the
+    exercise's `.py` file beside it, where that is the one edited: grader.notebook.edited),
+    else the kit's exercises/ (where `grader stubs` puts them; exercises/zh/ in Chinese)."""
     if notebook is not None:
         return Path(notebook).expanduser().resolve()
     name = notebook_name(record)
     here = Path.cwd() / name
+    if here.is_file() and (Path.cwd() / record.file).is_file():
+        chosen = edited_form(Path.cwd() / record.file, here, record.file)
+        return here if chosen.untouched else chosen.path
     return here if here.is_file() else i18n.stubs_folder(KIT / "exercises") / name
 
 

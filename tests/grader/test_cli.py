@@ -170,7 +170,7 @@ def test_the_file_graded_never_depends_on_the_language(tmp_path, monkeypatch):
         found = []
         for language in ("en", "zh"):
             monkeypatch.setattr(i18n, "_language", language)
-            found.append(cli._exercise_file(record))
+            found.append(cli._exercise_file(record).path)
         return found
 
     assert chosen() == [english, chinese]
@@ -178,7 +178,7 @@ def test_the_file_graded_never_depends_on_the_language(tmp_path, monkeypatch):
     os.utime(chinese, (3_000, 3_000))
     assert chosen() == [chinese, chinese]
     (tmp_path / record.file).write_text("# mine\n")
-    assert cli._exercise_file(record) == tmp_path / record.file
+    assert cli._exercise_file(record).path == tmp_path / record.file
 
 
 def test_the_edited_file_is_graded_whatever_the_file_times(tmp_path, monkeypatch):
@@ -203,12 +203,12 @@ def test_the_edited_file_is_graded_whatever_the_file_times(tmp_path, monkeypatch
     monkeypatch.setattr("grader.instructor.course.stubs.KIT", kit.parent)
     monkeypatch.setattr(i18n, "_language", "en")
     monkeypatch.chdir(tmp_path)
-    assert cli._exercise_file(record) == kit / record.file  # untouched: the language's own
+    assert cli._exercise_file(record).path == kit / record.file  # untouched: the language's own
     mine = (KIT / "examples" / "submissions" / "bob" / record.file).read_text()
     for edited in (kit / record.file, kit / f"{stem}.ipynb"):
         original = edited.read_bytes()
         text = notebook_text(record, mine) if edited.suffix == ".ipynb" else mine
         edited.write_text(text, encoding="utf-8")
         os.utime(edited, (900, 900))  # written before the untouched Chinese stubs
-        assert cli._exercise_file(record) == edited
+        assert cli._exercise_file(record).path == edited
         edited.write_bytes(original)

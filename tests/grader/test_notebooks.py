@@ -169,8 +169,10 @@ def test_batch_finds_a_notebook_and_grades_its_code(tmp_path):
         "class BilinearScore" in found.path.read_text()
         and "pass  # IPython" in found.path.read_text()
     )
-    # Both a file and a notebook: which one to grade is not guessed.
-    assert "hand in exactly one" in find_exercise_file(tmp_path / "student", "ex8_2.py").problem
+    # Both a file and a notebook, both edited and different: which one to grade is not guessed.
+    found.path.write_text("x = 1\n", encoding="utf-8")
+    problem = find_exercise_file(tmp_path / "student", "ex8_2.py").problem
+    assert "are edited, and differ: hand in exactly one" in problem
 
 
 def test_batch_reports_a_broken_notebook_like_a_syntax_error(tmp_path):

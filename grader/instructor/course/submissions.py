@@ -445,6 +445,27 @@ def find_exercise_file(
     for path in named(refused, exact):  # a link named ex8_2.py: never "missing", never read
         return ExerciseFile(None, refused[path])
     found, notebooks = named(plain, (filename,)), named(plain, (notebook,))
+    if len(found) == 1 and len(notebooks) == 1:
+        # Both forms, as the kit ships them: the one the student edited (never the stub).
+        from grader.notebook.edited import edited_form
+
+        python, book = scratch / found[0], scratch / notebooks[0]
+        chosen = edited_form(python, book, filename)
+        if chosen.other_edited is not None:
+            return ExerciseFile(
+                None,
+                _(
+                    "both {file} and {notebook} are edited, and differ: hand in exactly one of "
+                    "them, the one to grade",
+                    file=filename,
+                    notebook=notebook,
+                ),
+            )
+        if chosen.path == python:
+            notebooks = []
+        else:  # its code is written as the exercise's file, in place of the untouched stub
+            python.unlink()
+            found = []
     if found and notebooks:
         return ExerciseFile(
             None,
