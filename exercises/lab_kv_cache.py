@@ -18,7 +18,9 @@ entries of an earlier sequence: they must get exactly zero weight.
 Grade your work with `grader check kv-cache`. The functions are called with NumPy arrays in
 float64 (and once in float32); return tensors (or arrays) of the same dtype, and leave the
 arguments unchanged. Decoding a whole sequence step by step must give the full causal pass.
-Keep the names and the signatures below.
+Keep the names and the signatures below. NumPy is graded the same as keras.ops here; in a
+Keras decoder the cache is a tensor, which cannot be written in place: `ops.slice_update`
+returns a new one, keeps gradients and compiles, as attnkit's and keras-hub's caches do.
 
 Parts: update_cache 3, attend_cached 4, incremental_attention 3 — 10 points.
 """

@@ -152,7 +152,9 @@ def problem_lines(
             if first_causes.get(part.name)
             else []
         )
-        shown[part.name] = feedback.part_lines(part, before, width)
+        declared = next((p.mistakes for p in record.parts if p.name == part.name), ())
+        own = {mistake.name for mistake in declared}
+        shown[part.name] = feedback.part_lines(part, before, width, own)
     return [], shown
 
 

@@ -15,7 +15,9 @@ NNDL §8.3（自注意力）；Vaswani 等人 2017（解码器中带掩码的自
 
 用 `grader check kv-cache` 为你的作业评分。这些函数以 float64（以及一次 float32）的 NumPy 数组
 调用；返回相同 dtype 的张量（或数组），并且不要修改参数。逐步解码整个序列必须得到完整的因果计算
-的结果。保持下面的名称和签名不变。
+的结果。保持下面的名称和签名不变。在这里 NumPy 与 keras.ops 的评分相同；
+在 Keras 解码器中缓存是张量，不能原地写入：`ops.slice_update` 返回一个新的张量，保留梯度
+且可以编译，attnkit 和 keras-hub 的缓存就是这样做的。
 
 各部分：update_cache 3，attend_cached 4，incremental_attention 3——共 10 分。
 """

@@ -78,9 +78,11 @@ def changed_inputs(case: Case, got: CaseOutput, name: str) -> list[CheckResult]:
                     name,
                     False,
                     _(
-                        "the argument `{name}` was changed by the call ({problem}): work on a "
-                        "copy (`{name} = np.array({name})`); the caller's array must stay as it "
-                        "was",
+                        "the argument `{name}` was changed by the call ({problem}): the "
+                        "caller's array must stay as it was. Return a new one instead of "
+                        "writing into it: with keras.ops, ops.slice_update, ops.where or "
+                        "ops.concatenate make a new tensor (and keep gradients); with NumPy, "
+                        "write into a copy (`{name} = np.array({name})`)",
                         name=input_name,
                         problem=problem,
                     ),

@@ -284,13 +284,24 @@ def first_problem(part: PartResult) -> CheckResult | None:
     return (recognised or others or [None])[0]
 
 
-def part_lines(part: PartResult, before: list[str] = (), width: int | None = None) -> list[str]:
+def part_lines(
+    part: PartResult,
+    before: list[str] = (),
+    width: int | None = None,
+    own: frozenset[str] | set[str] = frozenset(),
+) -> list[str]:
     """What is shown under a failed part's line (without --verbose): its first problems, each
-    once, wrapped, and `before` (the parts to fix first). A mistake recognised on the part's
-    own checks is what the student can act on: it comes before "fix X first" (a part can have
-    its own bug besides the one it inherits), and every one is shown, never left behind
-    "… N more problems" for --verbose."""
+    once, wrapped, and `before` (the parts to fix first). A mistake the record declares for
+    this part (`own`, their names) is the student's to act on here: it comes before "fix X
+    first" (a part can have its own bug besides the one it inherits). Any other recognition (a
+    property, a diagnosis, an argument changed) may be the broken part's own, showing through
+    the call: it comes after. Every recognised mistake is shown, never left behind "… N more
+    problems" for --verbose."""
     recognised, others, hidden = shown_problems(part)
+    if before:
+        inherited = [check for check in recognised if check.mistake not in own]
+        recognised = [check for check in recognised if check.mistake in own]
+        others = inherited + others
     lines = []
     for index, check in enumerate(recognised):
         lines += wrap(problem_text(check, first=index == 0), width)

@@ -277,6 +277,11 @@ def become_own_user(job: dict) -> None:
         os.setgroups([])
         os.setgid(uid)
         os.setuid(uid)
+        # A slot's user has no entry in /etc/passwd: without a HOME of its own, `~` would stay
+        # `~`, and Keras, imported next, would make `~/.keras/` in whatever folder the grader
+        # ran from (a kit's checkout).
+        os.environ["HOME"] = workdir
+        os.chdir(workdir)
         # A change of user id makes a process non-dumpable, and its /proc/<pid> root's.
         from grader.sandbox import protect_this_process
 

@@ -57,7 +57,7 @@ def test_an_argument_changed_in_place_is_named_with_where_it_changed():
     assert (
         "`state` was changed by the call (1 of 6 entries differ; at index [1, 2]" in check.message
     )
-    assert "it was -1, it is now 1" in check.message and "work on a copy" in check.message
+    assert "it was -1, it is now 1" in check.message and "write into a copy" in check.message
     missing = CaseOutput(CaseStatus.OK, after={"state": state})
     (check,) = contracts.changed_inputs(case, missing, "unchanged")
     assert "`order` was changed by the call (was not reported back" in check.message

@@ -121,7 +121,8 @@ def test_a_parts_own_named_mistake_comes_before_fix_that_one_first():
     own = named("output, B=2", "scale missing", "You forgot to divide by √d_k.")
     part = PartResult("MultiHeadAttention", 5, Status.FAILED, [differ("output, B=1"), own])
     cause = feedback.cause_words("MultiHeadAttention", ["split_heads"])
-    lines = [line.strip() for line in feedback.part_lines(part, [cause], width=300)]
+    lines = feedback.part_lines(part, [cause], width=300, own={"scale missing"})
+    lines = [line.strip() for line in lines]
     assert lines[0].startswith("You forgot to divide by √d_k.") and "at index [0]" in lines[0]
     assert lines[1].startswith("fix split_heads first")
     # Without a recognised mistake of its own, the cause still leads.
@@ -245,3 +246,39 @@ def test_wrapping_counts_display_columns_and_matches_textwrap_on_latin_text():
                 break_on_hyphens=False,
             )
             assert wrap(text, width) == (expected or ["      "])
+
+
+def test_fix_the_called_part_first_comes_before_a_recognition_that_is_not_the_parts_own():
+    """A part that fails because it calls a broken part (issue 49): a generic recognition on
+    it (a property, an argument changed) may be the broken part's own showing through, so
+    "fix X first" comes before it; a mistake the record declares for this part stays first."""
+    generic = CheckResult("output", False, "the argument `cache` was changed", "argument changed")
+    declared = CheckResult("output", False, "the mask is applied after the softmax", "late mask")
+    before = [feedback.cause_words("incremental_attention", ["update_cache"])]
+    part = PartResult("incremental_attention", 3, Status.FAILED, [generic])
+    lines = [line.strip() for line in feedback.part_lines(part, before, width=200)]
+    assert lines[0].startswith("fix update_cache first"), lines
+    part = PartResult("incremental_attention", 3, Status.FAILED, [declared, generic])
+    lines = feedback.part_lines(part, before, width=200, own={"late mask"})
+    lines = [line.strip() for line in lines]
+    assert "mask is applied after the softmax" in lines[0]
+    assert lines[1].startswith("fix update_cache first"), lines
+
+
+def test_no_advice_presents_a_numpy_copy_as_the_only_way_to_leave_an_argument_unchanged():
+    """One piece of advice per mistake (issue 49): every message that tells the student to
+    copy with NumPy also gives the keras.ops way, so that no two lines of a run disagree on
+    whether a tensor may be written in place (a cache in a Keras decoder may not)."""
+    from babel.messages.pofile import read_po
+
+    from grader.kit import KIT
+
+    with open(KIT / "grader" / "locale" / "attnkit.pot", "rb") as handle:
+        catalog = read_po(handle)
+    texts = [str(message.id) for message in catalog if message.id]
+    for record_id in ("kv-cache", "transformer-block", "mha"):
+        record = get_exercise(record_id)
+        texts += [m.explanation for part in record.parts for m in part.mistakes]
+    copying = [text for text in texts if "np.array(" in text or "np.copy(" in text]
+    assert copying, "the check looks at nothing"
+    assert all("ops." in text for text in copying), [t for t in copying if "ops." not in t]
