@@ -8,6 +8,19 @@ import re
 os.environ.setdefault("KERAS_BACKEND", "tensorflow")
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
+# The session's own temporary folder (issue 45): the controller makes it, the workers and every
+# process a test starts inherit it as TMPDIR, and it is removed at the end, so that nothing a
+# test or a grader it killed leaves (an `attnkit-batch-*` scratch) stays in the machine's /tmp.
+# What is left in it is named at the end, for the test that left it to be found.
+if "PYTEST_XDIST_WORKER" not in os.environ and "ATTNKIT_TEST_TMPDIR" not in os.environ:
+    import tempfile
+
+    os.environ["ATTNKIT_TEST_TMPDIR"] = os.environ["TMPDIR"] = tempfile.mkdtemp(
+        prefix="attnkit-tests-"
+    )
+    os.chmod(os.environ["TMPDIR"], 0o1777)  # as /tmp: the ordinary user's tests write here too
+    tempfile.tempdir = None
+
 # Keras is imported by the fixtures that use it, not here: pytest-xdist's controller loads this
 # file too, and runs no test; importing TensorFlow there cost 5 s of CPU at every start.
 import numpy as np  # noqa: E402
@@ -104,3 +117,56 @@ if importlib.util.find_spec("xdist") is not None:
                 return SAME_WORKER_AS.get(scope, scope)
 
         return FilesThatShare(config, log)
+
+
+def _untracked(root) -> set[str] | None:
+    """The working tree's untracked files (git's, ignored ones left out), or None without git."""
+    import subprocess
+
+    try:
+        done = subprocess.run(
+            ["git", "-C", str(root), "ls-files", "--others", "--exclude-standard", "-z"],
+            capture_output=True,
+            timeout=60,
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    if done.returncode != 0:
+        return None
+    return set(done.stdout.decode("utf-8", "replace").split("\0")) - {""}
+
+
+def _controller(config) -> bool:
+    return not hasattr(config, "workerinput")
+
+
+def pytest_sessionstart(session):
+    if _controller(session.config):
+        session.config._untracked_before = _untracked(session.config.rootpath)
+
+
+def pytest_sessionfinish(session, exitstatus):
+    """No test writes into the working tree (issue 49): a file that appeared there fails the
+    run, named. The session's temporary folder is removed, what was left in it named."""
+    if not _controller(session.config):
+        return
+    import shutil
+
+    reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+    before = getattr(session.config, "_untracked_before", None)
+    after = _untracked(session.config.rootpath) if before is not None else None
+    written = sorted(after - before) if after is not None else []
+    if written:
+        if reporter:
+            reporter.write_line(f"tests wrote into the working tree: {', '.join(written[:20])}")
+        session.exitstatus = 1
+    folder = os.environ.get("ATTNKIT_TEST_TMPDIR", "")
+    if folder and os.path.basename(folder).startswith("attnkit-tests-"):
+        left = (
+            sorted(name for name in os.listdir(folder) if name.startswith("attnkit-"))
+            if os.path.isdir(folder)
+            else []
+        )
+        if left and reporter:
+            reporter.write_line(f"left in the temporary folder (removed now): {', '.join(left)}")
+        shutil.rmtree(folder, ignore_errors=True)

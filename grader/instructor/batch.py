@@ -15,7 +15,6 @@ import json
 import os
 import secrets
 import shutil
-import tempfile
 import traceback
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -29,7 +28,7 @@ from grader.engine.judging import cannot_load, grader_failure, judge_part
 from grader.engine.references import LiveReference, default_reference
 from grader.engine.results import ExerciseResult, PartResult
 from grader.grading import part_jobs, refused_counts, unloadable
-from grader.i18n import N_, tr
+from grader.i18n import N_, _, tr
 from grader.instructor import files
 from grader.instructor.course.shards import shard_of
 from grader.instructor.course.submissions import (
@@ -186,6 +185,10 @@ def run_batch(
     )
 
     summary = BatchSummary(seed, [s.id for s in students], out=out, notes=late_notes)
+    for folder in files.remove_abandoned_scratch():
+        summary.notes.append(
+            _("removed the scratch folder of a grader that was killed: {folder}", folder=folder)
+        )
     shard_mark = None
     if options.shard is not None:
         shard_mark = _shard_mark(options, records, summary)
@@ -349,7 +352,7 @@ def _grade_students(run: _Run, pending: list[tuple[Student, str]], shared: set[s
     in."""
     # The grader's alone (mkdtemp's 0700): a child reads its cases and its submission before
     # it becomes a user of its own, and reaches its folder through its own mount namespace.
-    scratch = Path(tempfile.mkdtemp(prefix="attnkit-batch-"))
+    scratch = files.new_scratch()
     if run.policy is not None:  # a child reads its own inputs only, by name
         run.policy = {**run.policy, "protected": [*run.policy["protected"], str(scratch.resolve())]}
     records, references, seeds = run.records, run.references, run.seeds

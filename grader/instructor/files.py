@@ -42,3 +42,64 @@ def atomic_write(path: Path, text: str) -> None:
     # "replace": a lone surrogate (from a child's JSON, "\ud800") must not stop the batch.
     temporary.write_bytes(text.encode("utf-8", "replace"))
     os.replace(temporary, path)
+
+
+# A batch's scratch folder in the temporary directory: the cases, the reference's outputs and
+# each student's unpacked files. Its owner is written in it, so that a later batch can tell a
+# folder whose grader was killed (kill -9 leaves it) from one of a grader still at work.
+SCRATCH_PREFIX = "attnkit-batch-"
+OWNER_FILE = "owner.json"
+
+
+def _started(pid: int) -> str | None:
+    """When process `pid` started (Linux: its start time in clock ticks since boot), so that a
+    pid used again by another process is not taken for the grader; None where not known."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as handle:
+            return handle.read().rsplit(")", 1)[1].split()[19]
+    except (OSError, IndexError):
+        return None
+
+
+def _running(pid: int, started: str | None) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's process: alive, and not ours to judge
+        return True
+    return started is None or _started(pid) in (None, started)
+
+
+def new_scratch() -> Path:
+    """A new scratch folder for this grader (0700, mkdtemp's), its owner written in it."""
+    import tempfile
+
+    scratch = Path(tempfile.mkdtemp(prefix=SCRATCH_PREFIX))
+    owner = {"pid": os.getpid(), "started": _started(os.getpid())}
+    (scratch / OWNER_FILE).write_text(json.dumps(owner), encoding="utf-8")
+    return scratch
+
+
+def remove_abandoned_scratch() -> list[str]:
+    """Remove the scratch folders of graders that are gone (killed before they could clean
+    up), in the temporary directory, and return them by name: never one whose grader still
+    runs, nor one whose owner cannot be read (another tool's, or an older grader's)."""
+    import shutil
+    import tempfile
+
+    removed = []
+    for folder in sorted(Path(tempfile.gettempdir()).glob(SCRATCH_PREFIX + "*")):
+        try:
+            if folder.is_symlink() or not folder.is_dir() or folder.stat().st_uid != os.getuid():
+                continue
+            owner = json.loads((folder / OWNER_FILE).read_text(encoding="utf-8"))
+            pid, started = int(owner["pid"]), owner.get("started")
+        except (OSError, ValueError, KeyError, TypeError):
+            continue
+        if pid == os.getpid() or _running(pid, started if isinstance(started, str) else None):
+            continue
+        shutil.rmtree(folder, ignore_errors=True)
+        if not folder.exists():
+            removed.append(f"{folder} (grader {pid}, gone)")
+    return removed

@@ -10,6 +10,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 import zipfile
 from pathlib import Path
@@ -535,3 +536,46 @@ def test_a_spinning_child_dies_with_its_grader_and_helper(tmp_path):
         time.sleep(0.1)
         alive = [pid for pid in children if running(pid)]
     assert not alive, "children outlived their grader"
+
+
+def test_a_killed_graders_scratch_is_removed_by_the_next_batch_and_named(tmp_path, monkeypatch):
+    """kill -9 leaves a grader's scratch (the reference's outputs, the students' files) in the
+    temporary folder; the next batch removes it once its grader is gone, and says so. A folder
+    whose grader still runs, or whose owner cannot be read, is left alone."""
+    from grader.instructor.files import OWNER_FILE, new_scratch
+
+    temporary = tmp_path / "tmp"
+    temporary.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(temporary))
+    gone = subprocess.Popen([sys.executable, "-c", "pass"])
+    gone.wait()
+    alive = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        folders = {}
+        for name, pid in (("gone", gone.pid), ("alive", alive.pid), ("unknown", None)):
+            folder = new_scratch()
+            (folder / "reference-8-2.out.npz").write_bytes(b"outputs")
+            if pid is None:
+                (folder / OWNER_FILE).unlink()
+            else:
+                started = None if name == "gone" else _start_time(pid)
+                (folder / OWNER_FILE).write_text(json.dumps({"pid": pid, "started": started}))
+            folders[name] = folder
+        classroom = tmp_path / "class"
+        write(classroom / "good", "ex8_2.py", GOOD)
+        options = BatchOptions(["8-2"], tmp_path / "out", jobs=1, similarity=False)
+        summary = run_batch(classroom, options)
+    finally:
+        alive.kill()
+        alive.wait()
+    assert not folders["gone"].exists()
+    assert folders["alive"].exists() and folders["unknown"].exists()
+    removed = [note for note in summary.notes if "scratch folder of a grader" in note]
+    assert len(removed) == 1 and str(folders["gone"]) in removed[0], summary.notes
+    # This batch's own scratch is gone with it.
+    assert sorted(temporary.iterdir()) == sorted([folders["alive"], folders["unknown"]])
+
+
+def _start_time(pid: int) -> str:
+    with open(f"/proc/{pid}/stat", encoding="ascii") as handle:
+        return handle.read().rsplit(")", 1)[1].split()[19]
