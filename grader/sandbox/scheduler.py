@@ -328,14 +328,17 @@ class _Running:
     def overran(self) -> bool:
         """Past the part's limit, not counting the time it was kept from a CPU by others (a
         classmate's child that floods the machine with busy threads must not time this one
-        out); never past STARVED_LIMIT times the limit. A child that keeps more than a core
-        busy itself is kept waiting by its own threads: that time is its own, never credited."""
+        out); never past STARVED_LIMIT times the limit. What is credited is at most the wall
+        time it did not run (elapsed less its own CPU time): the waits of its threads add up
+        to more than the wall time when it runs several, and the CPU it used itself is always
+        its own, so that a child that keeps the cores busy stops once it has used its limit,
+        however loaded the machine."""
         elapsed, limit = time.monotonic() - self.phase_started, self.limit()
         if elapsed <= limit:
             return False
-        starved = max(0.0, self._waited() - self.waited_at_phase_start)
-        if self._busy() - self.busy_at_phase_start > elapsed:
-            starved = 0.0
+        used = self._busy() - self.busy_at_phase_start
+        waited = self._waited() - self.waited_at_phase_start
+        starved = max(0.0, min(waited, elapsed - used))
         return elapsed - starved > limit or elapsed > STARVED_LIMIT * limit
 
     def _waited(self) -> float:

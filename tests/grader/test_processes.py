@@ -165,6 +165,23 @@ def test_a_child_that_keeps_the_cores_busy_itself_is_never_credited_its_waiting(
     assert run.overran()
 
 
+def test_a_flood_of_threads_under_load_is_charged_the_cpu_it_used(tmp_path, monkeypatch):
+    """Two busy threads on a loaded machine (issue 45): they use about one core between them,
+    and each waits for a CPU half the time, so their waits add up to the wall time. Credited
+    in full, that ran a part with a 2 s limit past 8 s; what it used itself is its own."""
+    unit = {"key": "u", "workdir": str(tmp_path), "parts": [{"key": "p", "timeout": 1.0}]}
+    clock, waited, busy = [100.0], {12345: 0.0}, {12345: 0.0}
+    monkeypatch.setattr(scheduler.time, "monotonic", lambda: clock[0])
+    monkeypatch.setattr(scheduler, "_waiting_seconds", lambda pid: waited[pid])
+    monkeypatch.setattr(scheduler, "_cpu_seconds", lambda pid: busy[pid])
+    run = scheduler._Running(unit, 0, 0, _Idle)
+    clock[0] += 1.5
+    waited[12345], busy[12345] = 1.5, 1.4  # 1.4 s of CPU in 1.5 s: past its 1 s
+    assert run.overran()
+    busy[12345] = 0.9  # under its second: only what it waited beyond its own running counts
+    assert not run.overran()
+
+
 @pytest.mark.skipif(
     not hasattr(os, "geteuid") or os.geteuid() != 0, reason="slot user ids are given as root"
 )
