@@ -120,12 +120,13 @@ if importlib.util.find_spec("xdist") is not None:
 
 
 def _untracked(root) -> set[str] | None:
-    """The working tree's untracked files (git's, ignored ones left out), or None without git."""
+    """The working tree's untracked files, ignored ones included (a `~/.keras/` a test made
+    matches `*.keras`), less the caches every run makes; None without git."""
     import subprocess
 
     try:
         done = subprocess.run(
-            ["git", "-C", str(root), "ls-files", "--others", "--exclude-standard", "-z"],
+            ["git", "-C", str(root), "status", "--porcelain", "-z", "--ignored", "-uall"],
             capture_output=True,
             timeout=60,
         )
@@ -133,7 +134,13 @@ def _untracked(root) -> set[str] | None:
         return None
     if done.returncode != 0:
         return None
-    return set(done.stdout.decode("utf-8", "replace").split("\0")) - {""}
+    caches = ("__pycache__/", ".pytest_cache/", ".ruff_cache/", ".egg-info/", ".hypothesis/")
+    entries = done.stdout.decode("utf-8", "replace").split("\0")
+    return {
+        entry[3:]
+        for entry in entries
+        if entry[:2] in ("??", "!!") and not any(cache in entry for cache in caches)
+    }
 
 
 def _controller(config) -> bool:

@@ -313,11 +313,10 @@ def _run_training(module, case, module_path: str) -> tuple[np.ndarray, dict[str,
     answers = {}
     seeded()
     shuffled_inputs, shuffled_targets = _answers_shuffled(case, int(plan["seed"]))
+    model = built()
     try:
-        model = built()
         named(plan["train"])(model, shuffled_inputs, shuffled_targets)
-        answers[COUNTERFACTUAL] = probe(model)
-    except SubmissionError:
+    except (SubmissionError, NotImplementedError):
         raise
     except Exception as error:
         raise SubmissionError(
@@ -325,6 +324,7 @@ def _run_training(module, case, module_path: str) -> tuple[np.ndarray, dict[str,
                 error=f"{type(error).__name__}: {error}"[:500], train=plan["train"]
             )
         ) from error
+    answers[COUNTERFACTUAL] = probe(model)
     del model
 
     seeded()

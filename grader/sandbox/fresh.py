@@ -23,6 +23,11 @@ def main() -> None:
     from grader.sandbox import world
 
     world.unshare_world(job)
+    if job.get("workdir"):
+        # Keras, imported next, makes its `~/.keras/`: in the child's own folder, never in the
+        # folder the grader ran from (in its namespaces `~` may not resolve, and stay `~`).
+        os.chdir(job["workdir"])
+        os.environ["HOME"] = job["workdir"]
     import grader.sandbox.preload  # noqa: F401 - Keras and the backend, as the fork helper has
     from grader.sandbox.scheduler import run_child
 
