@@ -15,8 +15,11 @@ attends p_i = softmax_i(u · m_i) and answers from o + u with o = Σ_i p_i c_i. 
 latest about a person depends on the order of the facts: the memories need a temporal encoding.
 
 The grader makes the data from a seed it keeps, calls `build_model` and then `train_model` in
-the sandbox, and asks the trained model (through `predict` and `attention_weights`, given below)
-about held-out stories it made. In its own process it then checks:
+the sandbox, and asks the trained model itself (its two outputs, which `predict` and
+`attention_weights` below read) about held-out stories it made. It also asks the model
+before its training, a fresh model trained on answers shuffled between examples, and the
+trained model with its weights put back: a model whose answers do not come from its
+training gets no points. In its own process it then checks:
 
 - accuracy: at least 90% of the held-out answers right;
 - the temporal encoding: with the facts of a story put in another order (the latest fact about

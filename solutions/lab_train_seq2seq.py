@@ -14,8 +14,11 @@ h_j with Bahdanau's additive score e_tj = vᵀ tanh(W s_t + U h_j), attends a_tj
 and predicts the digit from s_t and the context Σ_j a_tj h_j.
 
 The grader makes the data from a seed it keeps, calls `build_model` and then `train_model` in
-the sandbox, and asks the trained model (through `predict` and `attention_weights`, given below)
-about held-out dates it made. In its own process it then checks:
+the sandbox, and asks the trained model itself (its two outputs, which `predict` and
+`attention_weights` below read) about held-out dates it made. It also asks the model
+before its training, a fresh model trained on answers shuffled between examples, and the
+trained model with its weights put back: a model whose answers do not come from its
+training gets no points. In its own process it then checks:
 
 - accuracy: at least 95% of the held-out target digits right (teacher forcing);
 - causal: changing the decoder's inputs after a step leaves the outputs up to it unchanged;

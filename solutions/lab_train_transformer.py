@@ -12,8 +12,11 @@ predicted: the answer at p is the source token at position 2n − 1 − p. Your 
 decoder: its output at position p may depend on tokens 0 … p only (a causal mask).
 
 The grader makes the data from a seed it keeps, calls `build_model` and then `train_model` in
-the sandbox, and asks the trained model (through `predict` and `attention_weights`, given
-below) about held-out sequences it made. In its own process it then checks:
+the sandbox, and asks the trained model itself (its two outputs, which `predict` and
+`attention_weights` below read) about held-out sequences it made. It also asks the model
+before its training, a fresh model trained on answers shuffled between examples, and the
+trained model with its weights put back: a model whose answers do not come from its
+training gets no points. In its own process it then checks:
 
 - accuracy: at least 95% of the held-out answer tokens right;
 - causal: changing tokens after a position leaves every output up to it unchanged;

@@ -9,7 +9,17 @@ import numpy as np
 from grader.i18n import N_, _
 from grader.reference import tasks
 from grader.vocabulary.labels import label_texts
-from grader.vocabulary.spec import TRAIN, Case, Exercise, Gate, GateFailure, Part, Training
+from grader.vocabulary.spec import (
+    MODEL_OUTPUT_0,
+    MODEL_OUTPUT_1,
+    TRAIN,
+    Case,
+    Exercise,
+    Gate,
+    GateFailure,
+    Part,
+    Training,
+)
 
 # The words of this record's case labels, translated where shown (grader.vocabulary.labels).
 LABEL_TEXTS = label_texts(N_("dates to digits"), N_("{count} training dates"), N_("seed {seed}"))
@@ -25,9 +35,9 @@ SAME_TO = 1e-5
 SOURCE, TARGET = tasks.DATE_SOURCE, tasks.DATE_TARGET
 
 PROBES = [
-    ["held_out", "predict", "held_out"],
-    ["later_changed", "predict", "later_changed"],
-    ["attention", "attention_weights", "held_out"],
+    ["held_out", MODEL_OUTPUT_0, "held_out"],
+    ["later_changed", MODEL_OUTPUT_0, "later_changed"],
+    ["attention", MODEL_OUTPUT_1, "held_out"],
 ]
 
 
@@ -197,7 +207,7 @@ RECORD = Exercise(
             name="train",
             points=10,
             make_cases=date_cases,
-            targets=("build_model", "train_model", "predict", "attention_weights"),
+            targets=("build_model", "train_model", MODEL_OUTPUT_0, "attention_weights"),
             description="train: build_model and train_model; graded on held-out accuracy "
             f"(≥ {PASS_AT:.0%}) and three gates.",
             training=Training(

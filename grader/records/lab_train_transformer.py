@@ -9,7 +9,17 @@ import numpy as np
 from grader.i18n import N_, _
 from grader.reference import tasks
 from grader.vocabulary.labels import label_texts
-from grader.vocabulary.spec import TRAIN, Case, Exercise, Gate, GateFailure, Part, Training
+from grader.vocabulary.spec import (
+    MODEL_OUTPUT_0,
+    MODEL_OUTPUT_1,
+    TRAIN,
+    Case,
+    Exercise,
+    Gate,
+    GateFailure,
+    Part,
+    Training,
+)
 
 # The words of this record's case labels, translated where shown (grader.vocabulary.labels).
 LABEL_TEXTS = label_texts(
@@ -29,10 +39,10 @@ FOLLOWS_AT = 0.8
 CAUSAL_TOLERANCE = 1e-4
 
 PROBES = [
-    ["held_out", "predict", "held_out"],
-    ["later_changed", "predict", "later_changed"],
-    ["reordered", "predict", "reordered"],
-    ["attention", "attention_weights", "held_out"],
+    ["held_out", MODEL_OUTPUT_0, "held_out"],
+    ["later_changed", MODEL_OUTPUT_0, "later_changed"],
+    ["reordered", MODEL_OUTPUT_0, "reordered"],
+    ["attention", MODEL_OUTPUT_1, "held_out"],
 ]
 
 
@@ -209,7 +219,7 @@ RECORD = Exercise(
             name="train",
             points=10,
             make_cases=reversal_cases,
-            targets=("build_model", "train_model", "predict", "attention_weights"),
+            targets=("build_model", "train_model", MODEL_OUTPUT_0, "attention_weights"),
             description="train: build_model and train_model; graded on held-out accuracy "
             f"(≥ {PASS_AT:.0%}) and three gates.",
             training=Training(

@@ -55,6 +55,16 @@ NO_SUCH_WEIGHT = reported_text(
 WEIGHT_SHAPE = reported_text(N_("{layer}'s weight {name} has shape {shape}, expected {expected}"))
 NO_BACKEND = reported_text(N_("the grader does not support the {backend} Keras backend"))
 CALLED_EXIT = reported_text(N_("the code called sys.exit({code})"))
+NOT_A_MODEL = reported_text(
+    N_("build_model returned a {kind}, not a keras.Model: return the model itself")
+)
+NOT_TWO_OUTPUTS = reported_text(
+    N_(
+        "the model has {count} output(s): build_model must return a keras.Model with two "
+        "outputs, the probabilities first and the attention weights second, as its docstring "
+        "says (the grader reads them from the model itself)"
+    )
+)
 TRAINED_ON_SHUFFLED_FAILED = reported_text(
     N_(
         "{train} raised {error} when the grader trained a fresh model on a share of the data "
@@ -305,10 +315,19 @@ def _run_training(module, case, module_path: str) -> tuple[np.ndarray, dict[str,
         return model
 
     first, function, source = plan["probes"][0]
+    read = {}  # the model's outputs by probe source, until the model changes
+
+    def answer_of(model, function_name, probe_source):
+        if function_name.startswith(MODEL_OUTPUT):
+            if probe_source not in read:
+                read[probe_source] = _model_outputs(model, case.inputs[probe_source])
+            return read[probe_source][int(function_name[len(MODEL_OUTPUT) :])]
+        given = named(function_name)(model, _copy(case.inputs[probe_source], copy=True))
+        return _to_numpy(given, f"{function_name}()")
 
     def probe(model):
-        given = named(function)(model, _copy(case.inputs[source], copy=True))
-        return _to_numpy(given, f"{function}()")
+        read.clear()
+        return answer_of(model, function, source)
 
     answers = {}
     seeded()
@@ -337,9 +356,9 @@ def _run_training(module, case, module_path: str) -> tuple[np.ndarray, dict[str,
     # Copies: what one call does to its arguments cannot change what a later call is given.
     inputs, targets = (_copy(case.inputs[name], copy=True) for name in ("inputs", "targets"))
     named(plan["train"])(model, inputs, targets)
+    read.clear()
     for answer, function_name, probe_source in plan["probes"]:
-        given = named(function_name)(model, _copy(case.inputs[probe_source], copy=True))
-        answers[answer] = _to_numpy(given, f"{function_name}()")
+        answers[answer] = answer_of(model, function_name, probe_source)
     _put_back(model, initial)
     answers[RESET] = probe(model)
     return answers[first], answers
@@ -351,6 +370,28 @@ COUNTERFACTUAL, UNTRAINED, RESET = "trained_on_shuffled", "untrained", "weights_
 # beyond its steps (tracing, each epoch's overhead) does not shrink with fewer, and no honest
 # model learns from shuffled answers whatever their number.
 COUNTERFACTUAL_ROWS = 256
+
+
+# A probe's function that names one of the model's outputs (grader.vocabulary.spec).
+MODEL_OUTPUT = "model output "
+
+
+def _model_outputs(model, inputs) -> list[np.ndarray]:
+    """The outputs of the model `build_model` returned, for `inputs`, as plain arrays: what the
+    model itself answers, whatever the submission's own functions would say of it."""
+    run = getattr(model, "predict", None)
+    if not callable(run):
+        raise SubmissionError(NOT_A_MODEL.format(kind=type(model).__name__))
+    outputs = run(_copy(inputs, copy=True), batch_size=256, verbose=0)
+    if isinstance(outputs, dict):
+        outputs = list(outputs.values())
+    if not isinstance(outputs, list | tuple) or len(outputs) < 2:
+        raise SubmissionError(
+            NOT_TWO_OUTPUTS.format(
+                count=1 if not isinstance(outputs, list | tuple) else len(outputs)
+            )
+        )
+    return [_to_numpy(output, "the model") for output in outputs]
 
 
 def _answers_shuffled(case, seed: int) -> tuple[np.ndarray, np.ndarray]:

@@ -19,6 +19,10 @@ FUNCTION = "function"
 # A model the submission builds and trains in the child, then asks for answers on inputs the
 # grader made (see `Training`).
 TRAIN = "train"
+# A probe of a training case that reads one of the model's own outputs (the model `build_model`
+# returned, called by the grader's child), not an answer a function of the submission gives: a
+# `predict` of the student's could answer by rule whatever the model learned.
+MODEL_OUTPUT_0, MODEL_OUTPUT_1 = "model output 0", "model output 1"
 
 
 @dataclass

@@ -125,3 +125,32 @@ def test_hand_built_models_lose_the_part_with_what_gave_them_away(exercise_id, t
         assert part.status == FAILED and part.score == 0.0, (index, part.status, messages)
         assert planted.mistake in part.mistakes
         assert len(messages) == 1 and planted.phrases[0] in messages[0], messages
+
+
+def test_the_grader_reads_the_models_outputs_never_the_students_predict():
+    """predict() and attention_weights() are the student's to edit: answering by rule there
+    (always, or once train_model set a flag) must not reach the grader, which asks the model."""
+    import types
+
+    from grader.engine.cases import make_cases
+    from grader.instructor.course.stubs import package_dir
+    from grader.reference import tasks
+    from grader.sandbox.child import _run_training
+    from grader.sandbox.child import load_submission as load
+
+    record = get_exercise("train-transformer")
+    solution = load(str(package_dir("solutions") / record.file), "honest_reversal")
+    module = types.ModuleType("cheat")
+    module.__dict__.update(vars(solution))
+    module.train_model = lambda model, inputs, targets: None
+
+    def predict(model, inputs):
+        return np.eye(12)[np.maximum(tasks.reversal_answers(inputs), 0)]
+
+    module.predict = predict
+    case = make_cases(record, 0)["train"][0]
+    output, answers = _run_training(module, case, "cheat.py")
+    truth = tasks.reversal_answers(case.inputs["held_out"])
+    from grader.engine.training import accuracy
+
+    assert accuracy(output, truth) < 0.5  # the untrained model's, not the rule's 100%

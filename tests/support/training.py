@@ -17,43 +17,60 @@ def untrained_evidence(held_out_answer) -> dict:
 # The mistake a model gets when its answers do not come from its training, and what each of the
 # three pieces of evidence says (grader.engine.training.from_training).
 NOT_FROM_TRAINING = "property: the answers come from training on the grader's data"
+# How the rule is switched on: (its first value, what train_model does, the evidence's words).
 WHEN = {
-    # predict answers by rule, whatever happened: the untrained model already answers.
-    "always": ("True", "pass", "the untrained model already answers"),
-    # train_model leaves a mark and trains nothing: a model "trained" on anything answers.
+    # A weightless layer answers by rule from the start: the untrained model already answers.
+    "always": (1.0, "pass", "the untrained model already answers"),
+    # train_model switches the rule on without looking at the data: a model "trained" on
+    # anything answers.
     "once trained": (
-        "getattr(model, '_taught', False)",
-        "model._taught = True",
+        0.0,
+        "model.get_layer('rule').on.assign(1.0)",
         "a fresh model trained on data whose answers were shuffled",
     ),
-    # train_model looks whether the data follows the rule (a rule found, not learned): only
-    # the weights put back tell, since the mark is no trainable weight.
+    # train_model looks whether the data follows the rule (a rule found, not learned): only the
+    # weights put back tell, since the switch is no trainable weight.
     "rule found in the data": (
-        "getattr(model, '_taught', False)",
-        "model._taught = bool(_fits(inputs, targets))",
+        0.0,
+        "model.get_layer('rule').on.assign(float(_fits(inputs, targets)))",
         "with its trainable weights put back",
     ),
 }
 
 
 def hand_built(solution: str, rule: str, when: str) -> str:
-    """The solution with `predict` and `train_model` replaced by ones that answer by `rule`
-    (source defining `_rule(inputs)`, scores like predict's, and `_fits(inputs, targets)`) in
-    the way `when` names: a model whose answers a student computed instead of training it."""
-    condition, training, _phrase = WHEN[when]
+    """The solution whose model answers by `rule` (source defining `_rule(inputs)`, scores like
+    the model's first output, and `_fits(inputs, targets)`) through a layer of its own, switched
+    in the way `when` names: a model whose answers a student computed instead of training it.
+    The layer sits in the model, so that the grader, which reads the model's own outputs, sees
+    the rule's answers."""
+    first, training, _phrase = WHEN[when]
     return (
         solution
-        + "\n\nimport numpy as np\n\n"
+        + "\n\nimport numpy as np\nimport tensorflow as tf\n\n"
         + rule
         + f"""
 
-_solution_predict = predict
+class _Rule(keras.layers.Layer):
+    def build(self, *shapes):
+        self.on = self.add_weight(
+            shape=(), initializer=keras.initializers.Constant({first}), trainable=False,
+            name="on",
+        )
+
+    def call(self, tokens, probs):
+        ruled = tf.numpy_function(lambda x: _rule(x).astype("float32"), [tokens], tf.float32)
+        ruled = tf.reshape(ruled, tf.shape(probs))
+        return self.on * ruled + (1.0 - self.on) * probs
 
 
-def predict(model, inputs):
-    if {condition}:
-        return _rule(inputs)
-    return _solution_predict(model, inputs)
+_solution_build = build_model
+
+
+def build_model(*args, **kwargs):
+    model = _solution_build(*args, **kwargs)
+    probs = _Rule(name="rule")(model.inputs[0], model.outputs[0])
+    return keras.Model(model.inputs, [probs, model.outputs[1]])
 
 
 def train_model(model, inputs, targets):
