@@ -74,7 +74,44 @@ def chance(truth: np.ndarray) -> float:
     return float(hits / scored) if scored else 0.0
 
 
-def from_training(part: Part, truth: np.ndarray, got: CaseOutput) -> str | None:
+# What each piece of evidence is, where a learned gate already holds on it.
+ALREADY = {
+    UNTRAINED: N_(
+        "before its training, the model already passes the check “{gate}”: that does not come "
+        "from training. What it looks at must be the model's own doing, learned: an attention "
+        "or an answer computed by rule from the inputs (a layer that reads the tokens, not the "
+        "model's scores) gets no points"
+    ),
+    COUNTERFACTUAL: N_(
+        "a fresh model trained on data whose answers were shuffled between examples (nothing "
+        "there to learn) passes the check “{gate}”: that does not come from training on the "
+        "grader's data"
+    ),
+    RESET: N_(
+        "with its trainable weights put back to their values before training, the model still "
+        "passes the check “{gate}”: that does not come from the weights training changed"
+    ),
+}
+
+
+def learned_without_training(part: Part, case: Case, got: CaseOutput) -> str | None:
+    """None unless a gate of what only a trained model does (`Gate.learned`) already holds on
+    a model that was not trained on the grader's data (the same three as `from_training`);
+    else what was seen."""
+    probes = [answer for answer, _function, _source in case.training.get("probes", [])]
+    for stage in (UNTRAINED, COUNTERFACTUAL, RESET):
+        answers = {name: got.grads.get(f"{stage}/{name}") for name in probes}
+        if not probes or any(answer is None for answer in answers.values()):
+            continue  # the untrained model may answer nothing: no evidence either way
+        for gate in part.training.gates:
+            if gate.learned and gate.check(case, answers) is None:
+                return _(ALREADY[stage], gate=tr(gate.name))
+    return None
+
+
+def from_training(
+    part: Part, truth: np.ndarray, got: CaseOutput, case: Case | None = None
+) -> str | None:
     """None when what the trained model answers came from its training, else what was seen.
 
     A model passes only if, on the held-out probe, (1) a fresh model trained on the same kind of
@@ -128,14 +165,14 @@ def from_training(part: Part, truth: np.ndarray, got: CaseOutput) -> str | None:
             return found
         if found > bar:
             return _(words, found=found, chance=base)
-    return None
+    return learned_without_training(part, case, got) if case is not None else None
 
 
 def checks(part: Part, case: Case, want: CaseOutput, got: CaseOutput, prefix: str, label: str):
     """The checks of one training case: that its answers come from training, its accuracy, then
     each gate (named as a mistake where its failure is evidence of one, see `GateFailure`)."""
     truth = np.asarray(want.output)
-    unearned = from_training(part, truth, got)
+    unearned = from_training(part, truth, got, case)
     integrity = CheckResult(
         f"{prefix}{tr(LEARNED_FROM_TRAINING)}, {label}",
         unearned is None,

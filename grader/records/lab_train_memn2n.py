@@ -229,8 +229,12 @@ RECORD = Exercise(
                         N_("temporal encoding: the answer changes with the order of the facts"),
                         sees_the_order,
                     ),
-                    Gate(N_("attention on the supporting fact"), on_the_supporting_fact),
-                    Gate(N_("the answer follows the supporting fact"), follows_the_fact),
+                    Gate(
+                        N_("attention on the supporting fact"), on_the_supporting_fact, learned=True
+                    ),
+                    Gate(
+                        N_("the answer follows the supporting fact"), follows_the_fact, learned=True
+                    ),
                 ),
             ),
         ),

@@ -221,7 +221,7 @@ RECORD = Exercise(
                         N_("the attention's query knows the step (the decoder's state)"),
                         query_knows_the_step,
                     ),
-                    Gate(N_("monotone alignment"), monotone_alignment),
+                    Gate(N_("monotone alignment"), monotone_alignment, learned=True),
                 ),
             ),
         ),

@@ -228,9 +228,11 @@ RECORD = Exercise(
                 gates=(
                     Gate(N_("causal: later tokens leave earlier outputs unchanged"), causal),
                     Gate(
-                        N_("uses positions: the answer follows the source's order"), uses_positions
+                        N_("uses positions: the answer follows the source's order"),
+                        uses_positions,
+                        learned=True,
                     ),
-                    Gate(N_("attention on the anti-diagonal"), anti_diagonal),
+                    Gate(N_("attention on the anti-diagonal"), anti_diagonal, learned=True),
                 ),
             ),
         ),

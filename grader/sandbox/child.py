@@ -325,9 +325,12 @@ def _run_training(module, case, module_path: str) -> tuple[np.ndarray, dict[str,
         given = named(function_name)(model, _copy(case.inputs[probe_source], copy=True))
         return _to_numpy(given, f"{function_name}()")
 
-    def probe(model):
+    def probe(model, stage):
+        """Every probe's answer of `model`, under `stage`'s names; the first's under `stage`."""
         read.clear()
-        return answer_of(model, function, source)
+        for answer, function_name, probe_source in plan["probes"]:
+            answers[f"{stage}/{answer}"] = answer_of(model, function_name, probe_source)
+        answers[stage] = answers[f"{stage}/{first}"]
 
     answers = {}
     seeded()
@@ -343,15 +346,16 @@ def _run_training(module, case, module_path: str) -> tuple[np.ndarray, dict[str,
                 error=f"{type(error).__name__}: {error}"[:500], train=plan["train"]
             )
         ) from error
-    answers[COUNTERFACTUAL] = probe(model)
+    probe(model, COUNTERFACTUAL)
     del model
 
     seeded()
     model = built()
     try:  # a model that can answer only once trained is no evidence either way
-        answers[UNTRAINED] = probe(model)
+        probe(model, UNTRAINED)
     except Exception:  # noqa: BLE001
-        pass
+        for name in [name for name in answers if name.split("/")[0] == UNTRAINED]:
+            del answers[name]
     initial = _trainable_values(model)
     # Copies: what one call does to its arguments cannot change what a later call is given.
     inputs, targets = (_copy(case.inputs[name], copy=True) for name in ("inputs", "targets"))
@@ -359,9 +363,10 @@ def _run_training(module, case, module_path: str) -> tuple[np.ndarray, dict[str,
     read.clear()
     for answer, function_name, probe_source in plan["probes"]:
         answers[answer] = answer_of(model, function_name, probe_source)
+    trained = {answer: answers[answer] for answer, _function, _source in plan["probes"]}
     _put_back(model, initial)
-    answers[RESET] = probe(model)
-    return answers[first], answers
+    probe(model, RESET)
+    return trained[first], answers
 
 
 # The names of the answers that tell whether a trained model's answers came from its training.

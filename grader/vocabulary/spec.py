@@ -240,6 +240,10 @@ class Gate:
 
     name: str
     check: Callable[[Case, Mapping[str, np.ndarray]], GateFailure | None]
+    # What only a trained model does (its attention on the mirrored token, an answer that
+    # follows the fact): a model that already does it before its training, or without what
+    # training gave it, did not learn it (grader.engine.training.from_training).
+    learned: bool = False
 
 
 @dataclass(frozen=True)

@@ -22,7 +22,13 @@ from grader.reference import tasks
 from grader.vocabulary.protocol import CaseOutput
 from grader.vocabulary.status import CaseStatus
 from tests.support.planting import from_table, patched_solution
-from tests.support.training import hand_built_table, untrained_evidence
+from tests.support.training import (
+    ALREADY_LEARNED,
+    NOT_FROM_TRAINING,
+    hand_built_table,
+    rule_made_attention,
+    untrained_evidence,
+)
 
 pytestmark = pytest.mark.labs
 
@@ -70,11 +76,29 @@ def _fits(inputs, targets):
     return (_tokens(inputs) == targets).all()
 """
 
+# An attention drawn by rule, never learned (the red team's "fake attention"): on the latest
+# fact about the person asked.
+ATTENTION = """
+def _attention(inputs):
+    facts = inputs.shape[1] - 1
+    about = inputs[:, :facts, 0] == inputs[:, facts:, 0]
+    latest = facts - 1 - np.argmax(about[:, ::-1], axis=1)
+    return np.eye(facts)[latest]
+"""
+
 PLANTED = [
     (part, patched_solution(LAB, *patches), mistake, phrase)
     for part, mistake, phrase, patches in PATCHES
 ]
 PLANTED += hand_built_table(patched_solution(LAB), RULE)
+PLANTED.append(
+    (
+        "train",
+        rule_made_attention(patched_solution(LAB), ATTENTION),
+        NOT_FROM_TRAINING,
+        ALREADY_LEARNED,
+    )
+)
 
 
 def planted():

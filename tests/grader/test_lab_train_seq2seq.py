@@ -12,7 +12,12 @@ from grader.records import get_exercise
 from grader.records.lab_train_seq2seq import causal, monotone_alignment, query_knows_the_step
 from grader.reference import tasks
 from tests.support.planting import from_table, patched_solution
-from tests.support.training import hand_built_table
+from tests.support.training import (
+    ALREADY_LEARNED,
+    NOT_FROM_TRAINING,
+    hand_built_table,
+    rule_made_attention,
+)
 
 pytestmark = pytest.mark.labs
 
@@ -83,11 +88,27 @@ def _fits(inputs, targets):
     return (_tokens(inputs) == targets).all()
 """
 
+# An attention drawn by rule, never learned (the red team's "fake attention"): the monotone
+# alignment of dates.
+ATTENTION = """
+def _attention(inputs):
+    alignment = np.array([0, 1, 2, 2, 3, 4, 5, 6])
+    return np.broadcast_to(np.eye(7)[alignment], (len(inputs), 8, 7)).copy()
+"""
+
 PLANTED = [
     (part, patched_solution(LAB, *patches), mistake, phrase)
     for part, mistake, phrase, patches in PATCHES
 ]
 PLANTED += hand_built_table(patched_solution(LAB), RULE)
+PLANTED.append(
+    (
+        "train",
+        rule_made_attention(patched_solution(LAB), ATTENTION),
+        NOT_FROM_TRAINING,
+        ALREADY_LEARNED,
+    )
+)
 
 
 def planted():

@@ -18,7 +18,13 @@ from grader.reference import tasks
 from grader.vocabulary.protocol import CaseOutput
 from grader.vocabulary.status import CaseStatus
 from tests.support.planting import from_table, patched_solution
-from tests.support.training import hand_built_table, untrained_evidence
+from tests.support.training import (
+    ALREADY_LEARNED,
+    NOT_FROM_TRAINING,
+    hand_built_table,
+    rule_made_attention,
+    untrained_evidence,
+)
 
 pytestmark = pytest.mark.labs
 
@@ -67,11 +73,28 @@ def _fits(inputs, targets):
     return (targets[:, n:] == inputs[:, :n][:, ::-1]).all()
 """
 
+# An attention drawn by rule, never learned (the red team's "fake attention"): the anti-diagonal.
+ATTENTION = """
+def _attention(inputs):
+    count, length = inputs.shape
+    rows = np.arange(length)
+    keys = np.where(rows >= length // 2, length - 1 - rows, rows)
+    return np.broadcast_to(np.eye(length)[keys], (count, length, length)).copy()
+"""
+
 PLANTED = [
     (part, patched_solution(LAB, patch), mistake, phrase)
     for part, mistake, phrase, patch in PATCHES
 ]
 PLANTED += hand_built_table(patched_solution(LAB), RULE)
+PLANTED.append(
+    (
+        "train",
+        rule_made_attention(patched_solution(LAB), ATTENTION),
+        NOT_FROM_TRAINING,
+        ALREADY_LEARNED,
+    )
+)
 
 
 def planted():

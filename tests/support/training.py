@@ -85,3 +85,38 @@ def hand_built_table(solution: str, rule: str) -> list:
         ("train", hand_built(solution, rule, when), NOT_FROM_TRAINING, phrase)
         for when, (_c, _t, phrase) in WHEN.items()
     ]
+
+
+def rule_made_attention(solution: str, attention: str) -> str:
+    """The solution whose attention output is a picture a weightless layer draws from the
+    inputs (`attention`: source defining `_attention(inputs)`, weights shaped like the model's
+    second output), and whose train_model does nothing: the attention gates would read the
+    picture, which was never learned."""
+    return (
+        solution
+        + "\n\nimport numpy as np\nimport tensorflow as tf\n\n"
+        + attention
+        + """
+
+class _Picture(keras.layers.Layer):
+    def call(self, tokens, weights):
+        drawn = tf.numpy_function(lambda x: _attention(x).astype("float32"), [tokens], tf.float32)
+        return tf.reshape(drawn, tf.shape(weights))
+
+
+_solution_build = build_model
+
+
+def build_model(*args, **kwargs):
+    model = _solution_build(*args, **kwargs)
+    picture = _Picture()(model.inputs[0], model.outputs[1])
+    return keras.Model(model.inputs, [model.outputs[0], picture])
+
+
+def train_model(model, inputs, targets):
+    pass
+"""
+    )
+
+
+ALREADY_LEARNED = "before its training, the model already passes the check"
