@@ -290,6 +290,8 @@ def _shard_mark(options: BatchOptions, records, summary: BatchSummary) -> dict:
         "finished": False,
         "not_final": [],
         "command": options.command,
+        # Its results carry signatures (files.sign_result): gather then needs the key.
+        "signed": files.shard_key() is not None,
     }
 
 
@@ -544,6 +546,8 @@ def _finish(run: _Run, plan: _Plan) -> None:
     path = files.result_path(run.out, plan.student.id)
     document = gradebook.merge_previous(document, _read_json(path), run.options.exercises)
     _write_json(path, document)
+    if run.options.shard is not None:
+        files.sign_result(run.out, plan.student.id, run.seed)
     student_feedback.write_feedback(
         files.feedback_path(run.out, plan.student.id), document, run.records
     )

@@ -103,3 +103,54 @@ def remove_abandoned_scratch() -> list[str]:
         if not folder.exists():
             removed.append(f"{folder} (grader {pid}, gone)")
     return removed
+
+
+# A shard's results signed with the course's secret (`GRADER_SHARD_KEY`, in the shard jobs'
+# environment and in gather's, never in a child's: the sandbox's environment is an allowlist),
+# so that `grader gather` takes only results the grader wrote: an edited, swapped or planted
+# result file has no valid signature.
+SHARD_KEY_VARIABLE = "GRADER_SHARD_KEY"
+SIGNATURE_SUFFIX = ".sig"
+
+
+def shard_key() -> bytes | None:
+    key = os.environ.get(SHARD_KEY_VARIABLE, "")
+    return key.encode("utf-8") if key else None
+
+
+def result_signature(key: bytes, seed: int, student: str, data: bytes) -> str:
+    """The HMAC of one student's result file, bound to the student and the seed."""
+    import hashlib
+    import hmac
+
+    bound = json.dumps([seed, student], ensure_ascii=True).encode("ascii") + b"\0" + data
+    return hmac.new(key, bound, hashlib.sha256).hexdigest()
+
+
+def sign_result(out: Path, student: str, seed: int) -> None:
+    """Write the signature of `student`'s result in `out`, where a key is set."""
+    key = shard_key()
+    if key is None:
+        return
+    path = result_path(out, student)
+    signature = result_signature(key, seed, student, path.read_bytes())
+    atomic_write(path.with_name(path.name + SIGNATURE_SUFFIX), signature + "\n")
+
+
+def signature_problem(folder: Path, student: str, seed: int) -> str | None:
+    """None when `student`'s result in `folder` carries the signature the key gives it (or no
+    key is set); else what is wrong with it."""
+    key = shard_key()
+    if key is None:
+        return None
+    path = result_path(folder, student)
+    try:
+        data = path.read_bytes()
+        given = path.with_name(path.name + SIGNATURE_SUFFIX).read_text(encoding="ascii").strip()
+    except (OSError, UnicodeDecodeError):
+        return "its result has no signature (graded without GRADER_SHARD_KEY, or removed)"
+    import hmac
+
+    if not hmac.compare_digest(given, result_signature(key, seed, student, data)):
+        return "its result does not carry the grader's signature (changed after grading)"
+    return None

@@ -37,7 +37,7 @@ from grader.instructor.outputs import gradebook, student_feedback
 from grader.records import UnknownExercise, get_exercise
 
 # What every shard of one class must agree on, as shard.json spells it.
-AGREED = ("exercises", "seed", "grader_version", "cases_hash", "limits")
+AGREED = ("exercises", "seed", "grader_version", "cases_hash", "limits", "signed")
 
 
 class GatherError(RuntimeError):
@@ -211,10 +211,8 @@ def gather(
             "SUBMISSIONS (or --no-similarity)"
         )
 
-    owner = {}
-    for shard in shards:
-        for student in shard.mark["students"]:
-            owner[student] = shard
+    owner = _owners(shards)
+    _check_signing(shards)
     students: list[Student] | None = None
     summary = GatherSummary(seed, sorted(owner), out=Path(out))
     if submissions is not None:
@@ -229,6 +227,13 @@ def gather(
         if summary.ungraded:
             raise GatherError(_ungraded_message(shards[0], summary.ungraded))
         summary.students = [s.id for s in students]
+        ghosts = sorted(set(owner) - set(summary.students))
+        if ghosts:
+            raise GatherError(
+                f"graded in a shard but not in {submissions}: {', '.join(map(repr, ghosts[:10]))}"
+                " (a result planted in a shard's folder, or a student removed since): "
+                + _rerun_words(owner[ghosts[0]])
+            )
 
     _check_out(Path(out), seed)
     for folder in (out, Path(out) / "results", Path(out) / "feedback"):
@@ -250,6 +255,62 @@ def gather(
     )
     write_class_outputs(Path(out), records, students, note, options, summary)
     return summary
+
+
+def _rerun_words(shard: Shard) -> str:
+    return (
+        f"grade shard {shard.index}/{shard.count} again into a fresh folder, then gather:\n  "
+        + shlex.join(shard_command(shard, shard.index))
+    )
+
+
+def _owners(shards: list[Shard]) -> dict[str, Shard]:
+    """Who each shard graded, checked to be what the split gives: a student listed by two
+    shards, or by one they do not belong to, and a result file of no listed student are refused
+    with the shard named (a shard's folder can be written by others than the grader)."""
+    owner: dict[str, Shard] = {}
+    for shard in shards:
+        listed = shard.mark.get("students")
+        if not isinstance(listed, list) or not all(isinstance(s, str) for s in listed):
+            raise GatherError(
+                f"{shard.folder}: {SHARD_FILE} lists no students: " + _rerun_words(shard)
+            )
+        for student in listed:
+            if student in owner:
+                raise GatherError(
+                    f"{student!r} is listed by shard {owner[student].index}/{shard.count} and by "
+                    f"shard {shard.index}/{shard.count} ({shard.folder}): a student is graded by "
+                    f"one shard only. " + _rerun_words(shard)
+                )
+            if shard_of(student, shard.count) != shard.index:
+                raise GatherError(
+                    f"{shard.folder} lists {student!r}, who belongs to shard "
+                    f"{shard_of(student, shard.count)}/{shard.count}, not {shard.index}: "
+                    + _rerun_words(shard)
+                )
+            owner[student] = shard
+        expected = {files.result_path(shard.folder, student).name for student in listed}
+        for path in sorted((shard.folder / "results").glob("*.json")):
+            if path.name not in expected:
+                raise GatherError(
+                    f"{path} is the result of no student {shard.folder}'s shard graded: "
+                    + _rerun_words(shard)
+                )
+    return owner
+
+
+def _check_signing(shards: list[Shard]) -> None:
+    signed = bool(shards[0].mark.get("signed"))
+    if signed and files.shard_key() is None:
+        raise GatherError(
+            f"the shards' results are signed: set {files.SHARD_KEY_VARIABLE} to the key they "
+            "were graded with, then gather again"
+        )
+    if not signed and files.shard_key() is not None:
+        raise GatherError(
+            f"{files.SHARD_KEY_VARIABLE} is set but the shards' results carry no signature "
+            "(graded without the key): grade them with the key, or gather without it"
+        )
 
 
 def _ungraded_message(known: Shard, ungraded: dict[int, list[str]]) -> str:
@@ -282,6 +343,14 @@ def _bring(shard: Shard, student: str, out: Path, records, exercises, summary) -
             f"{shard.folder} has no readable result for {student!r}: run shard "
             f"{shard.index}/{shard.count} again:\n  {shlex.join(shard_command(shard, shard.index))}"
         )
+    seed = shard.mark["seed"]
+    problem = files.signature_problem(shard.folder, student, seed)
+    if problem is None and document.get("student") != student:
+        problem = f"its result is {document.get('student')!r}'s"
+    if problem is None and document.get("seed") != seed:
+        problem = "its result was graded with another seed than the shard's"
+    if problem:
+        raise GatherError(f"{shard.folder}, {student!r}: {problem}. " + _rerun_words(shard))
     path = files.result_path(out, student)
     document = gradebook.merge_previous(document, _read_json(path), exercises)
     _write_json(path, document)
