@@ -183,3 +183,16 @@ def test_a_log_gets_a_count_and_the_time_left_and_ctrl_c_says_how_to_go_on(tmp_p
     assert f"{saved} of 4 already graded" in again.stderr
     assert f"4 students: {4 - saved} graded, {saved} already graded" in again.stdout
     assert len(totals(out)) == 4 and len(set(totals(out).values())) == 1  # alike, graded alike
+
+
+def test_a_moodle_student_whose_name_starts_with_a_dot_is_not_left_out(tmp_path):
+    """Moodle names a folder after the student's full name as it is: "..", ".Ann" are
+    students, not hidden folders (the third red team's class lost one in silence)."""
+    download = tmp_path / "moodle"
+    for name, user in (("Ann Li", 301), ("..", 304), (".Bo", 305)):
+        folder = download / f"{name}_{user}_assignsubmission_file_"
+        folder.mkdir(parents=True)
+        (folder / "ex8_2.py").write_text(GOOD)
+    (download / ".DS_Store").write_text("")
+    ids = sorted(student.id for student in discover(download))
+    assert ids == ["..", ".Bo", "Ann Li"]

@@ -94,11 +94,14 @@ def discover(submissions: Path) -> list[Student]:
         raise FileNotFoundError(_("{path} is not a folder of submissions", path=submissions))
     students, loose = [], []
     for entry in sorted(submissions.iterdir()):
-        if entry.name.startswith("."):
-            continue
-        if MOODLE_ENTRY.match(entry.name) or (
+        lms_entry = MOODLE_ENTRY.match(entry.name) or (
             entry.is_file() and not entry.is_symlink() and CANVAS_FILE.match(entry.name)
-        ):
+        )
+        # A hidden file or folder is no student's, but an LMS's entry is whatever its name:
+        # Moodle names a student ".." "…_assignsubmission_file_" as they are.
+        if entry.name.startswith(".") and not lms_entry:
+            continue
+        if lms_entry:
             loose.append(entry)
         elif entry.is_symlink():  # graded as refused (unpack says why), never dropped in silence
             students.append(Student(student_id(entry.name), entry))
