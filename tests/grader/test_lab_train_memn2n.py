@@ -22,13 +22,7 @@ from grader.reference import tasks
 from grader.vocabulary.protocol import CaseOutput
 from grader.vocabulary.status import CaseStatus
 from tests.support.planting import from_table, patched_solution
-from tests.support.training import (
-    ALREADY_LEARNED,
-    NOT_FROM_TRAINING,
-    hand_built_table,
-    rule_made_attention,
-    untrained_evidence,
-)
+from tests.support.training import not_learned_table, untrained_evidence
 
 pytestmark = pytest.mark.labs
 
@@ -90,15 +84,7 @@ PLANTED = [
     (part, patched_solution(LAB, *patches), mistake, phrase)
     for part, mistake, phrase, patches in PATCHES
 ]
-PLANTED += hand_built_table(patched_solution(LAB), RULE)
-PLANTED.append(
-    (
-        "train",
-        rule_made_attention(patched_solution(LAB), ATTENTION),
-        NOT_FROM_TRAINING,
-        ALREADY_LEARNED,
-    )
-)
+PLANTED += not_learned_table(patched_solution(LAB), RULE, ATTENTION)
 
 
 def planted():

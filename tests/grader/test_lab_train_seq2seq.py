@@ -12,12 +12,7 @@ from grader.records import get_exercise
 from grader.records.lab_train_seq2seq import causal, monotone_alignment, query_knows_the_step
 from grader.reference import tasks
 from tests.support.planting import from_table, patched_solution
-from tests.support.training import (
-    ALREADY_LEARNED,
-    NOT_FROM_TRAINING,
-    hand_built_table,
-    rule_made_attention,
-)
+from tests.support.training import not_learned_table
 
 pytestmark = pytest.mark.labs
 
@@ -100,15 +95,7 @@ PLANTED = [
     (part, patched_solution(LAB, *patches), mistake, phrase)
     for part, mistake, phrase, patches in PATCHES
 ]
-PLANTED += hand_built_table(patched_solution(LAB), RULE)
-PLANTED.append(
-    (
-        "train",
-        rule_made_attention(patched_solution(LAB), ATTENTION),
-        NOT_FROM_TRAINING,
-        ALREADY_LEARNED,
-    )
-)
+PLANTED += not_learned_table(patched_solution(LAB), RULE, ATTENTION)
 
 
 def planted():

@@ -120,3 +120,10 @@ def train_model(model, inputs, targets):
 
 
 ALREADY_LEARNED = "before its training, the model already passes the check"
+
+
+def not_learned_table(solution: str, rule: str, attention: str) -> list:
+    """A lab's planted rows of models whose answers or attention do not come from training:
+    `hand_built_table`'s three, and `rule_made_attention`'s."""
+    drawn = ("train", rule_made_attention(solution, attention), NOT_FROM_TRAINING, ALREADY_LEARNED)
+    return [*hand_built_table(solution, rule), drawn]
