@@ -1141,7 +1141,10 @@ def export_command(system, out_dir, roster, assignment, assignment_id, moodle_id
     """(Instructors) The grade import file of Canvas or Moodle (or a plain CSV), in OUT/lms/."""
     from grader.instructor.course.roster import LmsError, read_roster
     from grader.instructor.outputs.lms import export_grades
+    from grader.instructor.workbench_cli import refresh_if_reviewed
 
+    for note in refresh_if_reviewed(out_dir):  # issue 46: the review page's scores first
+        click.echo(note, err=True)
     try:
         export = export_grades(
             out_dir, read_roster(roster), system, assignment, assignment_id, moodle_id
@@ -1281,6 +1284,12 @@ def fixtures(exercise_ids, out_dir, seed):
         except GraderError as error:
             raise click.ClickException(str(error)) from None
         click.echo(f"{out_dir / (record.id + '.npz')}: seed {seed}")
+
+
+# `grader review` (issue 46): its own module, which parses and delegates.
+from grader.instructor.workbench_cli import review as _review  # noqa: E402
+
+main.add_command(_review)
 
 
 if __name__ == "__main__":

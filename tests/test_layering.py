@@ -30,6 +30,7 @@ LAYERS: list[dict[str, tuple[str, ...]]] = [
     {"instructor.files": ("grader.instructor.files",)},
     {"instructor.course": ("grader.instructor.course",)},
     {"instructor.review": ("grader.instructor.review",)},
+    {"instructor.workbench": ("grader.instructor.workbench",)},
     {"instructor.outputs": ("grader.instructor.outputs",)},
     {
         "instructor.runs": (
@@ -38,6 +39,7 @@ LAYERS: list[dict[str, tuple[str, ...]]] = [
             "grader.instructor.cluster",
             "grader.instructor.gather",
             "grader.instructor.gradescope",
+            "grader.instructor.workbench_cli",
         )
     },
     {

@@ -13,7 +13,7 @@ from grader.i18n import _
 from grader.instructor.course.late import load_late
 from grader.instructor.files import atomic_write, feedback_path, result_path
 from grader.instructor.outputs.student_feedback import write_feedback
-from grader.instructor.review.written import FOLDER, load_scores
+from grader.instructor.review.written import FOLDER
 from grader.vocabulary.untrusted import json_text, markdown
 
 
@@ -28,7 +28,9 @@ def apply_adjustments(out: Path, documents: list[dict], records) -> None:
     """Set each document's `written`, `pending`, `late`, `total` and `max_total` (the one place
     they are computed; gradebook, feedback and report read them); rewrite its result file and
     feedback where they changed. `records`: the gradebook's columns."""
-    scores, late = load_scores(out), load_late(out)
+    from grader.instructor.workbench.gradebook import apply_regrades, review_adjustments
+
+    (scores, regrades), late = review_adjustments(out), load_late(out)  # issue 46: + the page's
     counted = written_counted(out)
     for document in documents:
         if not document["exercises"]:
@@ -41,6 +43,7 @@ def apply_adjustments(out: Path, documents: list[dict], records) -> None:
         maximum = sum(had.get(r.id, r.max_score) for r in records)
         maximum += sum(v for e, v in had.items() if e not in {r.id for r in records})
         total = sum(e["score"] for e in document["exercises"])
+        total += apply_regrades(document, regrades)  # a TA's points in place of the autograder's
         parts = (
             {f"{r.id} {p.name}": float(p.points) for r in records for p in r.written}
             if counted
@@ -76,7 +79,9 @@ def apply_adjustments(out: Path, documents: list[dict], records) -> None:
 
 
 def feedback_lines(document: dict) -> str:
-    lines = []
+    from grader.instructor.workbench.gradebook import regrade_lines
+
+    lines = regrade_lines(document)
     for key, entry in sorted(document.get("written", {}).items()):
         lines.append(
             _(
@@ -120,6 +125,8 @@ def extra_columns(documents: list[dict]) -> tuple[list[str], callable]:
         heads.append("written_pending")
     if any("late" in d for d in documents):
         heads.append("late_penalty")
+    if any("regrades" in d for d in documents):
+        heads.append("regraded")  # issue 46: what a TA's regrades changed in the total
 
     def cells(document: dict) -> list[str]:
         values = []
@@ -131,6 +138,10 @@ def extra_columns(documents: list[dict]) -> tuple[list[str], callable]:
             values.append(f"{sum(pending.values()):g}" if pending else "")
         if "late_penalty" in heads:
             values.append(f"{document['late']['penalty']:g}" if "late" in document else "")
+        if "regraded" in heads:
+            regrades = document.get("regrades", {}).values()
+            change = sum(e["points"] - e["was"] for e in regrades)
+            values.append(f"{change:g}" if regrades else "")
         return values
 
     return heads, cells

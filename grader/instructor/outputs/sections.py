@@ -10,7 +10,7 @@ from pathlib import Path
 def instructor_sections(out: Path) -> str:
     from grader.instructor.course.late import late_section
     from grader.instructor.review.similarity import similarity_section
-    from grader.instructor.review.written import written_section
+    from grader.instructor.workbench.gradebook import regrade_section, written_section
 
-    sections = (similarity_section, written_section, late_section)
+    sections = (similarity_section, written_section, regrade_section, late_section)
     return "".join(section(Path(out)) for section in sections)

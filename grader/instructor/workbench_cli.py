@@ -1,0 +1,209 @@
+"""`grader review OUT …`: parses and delegates (the work is in grader.instructor.workbench);
+and writing the gradebook again with the workbench's scores (`grader review OUT gradebook`,
+and `grader export` first), which needs the outputs (a layer above the workbench's)."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import click
+
+DEFAULT_PORT = 8765
+
+
+def _open(context: click.Context):
+    from grader.instructor.workbench.db import DatabaseError, open_database
+    from grader.instructor.workbench.ingest import ingest
+
+    params = context.obj
+    try:
+        database = open_database(params["out"], params["db"])
+    except DatabaseError as error:
+        raise click.ClickException(str(error)) from None
+    counts = ingest(database, params["out"])
+    return database, counts
+
+
+def _base_url(host: str, port: int, origin: str | None) -> str:
+    if origin:
+        return origin.rstrip("/")
+    shown = "127.0.0.1" if host in ("127.0.0.1", "localhost") else host
+    if ":" in shown and not shown.startswith("["):
+        shown = f"[{shown}]"
+    return f"http://{shown}:{port}"
+
+
+@click.group("review", invoke_without_command=True)
+@click.argument("out", type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.option(
+    "--db",
+    "db",
+    metavar="URL",
+    help="postgresql://USER@HOST/NAME (kept in OUT/review/database.txt, without a password; "
+    "the password from PGPASSWORD or ~/.pgpass). Default: SQLite in OUT/review/.",
+)
+@click.option(
+    "--host",
+    default="127.0.0.1",
+    show_default=True,
+    help="Address to listen on. Anything but this machine: put it behind TLS.",
+)
+@click.option("--port", type=click.IntRange(0, 65535), default=DEFAULT_PORT, show_default=True)
+@click.option(
+    "--origin",
+    metavar="URL",
+    help="The address TAs open (https://grading.example.edu behind a TLS proxy): the only "
+    "origin whose forms are accepted. Default: http://HOST:PORT.",
+)
+@click.pass_context
+def review(context, out, db, host, port, origin):
+    """(Instructors, TAs) Grade written answers and regrade autograded parts on a page several
+    TAs share, stored in a database (docs/review.md). `grader review OUT` serves the page;
+    `grader review OUT add-ta NAME` prints a TA's one-time sign-in link."""
+    context.obj = {"out": out, "db": db, "host": host, "port": port, "origin": origin}
+    if context.invoked_subcommand is not None:
+        return
+    database, counts = _open(context)
+    import uvicorn
+
+    from grader.instructor.workbench.app import make_app
+
+    base = _base_url(host, port, origin)
+    if host not in ("127.0.0.1", "localhost", "::1"):
+        click.echo(
+            f"Warning: listening on {host}, not only this machine. Sign-in links and session "
+            "cookies travel in clear over plain http: put the page behind TLS (a reverse proxy "
+            "with https) and give its address with --origin https://….",
+            err=True,
+        )
+    click.echo(
+        f"{counts['students']} new students, {counts['answers']} new answers, "
+        f"{counts['changed']} changed. Database: "
+        f"{database.url.render_as_string(hide_password=True)}"
+    )
+    click.echo(f"Serving {base}/ (Ctrl-C stops). Sign-in links: grader review {out} add-ta NAME")
+    origins = (base,) if origin else (base, f"http://localhost:{port}")
+    uvicorn.run(make_app(database, out, origins), host=host, port=port, log_level="warning")
+
+
+@review.command("add-ta")
+@click.argument("name")
+@click.pass_context
+def add_ta_command(context, name):
+    """Create a TA's account (or keep it) and print a one-time sign-in link for it."""
+    from grader.instructor.workbench.auth import add_ta
+
+    database, _ = _open(context)
+    params = context.parent.params
+    token = add_ta(database, name)
+    base = _base_url(params["host"], params["port"], params["origin"])
+    click.echo(f"{base}/signin/{token}")
+    click.echo("One use, valid 7 days; give it to the TA only (it signs them in).", err=True)
+
+
+@review.command("import-csv")
+@click.argument("sheet", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option(
+    "--overwrite",
+    is_flag=True,
+    help="Also replace scores a TA gave in the page (else they are kept and named).",
+)
+@click.pass_context
+def import_command(context, sheet, overwrite):
+    """Points and comments of a filled review.csv into the database."""
+    from grader.instructor.workbench.scores import import_sheet
+
+    database, _ = _open(context)
+    result = import_sheet(
+        database, sheet.read_text(encoding="utf-8-sig"), f"import {sheet.name}", overwrite
+    )
+    if result.problems:
+        raise click.ClickException(f"{sheet}: nothing imported:\n  " + "\n  ".join(result.problems))
+    click.echo(f"{len(result.imported)} scores imported from {sheet}.")
+    if result.kept:
+        click.echo(
+            f"{len(result.kept)} scores typed in the page were kept, not overwritten "
+            "(--overwrite replaces them): " + "; ".join(result.kept),
+            err=True,
+        )
+
+
+@review.command("export-csv")
+@click.option("--to", "target", type=click.Path(dir_okay=False, path_type=Path))
+@click.pass_context
+def export_command(context, target):
+    """The written answers with their points and comments, as review.csv (default: stdout)."""
+    from grader.instructor.workbench.scores import export_sheet
+
+    database, _ = _open(context)
+    text = export_sheet(database)
+    if target:
+        target.write_text(text, encoding="utf-8")
+        click.echo(str(target))
+    else:
+        sys.stdout.write(text)
+
+
+@review.command("audit")
+@click.option("--to", "target", type=click.Path(dir_okay=False, path_type=Path))
+@click.pass_context
+def audit_command(context, target):
+    """The audit log (who, what, when, before, after) as CSV (default: stdout)."""
+    from grader.instructor.workbench.scores import audit_csv
+
+    database, _ = _open(context)
+    with database.reading() as session:
+        text = audit_csv(session)
+    if target:
+        target.write_text(text, encoding="utf-8")
+        click.echo(str(target))
+    else:
+        sys.stdout.write(text)
+
+
+@review.command("gradebook")
+@click.pass_context
+def gradebook_command(context):
+    """Write the batch's gradebook again (grades.csv, results, feedback, report) with the
+    scores and regrades given in the page. `grader export` does it first by itself."""
+    from grader.instructor.workbench.gradebook import overridden_merges
+
+    out = context.obj["out"]
+    _open(context)
+    for note in refresh_gradebook(out):
+        click.echo(note, err=True)
+    replaced = overridden_merges(out)
+    if replaced:
+        click.echo(
+            f"{len(replaced)} scores merged from a review.csv are replaced by the page's: "
+            + "; ".join(replaced),
+            err=True,
+        )
+    click.echo(str(out / "grades.csv"))
+
+
+def refresh_gradebook(out: Path) -> list[str]:
+    """Write the batch's gradebook again (grades.csv, results, feedback, report) with the
+    workbench's scores; returns what the instructor must be told."""
+    from grader.instructor import files
+    from grader.instructor.outputs import gradebook
+    from grader.records import get_exercise
+
+    out = Path(out)
+    state = json.loads((out / "batch.json").read_text(encoding="utf-8"))
+    records = [get_exercise(e) for e in state["exercises"]]
+    students = files.students_in(out)
+    return gradebook.write_all(out, students, records, state.get("isolation", ""))
+
+
+def refresh_if_reviewed(out: Path) -> list[str]:
+    """`grader export`: when the batch has a review database, the gradebook is written again
+    first, so that the export carries every score given in the page until now."""
+    from grader.instructor.workbench.db import database_url
+
+    out = Path(out)
+    if database_url(out, create=False) is None or not (out / "batch.json").is_file():
+        return []
+    return refresh_gradebook(out)

@@ -1,0 +1,246 @@
+"""The workbench's database (issue 46): migrations from an empty database to the current
+schema, scores computed from rubric items, optimistic concurrency, the audit log, review.csv
+both ways and the scores reaching the gradebook. On SQLite and on a PostgreSQL server the
+test starts (tests/support/review.py)."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import threading
+
+import pytest
+from sqlalchemy import inspect, select
+
+from grader.instructor.workbench import auth, db, scores
+from grader.instructor.workbench.ingest import ingest
+from grader.instructor.workbench.models import TA, Answer, Base, Part
+from tests.support.review import POSTGRES_SKIP, postgres, skip_or_fail, synthetic_batch
+
+STUDENTS = {
+    "ann": "Self-attention costs $n^2 d$.",
+    "bob": '=HYPERLINK("http://x")',
+    "<b onmouseover=alert(1)>eve</b>": "<script>alert(1)</script>",
+}
+
+
+@pytest.fixture(scope="module", params=["sqlite", "postgresql"])
+def backend(request, tmp_path_factory):
+    if request.param == "sqlite":
+        yield None
+        return
+    if POSTGRES_SKIP:
+        skip_or_fail(POSTGRES_SKIP)
+    with postgres("review_db") as url:
+        yield url
+
+
+@pytest.fixture
+def opened(backend, tmp_path):
+    """A batch folder and its database, empty of grading (a PostgreSQL one emptied first)."""
+    out = synthetic_batch(tmp_path / "out", STUDENTS)
+    if backend:
+        database = db.Database(backend)
+        Base.metadata.drop_all(database.engine)
+        with database.engine.begin() as connection:
+            connection.exec_driver_sql("DROP TABLE IF EXISTS alembic_version")
+        database.dispose()
+    database = db.open_database(out, backend)
+    ingest(database, out)
+    yield out, database
+    database.dispose()
+
+
+def _ta(database, name="Ann TA") -> TA:
+    token = auth.add_ta(database, name)
+    assert auth.token_ta(database, token).name == name
+    with database.reading() as session:
+        return session.scalar(select(TA).where(TA.name == name))
+
+
+def _written(database, sid="ann"):
+    from grader.instructor.workbench.models import Student
+
+    with database.reading() as session:
+        part = session.scalar(select(Part).where(Part.kind == "written"))
+        answer = session.scalar(
+            select(Answer)
+            .join(Student, Student.id == Answer.student_id)
+            .where(Answer.part_id == part.id, Student.sid == sid)
+        )
+        return part, answer
+
+
+def test_migrations_build_the_schema_from_an_empty_database(opened):
+    out, database = opened
+    assert db.current_revision(database) == db.head_revision()
+    from alembic.autogenerate import compare_metadata
+    from alembic.runtime.migration import MigrationContext
+
+    with database.engine.connect() as connection:
+        differences = compare_metadata(MigrationContext.configure(connection), Base.metadata)
+        tables = set(inspect(connection).get_table_names())
+    assert differences == []
+    assert {"answer", "rubric_item", "applied", "audit", "ta", "session"} <= tables
+    database.migrate()  # again: nothing to do
+    if database.sqlite:
+        with database.engine.connect() as connection:
+            assert connection.exec_driver_sql("PRAGMA journal_mode").scalar() == "wal"
+        assert (out / "review" / "review.sqlite3").is_file()
+
+
+def test_ingest_keeps_the_answers_and_is_idempotent(opened):
+    out, database = opened
+    assert ingest(database, out) == {"students": 0, "parts": 0, "answers": 0, "changed": 0}
+    part, answer = _written(database, "bob")
+    assert answer.text == '=HYPERLINK("http://x")'  # the sheet's guard taken off again
+    _, hostile = _written(database, "<b onmouseover=alert(1)>eve</b>")
+    assert hostile.text == "<script>alert(1)</script>"
+
+
+def test_rubric_items_score_and_editing_one_rescores_every_answer(opened):
+    _, database = opened
+    ta = _ta(database)
+    part, answer = _written(database)
+    _, other = _written(database, "bob")
+    good = scores.add_item(database, ta, part.id, 1.5, "names the n²d term")
+    bad = scores.add_item(database, ta, part.id, -0.5, "no positional encoding")
+    assert scores.save_answer(database, ta, answer.id, answer.version, [good, bad]).ok
+    assert scores.save_answer(database, ta, other.id, other.version, [good], "fine").ok
+    written, _ = scores.review_scores(database)
+    assert written["ann"]["8-3 comparison"]["points"] == 1.0
+    assert written["bob"]["8-3 comparison"] == {
+        "points": 1.5,
+        "max_points": 2.0,
+        "comment": "+1.5 names the n²d term; fine",
+    }
+    with database.reading() as session:
+        version = session.get(scores.RubricItem, good).version
+    ok, affected = scores.edit_item(database, ta, good, version, 2.5, "names n²d and n d²")
+    assert ok and affected == 2
+    written, _ = scores.review_scores(database)
+    assert written["ann"]["8-3 comparison"]["points"] == 2.0  # 2.5 - 0.5, within 0..2
+    assert written["bob"]["8-3 comparison"]["points"] == 2.0  # capped at the maximum
+    assert written["bob"]["8-3 comparison"]["comment"].startswith("+2.5 names n²d and n d²")
+    assert not scores.edit_item(database, ta, good, version, 1, "stale")[0]
+
+
+def test_a_stale_save_is_refused_and_shows_the_other_change(opened):
+    _, database = opened
+    ann, bo = _ta(database, "Ann"), _ta(database, "Bo")
+    part, answer = _written(database)
+    item = scores.add_item(database, ann, part.id, 1, "good")
+    first = scores.save_answer(database, ann, answer.id, answer.version, [item], "Ann's")
+    assert first.ok and first.version == answer.version + 1
+    second = scores.save_answer(database, bo, answer.id, answer.version, [], "Bo's")
+    assert not second.ok
+    assert second.by == "Ann" and second.current["comment"] == "Ann's"
+    assert [i["id"] for i in second.current["items"]] == [item]
+    again = scores.save_answer(database, bo, answer.id, second.version, [], "Bo's")
+    assert again.ok
+    with database.reading() as session:
+        log = scores.audit_csv(session)
+    rows = list(csv.DictReader(io.StringIO(log)))
+    grades = [r for r in rows if r["action"] == "grade"]
+    assert [r["who"] for r in grades] == ["Ann", "Bo"]
+    assert json.loads(grades[1]["before"])["comment"] == "Ann's"
+    assert json.loads(grades[1]["after"])["comment"] == "Bo's"
+    assert rows[0].keys() == set(scores.AUDIT_COLUMNS)
+
+
+def test_concurrent_savers_lose_no_update(opened):
+    """Ten TAs save the same answer at once, each from the version they read, retrying when
+    refused: every save that succeeded is in the version count and the audit log."""
+    _, database = opened
+    tas = [_ta(database, f"TA {n}") for n in range(10)]
+    part, answer = _written(database)
+    done = []
+
+    def work(ta):
+        for number in range(5):
+            while True:
+                with database.reading() as session:
+                    version = session.get(Answer, answer.id).version
+                saved = scores.save_answer(
+                    database, ta, answer.id, version, [], f"{ta.name} {number}"
+                )
+                if saved.ok:
+                    done.append(saved.version)
+                    break
+
+    threads = [threading.Thread(target=work, args=(ta,)) for ta in tas]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert sorted(done) == list(range(answer.version + 1, answer.version + 51))
+    with database.reading() as session:
+        assert session.get(Answer, answer.id).version == answer.version + 50
+        assert sum(r.action == "grade" for r in scores.audit_rows(session)) == 50
+
+
+def test_review_csv_both_ways_never_overwrites_a_page_score(opened):
+    out, database = opened
+    ta = _ta(database)
+    part, answer = _written(database)
+    assert scores.save_answer(database, ta, answer.id, answer.version, [], "", points=1.0).ok
+    sheet = scores.export_sheet(database)
+    rows = list(csv.DictReader(io.StringIO(sheet)))
+    assert {r["student"] for r in rows} == {"ann", "bob", "<b onmouseover=alert(1)>eve</b>"}
+    assert next(r for r in rows if r["student"] == "bob")["answer"].startswith("'=")
+
+    def filled(points: str) -> str:
+        buffer = io.StringIO()
+        writer = csv.DictWriter(buffer, fieldnames=scores.SHEET_COLUMNS, lineterminator="\n")
+        writer.writeheader()
+        writer.writerows({**row, "points": points} for row in rows)
+        return buffer.getvalue()
+
+    result = scores.import_sheet(database, filled("2"), "import review.csv")
+    assert result.problems == []
+    assert sorted(result.imported) == [
+        "<b onmouseover=alert(1)>eve</b> 8-3 comparison",
+        "bob 8-3 comparison",
+    ]
+    assert result.kept == ["ann 8-3 comparison (1 in the page, 2 in the sheet)"]
+    written, _ = scores.review_scores(database)
+    assert written["ann"]["8-3 comparison"]["points"] == 1.0
+    forced = scores.import_sheet(database, filled("2"), "import", overwrite=True)
+    assert len(forced.imported) == 3
+    bad = scores.import_sheet(database, filled("9"), "x")
+    assert bad.problems and not bad.imported
+
+
+def test_scores_and_regrades_reach_the_gradebook(opened):
+    from grader.instructor.workbench_cli import refresh_gradebook
+
+    out, database = opened
+    ta = _ta(database)
+    part, answer = _written(database)
+    assert scores.save_answer(database, ta, answer.id, answer.version, [], "clear", 1.5).ok
+    with database.reading() as session:
+        auto = session.scalar(
+            select(Answer)
+            .join(Part, Part.id == Answer.part_id)
+            .where(Part.kind == "auto", Answer.student_id == answer.student_id)
+            .where(Answer.auto_points == 0)
+        )
+        auto_part = session.get(Part, auto.part_id)
+    saved = scores.save_answer(
+        database, ta, auto.id, auto.version, (), "the shape check was wrong", auto_part.max_points
+    )
+    assert saved.ok
+    refresh_gradebook(out)
+    rows = {r["student"]: r for r in csv.DictReader(open(out / "grades.csv", encoding="utf-8"))}
+    record_max = json.loads((out / "results" / "ann.json").read_text())["exercises"][0]["max_score"]
+    assert float(rows["ann"]["total"]) == record_max + 1.5
+    assert rows["ann"]["written"] == "1.5"
+    assert rows["ann"]["regraded"] == f"{auto_part.max_points:g}"
+    feedback = (out / "feedback" / "ann.md").read_text(encoding="utf-8")
+    assert "regraded by hand" in feedback and "the shape check was wrong" in feedback
+    report = (out / "report.html").read_text(encoding="utf-8")
+    assert "Regrades" in report and "the shape check was wrong" in report
+    refresh_gradebook(out)  # twice: the same
+    again = {r["student"]: r for r in csv.DictReader(open(out / "grades.csv", encoding="utf-8"))}
+    assert again == rows
