@@ -208,10 +208,14 @@ def invocation(words: tuple[str, ...]) -> Invocation:
     """What `grader WORDS` calls, read as Click reads it; a subcommand that does not exist fails
     the test that asks."""
     command, path, options, arguments = grader_main, (), [], []
+    own: list[str] = []  # a group's own arguments (`grader review OUT add-ta NAME`)
     rest = list(words)
     while rest:
         word = rest.pop(0)
-        if word.startswith("-") and word != "-":
+        takes = sum(isinstance(p, click.Argument) for p in command.params)
+        if isinstance(command, click.Group) and word not in command.commands and len(own) < takes:
+            own.append(word)
+        elif word.startswith("-") and word != "-":
             name, _, value = word.partition("=")
             option = next((p for p in command.params if name in p.opts + p.secondary_opts), None)
             takes_value = option is not None and not option.is_flag and not option.count
@@ -221,7 +225,7 @@ def invocation(words: tuple[str, ...]) -> Invocation:
         elif isinstance(command, click.Group) and not arguments:
             assert word in command.commands, f"`grader {' '.join(words)}`: no command {word!r}"
             command = command.commands[word]
-            path += (word,)
+            path, own = path + (word,), []
         else:
             arguments.append(word)
     return Invocation(path, options, arguments)

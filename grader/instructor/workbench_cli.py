@@ -11,6 +11,7 @@ from pathlib import Path
 import click
 
 DEFAULT_PORT = 8765
+DEFAULT_OUT = "grading-results"  # grader batch's --out
 
 
 def _open(context: click.Context):
@@ -18,6 +19,11 @@ def _open(context: click.Context):
     from grader.instructor.workbench.ingest import ingest
 
     params = context.obj
+    if not (params["out"] / "results").is_dir():
+        raise click.ClickException(
+            f"{params['out']} holds no graded batch (no results/): give the folder "
+            "`grader batch … --written --out OUT` wrote"
+        )
     try:
         database = open_database(params["out"], params["db"])
     except DatabaseError as error:
@@ -35,8 +41,29 @@ def _base_url(host: str, port: int, origin: str | None) -> str:
     return f"http://{shown}:{port}"
 
 
-@click.group("review", invoke_without_command=True)
-@click.argument("out", type=click.Path(exists=True, file_okay=False, path_type=Path))
+class _ReviewGroup(click.Group):
+    """`grader review OUT --port 8000` as well as `grader review --port 8000 OUT`: the group's
+    options given after OUT (before a subcommand's name) are moved in front of it."""
+
+    OPTIONS = ("--db", "--host", "--port", "--origin")
+
+    def parse_args(self, ctx, args):
+        front, kept, rest = [], [], list(args)
+        while rest and rest[0] not in self.commands:
+            token = rest.pop(0)
+            if token in self.OPTIONS and rest:
+                front += [token, rest.pop(0)]
+            elif token.startswith(tuple(f"{o}=" for o in self.OPTIONS)):
+                front.append(token)
+            else:
+                kept.append(token)
+        if rest and not [k for k in kept if not k.startswith("-")]:
+            kept.append(DEFAULT_OUT)  # `grader review add-ta NAME`: the default batch folder
+        return super().parse_args(ctx, front + kept + rest)
+
+
+@click.group("review", cls=_ReviewGroup, invoke_without_command=True)
+@click.argument("out", type=click.Path(file_okay=False, path_type=Path))
 @click.option(
     "--db",
     "db",
@@ -61,7 +88,8 @@ def _base_url(host: str, port: int, origin: str | None) -> str:
 def review(context, out, db, host, port, origin):
     """(Instructors, TAs) Grade written answers and regrade autograded parts on a page several
     TAs share, stored in a database (docs/review.md). `grader review OUT` serves the page;
-    `grader review OUT add-ta NAME` prints a TA's one-time sign-in link."""
+    `grader review OUT add-ta NAME` prints a TA's one-time sign-in link. OUT: the batch's
+    folder (default: grading-results)."""
     context.obj = {"out": out, "db": db, "host": host, "port": port, "origin": origin}
     if context.invoked_subcommand is not None:
         return
