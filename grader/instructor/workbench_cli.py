@@ -10,6 +10,8 @@ from pathlib import Path
 
 import click
 
+from grader.i18n import _
+
 DEFAULT_PORT = 8765
 DEFAULT_OUT = "grading-results"  # grader batch's --out
 
@@ -21,8 +23,11 @@ def _open(context: click.Context):
     params = context.obj
     if not (params["out"] / "results").is_dir():
         raise click.ClickException(
-            f"{params['out']} holds no graded batch (no results/): give the folder "
-            "`grader batch … --written --out OUT` wrote"
+            _(
+                "{out} holds no graded batch (no results/): give the folder "
+                "`grader batch … --written --out OUT` wrote",
+                out=params["out"],
+            )
         )
     try:
         database = open_database(params["out"], params["db"])
@@ -101,17 +106,30 @@ def review(context, out, db, host, port, origin):
     base = _base_url(host, port, origin)
     if host not in ("127.0.0.1", "localhost", "::1"):
         click.echo(
-            f"Warning: listening on {host}, not only this machine. Sign-in links and session "
-            "cookies travel in clear over plain http: put the page behind TLS (a reverse proxy "
-            "with https) and give its address with --origin https://….",
+            _(
+                "Warning: listening on {host}, not only this machine. Sign-in links and session "
+                "cookies travel in clear over plain http: put the page behind TLS (a reverse "
+                "proxy with https) and give its address with --origin https://….",
+                host=host,
+            ),
             err=True,
         )
     click.echo(
-        f"{counts['students']} new students, {counts['answers']} new answers, "
-        f"{counts['changed']} changed. Database: "
-        f"{database.url.render_as_string(hide_password=True)}"
+        _(
+            "{students} new students, {answers} new answers, {changed} changed. Database: {url}",
+            students=counts["students"],
+            answers=counts["answers"],
+            changed=counts["changed"],
+            url=database.url.render_as_string(hide_password=True),
+        )
     )
-    click.echo(f"Serving {base}/ (Ctrl-C stops). Sign-in links: grader review {out} add-ta NAME")
+    click.echo(
+        _(
+            "Serving {base}/ (Ctrl-C stops). Sign-in links: grader review {out} add-ta NAME",
+            base=base,
+            out=out,
+        )
+    )
     origins = (base,) if origin else (base, f"http://localhost:{port}")
     uvicorn.run(make_app(database, out, origins), host=host, port=port, log_level="warning")
 
@@ -123,12 +141,12 @@ def add_ta_command(context, name):
     """Create a TA's account (or keep it) and print a one-time sign-in link for it."""
     from grader.instructor.workbench.auth import add_ta
 
-    database, _ = _open(context)
+    database, _counts = _open(context)
     params = context.parent.params
     token = add_ta(database, name)
     base = _base_url(params["host"], params["port"], params["origin"])
     click.echo(f"{base}/signin/{token}")
-    click.echo("One use, valid 7 days; give it to the TA only (it signs them in).", err=True)
+    click.echo(_("One use, valid 7 days; give it to the TA only (it signs them in)."), err=True)
 
 
 @review.command("import-csv")
@@ -143,17 +161,23 @@ def import_command(context, sheet, overwrite):
     """Points and comments of a filled review.csv into the database."""
     from grader.instructor.workbench.scores import import_sheet
 
-    database, _ = _open(context)
+    database, _counts = _open(context)
     result = import_sheet(
         database, sheet.read_text(encoding="utf-8-sig"), f"import {sheet.name}", overwrite
     )
     if result.problems:
-        raise click.ClickException(f"{sheet}: nothing imported:\n  " + "\n  ".join(result.problems))
-    click.echo(f"{len(result.imported)} scores imported from {sheet}.")
+        raise click.ClickException(
+            _("{sheet}: nothing imported:", sheet=sheet) + "\n  " + "\n  ".join(result.problems)
+        )
+    click.echo(_("{count} scores imported from {sheet}.", count=len(result.imported), sheet=sheet))
     if result.kept:
         click.echo(
-            f"{len(result.kept)} scores typed in the page were kept, not overwritten "
-            "(--overwrite replaces them): " + "; ".join(result.kept),
+            _(
+                "{count} scores typed in the page were kept, not overwritten (--overwrite "
+                "replaces them): {scores}",
+                count=len(result.kept),
+                scores="; ".join(result.kept),
+            ),
             err=True,
         )
 
@@ -165,7 +189,7 @@ def export_command(context, target):
     """The written answers with their points and comments, as review.csv (default: stdout)."""
     from grader.instructor.workbench.scores import export_sheet
 
-    database, _ = _open(context)
+    database, _counts = _open(context)
     text = export_sheet(database)
     if target:
         target.write_text(text, encoding="utf-8")
@@ -181,7 +205,7 @@ def audit_command(context, target):
     """The audit log (who, what, when, before, after) as CSV (default: stdout)."""
     from grader.instructor.workbench.scores import audit_csv
 
-    database, _ = _open(context)
+    database, _counts = _open(context)
     with database.reading() as session:
         text = audit_csv(session)
     if target:
@@ -205,8 +229,11 @@ def gradebook_command(context):
     replaced = overridden_merges(out)
     if replaced:
         click.echo(
-            f"{len(replaced)} scores merged from a review.csv are replaced by the page's: "
-            + "; ".join(replaced),
+            _(
+                "{count} scores merged from a review.csv are replaced by the page's: {scores}",
+                count=len(replaced),
+                scores="; ".join(replaced),
+            ),
             err=True,
         )
     click.echo(str(out / "grades.csv"))

@@ -331,7 +331,7 @@ class Workbench:
             part_id = item.part_id if item else None
         if part_id is None:
             return self.missing(signed)
-        ok, _ = scores.edit_item(self.database, signed[0], item_id, version, points, text)
+        ok, _affected = scores.edit_item(self.database, signed[0], item_id, version, points, text)
         if not ok:
             return self.bad(
                 signed,

@@ -15,6 +15,7 @@ from datetime import timedelta
 from itsdangerous import BadSignature, Signer
 from sqlalchemy import select
 
+from grader.i18n import _
 from grader.instructor.workbench.ingest import now
 from grader.instructor.workbench.models import TA, Meta, SigninToken
 from grader.instructor.workbench.models import Session as SessionRow
@@ -41,7 +42,7 @@ def add_ta(database, name: str) -> str:
     """Create the TA `name` (or keep the one there) and return a new one-time sign-in token."""
     name = " ".join(name.split())[:200]
     if not name:
-        raise ValueError("a TA needs a name")
+        raise ValueError(_("a TA needs a name"))
     token = secrets.token_urlsafe(32)
     with database.writing() as session:
         ta = session.scalar(select(TA).where(TA.name == name))

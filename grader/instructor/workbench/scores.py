@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 
 from sqlalchemy import delete, func, insert, select, update
 
+from grader.i18n import _
 from grader.instructor.workbench.ingest import now
 from grader.instructor.workbench.models import (
     TA,
@@ -226,11 +227,8 @@ def save_answer(
         if answer is None:
             raise KeyError(answer_id)
         part = session.get(Part, answer.part_id)
-        if points is not None:
-            if part.kind == "written" and not 0 <= points <= part.max_points:
-                raise ValueError(f"points must be within 0 and {part.max_points:g}")
-            if part.kind == "auto" and not 0 <= points <= part.max_points:
-                raise ValueError(f"points must be within 0 and {part.max_points:g}")
+        if points is not None and not 0 <= points <= part.max_points:
+            raise ValueError(_("points must be within 0 and {max:g}", max=part.max_points))
         valid = {i.id for i in items_of(session, part.id)}
         wanted = {int(i) for i in item_ids} & valid
         before = snapshot(session, answer, part)
@@ -455,7 +453,7 @@ SHEET_COLUMNS = ["student", "exercise", "part", "max_points", "points", "comment
 def export_sheet(database) -> str:
     """review.csv, as `grader batch --written` writes it, with the points and comments given
     in the workbench (a spreadsheet's way back in: `grader review OUT import-csv`)."""
-    written, _ = review_scores(database)
+    written, _regrades = review_scores(database)
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
     writer.writerow(SHEET_COLUMNS)
