@@ -173,7 +173,7 @@ def test_every_page_and_action_needs_a_sign_in(site):
     other = site.context().new_page()
     assert other.goto(f"{site.url}/signin/{token}").status == 404
     # Cookies: HttpOnly, SameSite=Strict.
-    (cookie,) = [c for c in context.cookies() if c["name"] == auth.COOKIE]
+    (cookie,) = [c for c in context.cookies() if c["name"].startswith(auth.COOKIE)]
     assert cookie["httpOnly"] and cookie["sameSite"] == "Strict"
     # Signed out: the session is over.
     page.click("text=Sign out")

@@ -59,6 +59,9 @@ class Workbench:
         self.out = out
         self.origins = {o.rstrip("/") for o in origins}
         self.secret = auth.secret_key(database)
+        # Cookies do not tell ports apart: two workbenches on one host (two courses) keep a
+        # cookie each, named after their database's key.
+        self.cookie = auth.cookie_name(self.secret)
         self.md = markdown_renderer()
         self.templates = Environment(
             loader=FileSystemLoader(HERE / "templates"),
@@ -110,7 +113,7 @@ class Workbench:
             if public:
                 return await run_in_threadpool(handler, request, form, None)
             signed = await run_in_threadpool(
-                auth.signed_in, self.database, request.cookies.get(auth.COOKIE), self.secret
+                auth.signed_in, self.database, request.cookies.get(self.cookie), self.secret
             )
             if signed is None:
                 return self.page(
@@ -167,7 +170,7 @@ class Workbench:
             )
         response = RedirectResponse("/", status_code=303, headers=HEADERS)
         response.set_cookie(
-            auth.COOKIE,
+            self.cookie,
             cookie,
             max_age=auth.SESSION_DAYS * 86400,
             httponly=True,
@@ -180,7 +183,7 @@ class Workbench:
     def signout(self, request, form, signed):
         auth.sign_out(self.database, signed[2])
         response = RedirectResponse("/signed-out", status_code=303, headers=HEADERS)
-        response.delete_cookie(auth.COOKIE, path="/")
+        response.delete_cookie(self.cookie, path="/")
         return response
 
     def signed_out(self, request, form, signed):

@@ -29,6 +29,10 @@ def _hash(value: str) -> str:
     return hashlib.sha256(value.encode()).hexdigest()
 
 
+def cookie_name(secret: str) -> str:
+    return f"{COOKIE}-{_hash('name:' + secret)[:10]}"
+
+
 def secret_key(database) -> str:
     with database.writing() as session:
         row = session.get(Meta, "secret")
