@@ -155,7 +155,12 @@ def test_a_canvas_download_charges_only_those_canvas_marks_late(canvas):
     assert entries["cat"]["submitted"] is None and entries["cat"]["days_late"] == 1
     assert len(notes) == 1 and "cat" in notes[0] and "submitted_at" in notes[0]
     report = (out / "report.html").read_text("utf-8")
-    assert "Canvas _late mark" in report
+    late, on_time = report.split("Late work")[1].split("on time: 2")
+    assert "<td>cat</td>" in late and "<td>ann</td>" not in late
+    assert "<td>ann</td><td>—</td><td>Canvas _late mark</td>" in on_time
+    feedback = (out / "feedback" / "cat.md").read_text("utf-8")
+    assert "marked late by Canvas; how late is not known, counted as 1 day(s)" in feedback
+    assert "late" not in (out / "feedback" / "ann.md").read_text("utf-8").lower()
 
 
 def test_a_canvas_download_with_a_roster_takes_its_submitted_at(canvas):
@@ -219,3 +224,88 @@ def test_a_canvas_download_through_the_batch_charges_only_the_marked_student(can
     assert result.exit_code == 0, result.output
     assert totals(out) == {"ann": ("10", ""), "ben": ("10", ""), "cat": ("9", "1")}
     assert "marked late by Canvas" in result.output
+
+
+def test_canvas_marks_and_roster_times_that_disagree_are_named(canvas):
+    # ann is not marked but the roster has her a day late; cat is marked but on time by it:
+    # the roster decides, and the instructor hears that the two due dates may differ.
+    (canvas / "roster.csv").write_text(
+        "submission,submitted_at\nann,2026-11-22T11:00Z\nben,2026-11-21T11:00Z\n"
+        "cat,2026-11-21T11:30Z\n",
+        "utf-8",
+    )
+    (canvas / "course.toml").write_text(POLICY + 'roster = "roster.csv"\n', "utf-8")
+    out = _graded(canvas, ["ann", "ben", "cat"])
+    [note] = write_late(out, read_policy(canvas / "course.toml"), discover(canvas / "canvas"))
+    assert "disagree for 2 student(s) (ann, cat)" in note and "2026-11-21T20:00:00+08:00" in note
+    days = {s: e["days_late"] for s, e in _entries(out).items()}
+    assert days == {"ann": 1, "ben": 0, "cat": 0}
+
+
+def test_a_moodle_student_missing_from_the_roster_is_named(tmp_path):
+    download = tmp_path / "moodle"
+    for name, user in (("Ann Li", 11), ("Ben Wu", 12)):
+        (download / f"{name}_{user}_assignsubmission_file_").mkdir(parents=True)
+        (download / f"{name}_{user}_assignsubmission_file_" / "ex8_2.py").write_text("x = 1\n")
+    _unzipped_now(download)
+    (tmp_path / "roster.csv").write_text("submission,submitted_at\nAnn Li,2026-11-21T11:00Z\n")
+    (tmp_path / "course.toml").write_text(POLICY + 'roster = "roster.csv"\n', "utf-8")
+    out = _graded(tmp_path, ["Ann Li", "Ben Wu"])
+    with pytest.raises(PolicyError, match=r"roster.csv: no submitted_at for Ben Wu, who comes"):
+        write_late(out, read_policy(tmp_path / "course.toml"), discover(download))
+    assert not (out / LATE_FILE).exists()
+
+
+def _batch(submissions, out, *more):
+    from click.testing import CliRunner
+
+    from grader import cli
+
+    words = ["batch", str(submissions), "-e", "8-2", "--out", str(out), "--jobs", "2"]
+    words += ["--seed", "5", "--no-pictures", "--no-similarity", *more]
+    return CliRunner().invoke(cli.main, words)
+
+
+def test_unzipped_file_times_stop_the_batch_before_grading(week):
+    _unzipped_now(week / "class")
+    out = week / "graded"
+    result = _batch(week / "class", out, "--course", str(week / "course.toml"))
+    assert result.exit_code == 1, result.output
+    assert "within" in result.output and "submitted_at" in result.output
+    assert not (out / "results").exists() and not (out / "grades.csv").exists()
+
+
+def test_a_moodle_download_through_the_batch_is_refused_then_charges_only_the_late(tmp_path):
+    """Moodle's "Download all submissions", unzipped now (after the due date): Ann handed in on
+    time, Ben a day late. Without a roster the policy is refused and the earlier gradebook is
+    kept as it was; with the roster's submitted_at only Ben is charged."""
+    good = (Path(package_dir("solutions")) / "ex8_2.py").read_text("utf-8")
+    download = tmp_path / "moodle"
+    for name, user in (("Ann Li", 11), ("Ben Wu", 12)):
+        folder = download / f"{name}_{user}_assignsubmission_file_"
+        folder.mkdir(parents=True)
+        (folder / "ex8_2.py").write_text(good, "utf-8")
+    _unzipped_now(download)
+    out = tmp_path / "graded"
+    first = _batch(download, out)
+    assert first.exit_code == 0, first.output
+    before = {p.name: p.read_bytes() for p in [out / "grades.csv", *(out / "results").iterdir()]}
+    assert totals(out) == {"Ann Li": ("10", None), "Ben Wu": ("10", None)}
+
+    (tmp_path / "course.toml").write_text(POLICY, "utf-8")
+    refused = _batch(download, out, "--course", str(tmp_path / "course.toml"))
+    assert refused.exit_code == 1, refused.output
+    assert "Moodle download" in refused.output and "submitted_at" in refused.output
+    after = {p.name: p.read_bytes() for p in [out / "grades.csv", *(out / "results").iterdir()]}
+    assert after == before and not (out / LATE_FILE).exists()
+
+    (tmp_path / "roster.csv").write_text(
+        "submission,submitted_at\nAnn Li,2026-11-21T11:59Z\nBen Wu,2026-11-22T12:30Z\n",
+        "utf-8",
+    )
+    (tmp_path / "course.toml").write_text(POLICY + 'roster = "roster.csv"\n', "utf-8")
+    graded = _batch(download, out, "--course", str(tmp_path / "course.toml"))
+    assert graded.exit_code == 0, graded.output
+    # Ben: 1 day and 30 minutes after the due date, 2 started days, 20%.
+    assert totals(out) == {"Ann Li": ("10", ""), "Ben Wu": ("8", "2")}
+    assert {e["source"] for e in _entries(out).values()} == {"roster submitted_at"}

@@ -160,6 +160,16 @@ def submission_times(policy: LatePolicy, students: list[Student]) -> dict[str, S
             times[student.id] = Submitted(moment, FROM_ROSTER, student.marked_late)
         elif student.lms == "canvas":
             times[student.id] = Submitted(None, FROM_CANVAS_MARK, student.marked_late)
+        elif student.lms and policy.roster is not None:
+            raise PolicyError(
+                _(
+                    "{roster}: no submitted_at for {student}, who comes from a Moodle download: "
+                    "its file times are when it was unzipped and its names carry no late mark, "
+                    "so only the roster can say when they handed in (docs/lms.md)",
+                    roster=policy.roster,
+                    student=student.id,
+                )
+            )
         elif student.lms:
             raise PolicyError(
                 _(
@@ -241,7 +251,8 @@ def write_late(out: Path, policy: LatePolicy | None, students: list[Student]) ->
             )
         ]
     entries = {}
-    marked_only = []
+    marked_only, disagree = [], []
+    canvas = {student.id for student in students if student.lms == "canvas"}
     for student, submitted in submission_times(policy, students).items():
         days, fraction = lateness(policy, submitted)
         entries[student] = {
@@ -252,6 +263,14 @@ def write_late(out: Path, policy: LatePolicy | None, students: list[Student]) ->
         }
         if submitted.source == FROM_CANVAS_MARK and submitted.marked_late:
             marked_only.append(student)
+        # Canvas marks a file late after its own due date (no grace): a roster time on the
+        # other side of the course file's due date says the two due dates differ.
+        if (
+            student in canvas
+            and submitted.time is not None
+            and submitted.marked_late != (submitted.time > policy.due)
+        ):
+            disagree.append(student)
     terms = {
         "due": policy.due.isoformat(),
         "penalty_per_day": policy.penalty_per_day,
@@ -268,7 +287,18 @@ def write_late(out: Path, policy: LatePolicy | None, students: list[Student]) ->
                 "day: how late they were, and the grace minutes, only the roster's submitted_at "
                 'can tell (give roster = "<file>" in the course file)',
                 count=len(marked_only),
-                students=", ".join(marked_only[:10]) + (" …" if len(marked_only) > 10 else ""),
+                students=_few(marked_only),
+            )
+        )
+    if disagree:
+        notes.append(
+            _(
+                "Canvas's _late marks and the roster's submitted_at disagree for {count} "
+                "student(s) ({students}): the roster's times are used. Check that the course "
+                "file's due date ({due}) is the one set in Canvas",
+                count=len(disagree),
+                students=_few(disagree),
+                due=policy.due.isoformat(),
             )
         )
     if not isinstance(earlier, dict):
@@ -285,6 +315,10 @@ def write_late(out: Path, policy: LatePolicy | None, students: list[Student]) ->
     ]
 
 
+def _few(students: list[str]) -> str:
+    return ", ".join(students[:10]) + (" …" if len(students) > 10 else "")
+
+
 def load_late(out: Path) -> dict[str, dict]:
     try:
         return json.loads((Path(out) / LATE_FILE).read_text(encoding="utf-8"))["students"]
@@ -293,24 +327,39 @@ def load_late(out: Path) -> dict[str, dict]:
 
 
 def late_section(out: Path) -> str:
+    """The report's "Late work": the students charged, then (folded) those on time; each
+    with the time and where it came from."""
     from html import escape
 
-    entries = sorted(load_late(out).items())
-    rows = "".join(
-        f"<tr><td>{escape(student)}</td><td>{escape(str(entry.get('submitted') or '—'))}</td>"
-        f"<td>{escape(str(entry.get('source', FROM_FILES)))}</td>"
-        f"<td class=num>{entry['days_late']}</td><td class=num>{entry['fraction']:.0%}</td></tr>"
-        for student, entry in entries
-        if entry["days_late"]
-    )
     if not (Path(out) / LATE_FILE).is_file():
         return ""
+    entries = sorted(load_late(out).items())
+
+    def rows(late: bool) -> str:
+        return "".join(
+            f"<tr><td>{escape(student)}</td><td>{escape(str(entry.get('submitted') or '—'))}"
+            f"</td><td>{escape(str(entry.get('source', FROM_FILES)))}</td>"
+            f"<td class=num>{entry['days_late']}</td><td class=num>{entry['fraction']:.0%}</td>"
+            "</tr>"
+            for student, entry in entries
+            if bool(entry["days_late"]) == late
+        )
+
+    head = (
+        "<table><tr><th>student</th><th>submitted</th><th>from</th>"
+        "<th class=num>days late</th><th class=num>penalty</th></tr>"
+    )
     sources = sorted({str(entry.get("source", FROM_FILES)) for _student, entry in entries})
+    on_time = sum(1 for _student, entry in entries if not entry["days_late"])
     return (
         "<h2>Late work</h2>"
         + f"<p class=muted>times from: {escape(', '.join(sources))}</p>"
-        + "<table><tr><th>student</th><th>submitted</th><th>from</th>"
-        "<th class=num>days late</th><th class=num>penalty</th></tr>"
-        + (rows or "<tr><td class=muted colspan=5>nobody was late</td></tr>")
+        + head
+        + (rows(True) or "<tr><td class=muted colspan=5>nobody was late</td></tr>")
         + "</table>"
+        + (
+            f"<details><summary>on time: {on_time}</summary>{head}{rows(False)}</table></details>"
+            if on_time
+            else ""
+        )
     )

@@ -10,7 +10,7 @@ import json
 from pathlib import Path
 
 from grader.i18n import _
-from grader.instructor.course.late import load_late
+from grader.instructor.course.late import FROM_CANVAS_MARK, load_late
 from grader.instructor.files import atomic_write, feedback_path, result_path
 from grader.instructor.outputs.student_feedback import write_feedback
 from grader.instructor.review.written import FOLDER
@@ -103,14 +103,22 @@ def feedback_lines(document: dict) -> str:
         )
     if "late" in document:
         late = document["late"]
-        lines.append(
-            _(
+        if late.get("submitted") is None and late.get("source") == FROM_CANVAS_MARK:
+            line = _(
+                "- **late** (marked late by Canvas; how late is not known, counted as {days} "
+                "day(s)): -{penalty:g} points ({share})",
+                days=late["days_late"],
+                penalty=late["penalty"],
+                share=f"{late['fraction']:.0%}",
+            )
+        else:
+            line = _(
                 "- **late** {days} day(s) after the due date: -{penalty:g} points ({share})",
                 days=late["days_late"],
                 penalty=late["penalty"],
                 share=f"{late['fraction']:.0%}",
             )
-        )
+        lines.append(line)
     heading = _("## Added by the instructor")
     return "\n".join(["", heading, "", *lines, ""]) if lines else ""
 
