@@ -75,9 +75,26 @@ def write_slurm(plan: ShardPlan, out: Path, workdir: Path) -> tuple[Path, Path]:
     folder.mkdir(parents=True, exist_ok=True)
     logs = str(folder.resolve())
     array, gather = folder / "shards.sbatch", folder / "gather.sbatch"
+    _write_key(folder / KEY_FILE)
     array.write_text(slurm_array(plan, str(workdir), logs), encoding="utf-8")
     gather.write_text(slurm_gather(plan, str(workdir), logs), encoding="utf-8")
     return array, gather
+
+
+# The key the shards sign their results with and the gather checks them by (docs/cluster.md):
+# made once, readable by the instructor's user alone; the jobs read it, children never do.
+KEY_FILE = "shard.key"
+
+
+def _write_key(path: Path) -> None:
+    import os
+    import secrets
+
+    if path.exists():  # a rerun keeps the key the shards already signed with
+        return
+    descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(descriptor, "w", encoding="ascii") as handle:
+        handle.write(secrets.token_hex(32) + "\n")
 
 
 def submit_slurm(array: Path, gather: Path) -> tuple[str, str]:

@@ -6,6 +6,7 @@ that task, as `grader slurm` says, completes the gradebook.
 Needs root (slurmd runs jobs as their user) and `apt-get install slurmctld slurmd munge
 slurm-client`; skipped with the reason where they are missing, a failure in CI (CI=1)."""
 
+import json
 import os
 import re
 import shlex
@@ -218,3 +219,10 @@ def test_a_slurm_array_grades_the_class_and_a_cancelled_task_is_named_and_rerun(
     wait_for(lambda: queue_empty(slurm, again, gathered), 300, "the rerun did not end", logs)
     assert (out / "grades.csv").exists(), "\n".join(p.read_text() for p in logs if p.exists())
     assert (out / "grades.csv").read_bytes() == expected
+    # The shards signed their results with the key `grader slurm` made, the instructor's alone,
+    # and the gather took them with it (it refuses unsigned shards when it has the key).
+    key = out / "slurm" / "shard.key"
+    assert key.stat().st_mode & 0o777 == 0o600
+    for folder in folders:
+        assert json.loads((folder / "shard.json").read_text())["signed"] is True
+        assert list((folder / "results").glob("*.json.sig"))

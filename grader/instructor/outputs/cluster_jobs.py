@@ -84,6 +84,18 @@ def _shell(words: list[str], variable: str) -> str:
     return " ".join(quoted)
 
 
+def _key_lines(logs: str) -> list[str]:
+    """The shards sign their results, and the gather checks them, with the key `grader slurm`
+    wrote beside the scripts (readable by the instructor alone; docs/cluster.md)."""
+    key = shlex.quote(f"{logs}/shard.key")
+    return [
+        "# The course's key: shards sign their results with it, the gather refuses any other.",
+        f'if [ -z "${{GRADER_SHARD_KEY:-}}" ] && [ -r {key} ]; then',
+        f'  GRADER_SHARD_KEY="$(cat {key})"; export GRADER_SHARD_KEY',
+        "fi",
+    ]
+
+
 def slurm_array(plan: ShardPlan, workdir: str, logs: str) -> str:
     """The sbatch script of the shards: one array task per shard."""
     command = _shell(plan.batch_words("$SLURM_ARRAY_TASK_ID"), "SLURM_ARRAY_TASK_ID")
@@ -101,6 +113,7 @@ def slurm_array(plan: ShardPlan, workdir: str, logs: str) -> str:
             f"#SBATCH --time={plan.minutes}",
             f"#SBATCH --output={logs}/shard-%a.log",
             "set -euo pipefail",
+            *_key_lines(logs),
             f"cd {shlex.quote(workdir)}",
             f"exec {command}",
             "",
@@ -124,6 +137,7 @@ def slurm_gather(plan: ShardPlan, workdir: str, logs: str) -> str:
             "#SBATCH --kill-on-invalid-dep=yes",
             f"#SBATCH --output={logs}/gather.log",
             "set -euo pipefail",
+            *_key_lines(logs),
             f"cd {shlex.quote(workdir)}",
             f"exec {shlex.join(plan.gather_words())}",
             "",
