@@ -283,3 +283,76 @@ def test_no_advice_presents_a_numpy_copy_as_the_only_way_to_leave_an_argument_un
     copying = [text for text in texts if "np.array(" in text or "np.copy(" in text]
     assert copying, "the check looks at nothing"
     assert all("ops." in text for text in copying), [t for t in copying if "ops." not in t]
+
+
+def test_the_tables_of_contradictory_advice_name_real_mistakes():
+    """tests/support/advice.py's opposite mistakes are every record's named mistakes: a renamed
+    one would leave its row checking nothing."""
+    from grader.records import EXERCISES
+    from tests.support.advice import unknown_opposites
+
+    assert not unknown_opposites(EXERCISES)
+
+
+def test_the_run_that_opened_issue_49_is_found_to_contradict_itself(tmp_path):
+    """The check over every planted mistake's run (tests/grader/test_records.py) finds the run
+    issue 49 reported: update_cache told to copy with NumPy only, incremental_attention (which
+    calls it) that a tensor cannot be written in place, a generic line before "fix
+    update_cache first"; and the same run as the grader writes it now agrees with itself."""
+    from tests.support.advice import conflicting_advice
+
+    record = get_exercise("kv-cache")
+    submission = tmp_path / record.file
+    submission.write_text(
+        "def update_cache(cache, key, value, cache_update_index):\n    return cache\n\n"
+        "def incremental_attention(query, key, value, max_length):\n"
+        "    return update_cache(query, key, value, 0)\n",
+        encoding="utf-8",
+    )
+    numpy_only = (
+        "the argument `cache` was changed by the call: the caller's array must stay as it "
+        "was. Work on a copy (`cache = np.array(cache)`)"
+    )
+    tensor = (
+        "a tensor cannot be changed in place (x[i] = ...): build a new one instead, with "
+        "ops.where, ops.concatenate or ops.stack (or ops.slice_update)."
+    )
+
+    def run(update_message, generic_ahead):
+        update = CheckResult("arguments unchanged", False, update_message, "argument changed")
+        incremental = [CheckResult("output", False, tensor)]
+        if generic_ahead:  # a recognition that is not incremental_attention's own mistake
+            incremental.insert(0, CheckResult("output", False, update_message, "ahead"))
+        return ExerciseResult(
+            record.id,
+            [
+                PartResult("update_cache", 3, Status.FAILED, [update]),
+                PartResult("incremental_attention", 3, Status.FAILED, incremental),
+            ],
+            submission=str(submission),
+        )
+
+    found = conflicting_advice(record, run(numpy_only, generic_ahead=False))
+    assert len(found) == 1 and "NumPy copy" in found[0], found
+    both_ways = numpy_only.replace("Work on", "With keras.ops, ops.slice_update; with NumPy,")
+    assert conflicting_advice(record, run(both_ways, generic_ahead=False)) == []
+    # The grader puts "fix update_cache first" ahead of a recognition not the part's own, so
+    # the order the check looks for holds in what the renderer writes.
+    assert conflicting_advice(record, run(both_ways, generic_ahead=True)) == []
+
+
+def test_the_advice_check_finds_opposite_mistakes_and_a_generic_line_before_fix_first():
+    from tests.support.advice import conflicts
+
+    record = get_exercise("kv-cache")
+    own = record.part("incremental_attention").mistakes[0].explanation
+    fix = "fix update_cache first: incremental_attention calls it, and it fails its own checks"
+    generic = "the argument `cache` was changed by the call [arguments unchanged]"
+    assert conflicts(record, {"incremental_attention": [fix, generic]}, {}) == []
+    assert conflicts(record, {"incremental_attention": [f"{own} [output]", fix]}, {}) == []
+    found = conflicts(record, {"incremental_attention": [generic, fix]}, {})
+    assert len(found) == 1 and "comes before 'fix update_cache first" in found[0], found
+    named = {"attend_cached": {"later positions not masked", "own position masked"}}
+    assert conflicts(record, {}, named) == [
+        "attend_cached names both 'later positions not masked' and 'own position masked'"
+    ]

@@ -16,6 +16,7 @@ from grader.engine.cases import make_cases
 from grader.engine.results import ERROR, FAILED
 from grader.i18n import speaking
 from grader.records import EXERCISES
+from tests.support.advice import callers, conflicting_advice
 from tests.support.grading import (
     assert_reference_scores_full_marks,
     assert_stub_reports_not_implemented,
@@ -141,14 +142,26 @@ def test_each_planted_mistake_fails_its_part_with_the_mistake_named(exercise_id,
     """All planted mistakes of an exercise graded in one run, each a submission of its own:
     each loses every point of its part, with a failing check that says the table's phrase and,
     where the table names it, the mistake recognised; and what the student reads of it, in
-    English, holds no internal jargon (tests/support/jargon.py)."""
+    English, holds no internal jargon (tests/support/jargon.py) and agrees with itself: no two
+    lines of the run give contradictory fixes, and "fix X first" leads the lines of a part that
+    calls the broken one (tests/support/advice.py)."""
     table = planted_mistakes(exercise_id)
     labels = [f"{index}. {planted.label}" for index, planted in enumerate(table)]
     assert len(set(labels)) == len(labels)
+    record = EXERCISES[exercise_id]
     with speaking("en"):
+        # Graded with the parts that call it (a lab that trains: alone, one training each),
+        # so that the run's lines are those a student reads: "fix X first" among them.
         results = grade_many(
             exercise_id,
-            {lab: (p.source, [p.part]) for lab, p in zip(labels, table, strict=True)},
+            {
+                lab: (
+                    p.source,
+                    [p.part]
+                    + ([] if record.trains else callers(record, p.source, p.part, tmp_path)),
+                )
+                for lab, p in zip(labels, table, strict=True)
+            },
             tmp_path,
         )
         wrong = []
@@ -164,4 +177,6 @@ def test_each_planted_mistake_fails_its_part_with_the_mistake_named(exercise_id,
                 wrong.append(f"{label}: recognised {part.mistakes}, not {planted.mistake!r}")
             elif jargon:  # tests/grader/test_jargon.py checks the Chinese
                 wrong.append(f"{label}: internal jargon in what the student reads: {jargon}")
+            # One piece of advice per mistake (issue 49): the run agrees with itself.
+            wrong += [f"{label}: {why}" for why in conflicting_advice(record, results[label])]
     assert not wrong, "\n".join(wrong)
