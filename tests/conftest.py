@@ -11,14 +11,23 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 # The session's own temporary folder (issue 45): the controller makes it, the workers and every
 # process a test starts inherit it as TMPDIR, and it is removed at the end, so that nothing a
 # test or a grader it killed leaves (an `attnkit-batch-*` scratch) stays in the machine's /tmp.
-# What is left in it is named at the end, for the test that left it to be found.
+# What is left in it under an `attnkit-` name fails the run, named, for the test that left it
+# to be found. The session's pid and start time are written in it, so that the folder of a
+# session that was killed (a `timeout`, kill -9) is removed by the next session, and named.
+SESSION_PREFIX = "attnkit-tests-"
+ABANDONED_SESSIONS: list[str] = []
 if "PYTEST_XDIST_WORKER" not in os.environ and "ATTNKIT_TEST_TMPDIR" not in os.environ:
     import tempfile
+    from pathlib import Path
 
+    from grader.instructor.files import remove_abandoned_scratch, write_owner
+
+    ABANDONED_SESSIONS = remove_abandoned_scratch(SESSION_PREFIX)
     os.environ["ATTNKIT_TEST_TMPDIR"] = os.environ["TMPDIR"] = tempfile.mkdtemp(
-        prefix="attnkit-tests-"
+        prefix=SESSION_PREFIX
     )
     os.chmod(os.environ["TMPDIR"], 0o1777)  # as /tmp: the ordinary user's tests write here too
+    write_owner(Path(os.environ["TMPDIR"]))
     tempfile.tempdir = None
 
 # Keras is imported by the fixtures that use it, not here: pytest-xdist's controller loads this
@@ -150,11 +159,17 @@ def _controller(config) -> bool:
 def pytest_sessionstart(session):
     if _controller(session.config):
         session.config._untracked_before = _untracked(session.config.rootpath)
+        reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+        for folder in ABANDONED_SESSIONS:
+            if reporter:
+                reporter.write_line(f"removed the temporary folder of a killed session: {folder}")
 
 
 def pytest_sessionfinish(session, exitstatus):
     """No test writes into the working tree (issue 49): a file that appeared there fails the
-    run, named. The session's temporary folder is removed, what was left in it named."""
+    run, named. Nor does any leave an `attnkit-` folder or file in the temporary directory
+    (issue 45): what is left in the session's temporary folder fails the run, named; the
+    folder is then removed."""
     if not _controller(session.config):
         return
     import shutil
@@ -174,6 +189,10 @@ def pytest_sessionfinish(session, exitstatus):
             if os.path.isdir(folder)
             else []
         )
-        if left and reporter:
-            reporter.write_line(f"left in the temporary folder (removed now): {', '.join(left)}")
+        if left:
+            if reporter:
+                reporter.write_line(
+                    f"tests left in the temporary folder (removed now): {', '.join(left)}"
+                )
+            session.exitstatus = 1
         shutil.rmtree(folder, ignore_errors=True)

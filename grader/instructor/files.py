@@ -76,20 +76,27 @@ def new_scratch() -> Path:
     import tempfile
 
     scratch = Path(tempfile.mkdtemp(prefix=SCRATCH_PREFIX))
-    owner = {"pid": os.getpid(), "started": _started(os.getpid())}
-    (scratch / OWNER_FILE).write_text(json.dumps(owner), encoding="utf-8")
+    write_owner(scratch)
     return scratch
 
 
-def remove_abandoned_scratch() -> list[str]:
+def write_owner(folder: Path) -> None:
+    """Write this process (its pid and start time) into `folder` as its owner: once the
+    process is gone, `remove_abandoned_scratch` may remove the folder."""
+    owner = {"pid": os.getpid(), "started": _started(os.getpid())}
+    (Path(folder) / OWNER_FILE).write_text(json.dumps(owner), encoding="utf-8")
+
+
+def remove_abandoned_scratch(prefix: str = SCRATCH_PREFIX) -> list[str]:
     """Remove the scratch folders of graders that are gone (killed before they could clean
     up), in the temporary directory, and return them by name: never one whose grader still
-    runs, nor one whose owner cannot be read (another tool's, or an older grader's)."""
+    runs, nor one whose owner cannot be read (another tool's, or an older grader's). `prefix`
+    names the folders looked at (the test suite's own session folders have one of theirs)."""
     import shutil
     import tempfile
 
     removed = []
-    for folder in sorted(Path(tempfile.gettempdir()).glob(SCRATCH_PREFIX + "*")):
+    for folder in sorted(Path(tempfile.gettempdir()).glob(prefix + "*")):
         try:
             if folder.is_symlink() or not folder.is_dir() or folder.stat().st_uid != os.getuid():
                 continue

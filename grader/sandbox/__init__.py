@@ -300,7 +300,9 @@ def enter(policy: dict, end) -> None:
     _unreadable_off_the_path([path for path, _ in allowed])
     listener = seccomp.confine(pid)
     supervisor.tell_started(end, listener)
-    sys.addaudithook(_audit_hook(allowed, end))
+    own = [workdir, *(os.path.realpath(p) for p in policy.get("read", ()))]
+    library = [root for root in (*installation_roots(), *SYSTEM_FOLDERS) if root not in own]
+    sys.addaudithook(_audit_hook(allowed, end, library, own))
 
 
 def _unreadable_off_the_path(readable: list[str]) -> None:
@@ -333,13 +335,75 @@ WATCHED = {
 }
 
 
-def _audit_hook(allowed: list[tuple[str, int]], end):
+# What starts a process or opens a socket, which the seccomp filter refuses and reports. An
+# installed library may try one while it is imported (matplotlib runs `fc-list` to list the
+# fonts, `ctypes.util.find_library` runs `ldconfig`): then it is refused here, before the call,
+# as the kernel would refuse it, so that an honest import is not reported (see _audit_hook).
+STARTS = frozenset(
+    {
+        "subprocess.Popen",
+        "os.posix_spawn",
+        "os.fork",
+        "os.forkpty",
+        "os.system",
+        "os.exec",
+        "os.spawn",
+        "socket.__new__",
+    }
+)
+IMPORT_MACHINERY = "<frozen importlib."
+
+
+def _audit_hook(allowed: list[tuple[str, int]], end, library=(), own=()):
+    """The child's witness of what the kernel refuses it quietly (an open, a listing, a
+    removal outside the allowlist) and of its attempts to start a process or open a socket.
+
+    What an installed library does while it is imported is never reported, and its attempts
+    to start a process or open a socket fail here (PermissionError, as the kernel would say)
+    before they reach the kernel, which would report them: an honest `import matplotlib`,
+    `import scipy` or `import numpy.testing` is flagged on no path. "While it is imported": from
+    the call out to the import machinery, every frame runs code of the installation
+    (`library`, less the child's `own` folders: its submission's, its inputs, its scratch);
+    code of the submission on the way (a finder it added, a module it wrote) is reported as
+    before, and so is a listing the import machinery makes for an import the submission wrote
+    itself (a folder it put on sys.path)."""
     readable = tuple(path for path, _ in allowed)
     writable = tuple(path for path, rights in allowed if rights & landlock.WRITE_FILE)
     realpath, fspath, getcwd = os.path.realpath, os.fspath, os.getcwd
+    getframe = sys._getframe
     sent = [0]
+    known: dict[str, bool] = {}
+
+    def installed(filename: str) -> bool:
+        if filename not in known:
+            path = realpath(filename)
+            known[filename] = not any(_within(path, root) for root in own) and any(
+                _within(path, root) for root in library
+            )
+        return known[filename]
+
+    def importing_a_library() -> bool:
+        try:
+            frame, library_code = getframe(2), False
+        except ValueError:  # no Python frame below the hook's
+            return False
+        while frame is not None:
+            filename = frame.f_code.co_filename
+            if filename.startswith(IMPORT_MACHINERY):
+                if library_code:
+                    return True
+            elif installed(filename):
+                library_code = True
+            else:
+                return False
+            frame = frame.f_back
+        return False
 
     def hook(event, args):
+        if event in STARTS:
+            if importing_a_library():
+                raise PermissionError(1, "the sandbox starts no process and opens no socket")
+            return
         if event not in WATCHED or sent[0] >= 100 or not args:
             return
         try:
@@ -358,6 +422,8 @@ def _audit_hook(allowed: list[tuple[str, int]], end):
                     or (isinstance(flags, int) and flags & WRITE_FLAGS)
                 )
             if not any(_within(path, root) for root in (writable if writing else readable)):
+                if importing_a_library():
+                    return
                 sent[0] += 1
                 supervisor.send_event(end, "open", ("write " if writing else "read ") + path)
         except Exception:  # noqa: BLE001 - an audit hook must never break the code it watches

@@ -507,16 +507,25 @@ def test_a_helper_that_dies_mid_batch_is_replaced_and_nobody_pays_for_it(tmp_pat
 
 def test_a_spinning_child_dies_with_its_grader_and_helper(tmp_path):
     """Grader and helper killed at once (kill -9 of the whole process group): the children,
-    in sessions of their own, die too (their parent-death signal), busy loop or not."""
+    in sessions of their own, die too (their parent-death signal), busy loop or not. The
+    grader's scratch (the reference's outputs, the students' files), which nobody is left to
+    remove, is removed by the next batch, which names it (issue 45)."""
     root = tmp_path / "class"
     for student in ("spinner", "sleeper"):
         (root / student).mkdir(parents=True)
     (root / "spinner" / "ex8_2.py").write_text("while True:\n    pass\n")
     (root / "sleeper" / "ex8_2.py").write_text("import time\ntime.sleep(3600)\n")
+    temporary = tmp_path / "tmp"  # the graders' temporary folder, watched here
+    temporary.mkdir()
+    environment = dict(os.environ, TMPDIR=str(temporary))
     command = [sys.executable, "-m", "grader.cli", "batch", str(root), "-e", "8-2"]
     command += ["--out", str(tmp_path / "out"), "--jobs", "2", "--timeout", "600"]
     process = subprocess.Popen(
-        command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True
+        command,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+        env=environment,
     )
     try:
         # The helper's children running submitted code (sessions of their own); the reference
@@ -536,6 +545,23 @@ def test_a_spinning_child_dies_with_its_grader_and_helper(tmp_path):
         time.sleep(0.1)
         alive = [pid for pid in children if running(pid)]
     assert not alive, "children outlived their grader"
+
+    left = list(temporary.glob("attnkit-batch-*"))
+    assert len(left) == 1 and (left[0] / "owner.json").exists(), left
+    nobody = tmp_path / "nobody"  # a class whose only student handed nothing in: cheap
+    (nobody / "ghost").mkdir(parents=True)
+    again = subprocess.run(
+        [sys.executable, "-m", "grader.cli", "batch", str(nobody), "-e", "8-2"]
+        + ["--out", str(tmp_path / "again"), "--no-similarity", "--no-pictures"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=environment,
+    )
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert not left[0].exists()
+    assert str(left[0]) in again.stdout + again.stderr, again.stdout + again.stderr
+    assert not list(temporary.glob("attnkit-*")), list(temporary.iterdir())
 
 
 def test_a_killed_graders_scratch_is_removed_by_the_next_batch_and_named(tmp_path, monkeypatch):

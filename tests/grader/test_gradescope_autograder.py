@@ -32,6 +32,7 @@ from grader.kit import KIT
 from grader.notebook.generate import notebook_text
 from grader.records import EXERCISES
 from tests.support.gradescope_schema import validate
+from tests.support.honest_imports import HEADER as HONEST_HEADER
 
 pytestmark = [
     pytest.mark.slow,
@@ -43,8 +44,10 @@ CLASS = KIT / "examples" / "submissions"
 # A correct file that imports what the grader's helper had not loaded: a part of NumPy, and a
 # package of the venv's own site-packages (here NumPy comes from the base interpreter's, through
 # --system-site-packages; on Gradescope every package is in the venv). It failed with
-# "Permission denied" when the venv lay in the protected autograder folder.
-IMPORTS_MORE = "import numpy.testing\nimport numpy.polynomial\nimport pip\n"
+# "Permission denied" when the venv lay in the protected autograder folder. SciPy, matplotlib
+# and the rest of tests/support/honest_imports.py where installed (issue 45: no honest import is
+# flagged on any path).
+IMPORTS_MORE = "import numpy.testing\nimport numpy.polynomial\nimport pip\n" + HONEST_HEADER
 # Students whose files do nothing the sandbox refuses (judy's notebook is not JSON).
 HARMLESS = {"alice_notebook", "bob", "grace", "heidi"}
 
@@ -98,7 +101,10 @@ def batch_scores(demo_class, tmp_path_factory) -> dict[str, float]:
     )
     assert done.returncode == 0, done.stdout + done.stderr
     with open(out / "grades.csv", newline="", encoding="utf-8") as handle:
-        return {row["student"]: float(row["8-2"]) for row in csv.DictReader(handle)}
+        rows = list(csv.DictReader(handle))
+    lena = next(row for row in rows if row["student"] == "lena")
+    assert lena["flags"] == "", lena  # an honest import is flagged here neither
+    return {row["student"]: float(row["8-2"]) for row in rows}
 
 
 @pytest.fixture(scope="module")
