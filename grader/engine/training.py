@@ -15,13 +15,9 @@ import numpy as np
 from grader.engine.results import PROPERTY, CheckResult
 from grader.i18n import N_, _, tr
 from grader.vocabulary.protocol import CaseOutput
-from grader.vocabulary.spec import Case, GateFailure, Part
+from grader.vocabulary.spec import COUNTERFACTUAL, RESET, UNTRAINED, Case, GateFailure, Part
 from grader.vocabulary.status import CaseStatus
 
-# The answers the child adds to every training case (grader.sandbox.child._run_training): the
-# first probe answered by a model trained on shuffled answers, by the model before its
-# training, and by the trained model with its trainable weights put back.
-COUNTERFACTUAL, UNTRAINED, RESET = "trained_on_shuffled", "untrained", "weights_reset"
 LEARNED_FROM_TRAINING = N_("the answers come from training on the grader's data")
 
 
@@ -114,12 +110,14 @@ def from_training(
 ) -> str | None:
     """None when what the trained model answers came from its training, else what was seen.
 
-    A model passes only if, on the held-out probe, (1) a fresh model trained on the same kind of
-    data with its answers shuffled between examples, (2) the model before its training and (3)
-    the trained model with its trainable weights put back to their values before training all
-    answer no better than halfway from chance to the pass mark. A layer that computes the
-    answer by rule, a table, weights set by hand or a `predict` that answers by itself passes
-    (1); what the trained weights do not hold, (3) takes away."""
+    A model passes only if, on the held-out probe, (1) the model before its training, (2) a
+    fresh model trained on the same kind of data with its answers shuffled between examples and
+    (3) the trained model with its trainable weights put back to their values before training
+    all answer no better than halfway from chance to the pass mark; and, with `case`, no
+    learned gate holds on any of them (`learned_without_training`). A layer that computes the
+    answer by rule fails (1); weights set by hand in train_model, or a rule switched on by it
+    without looking at the data, fail (2); what the trained weights do not hold, (3) takes
+    away."""
     base = chance(truth)
     bar = base + (part.training.pass_at - base) / 2
     evidence = (

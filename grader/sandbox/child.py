@@ -25,7 +25,7 @@ from grader.sandbox import limits, supervisor, world
 from grader.vocabulary import protocol
 from grader.vocabulary.bundle import cases_from_bundle, load_bundle, save_bundle
 from grader.vocabulary.labels import reported_text
-from grader.vocabulary.spec import LAYER, TRAIN
+from grader.vocabulary.spec import COUNTERFACTUAL, LAYER, MODEL_OUTPUT, RESET, TRAIN, UNTRAINED
 from grader.vocabulary.status import CaseStatus
 
 # What the child reports in these words is translated where the grader shows it
@@ -285,12 +285,13 @@ def _run_training(module, case, module_path: str) -> tuple[np.ndarray, dict[str,
     made deterministic, so that (on one CPU thread, as every child runs) a submission and a seed
     give the same model every time.
 
-    Three more answers to the first probe tell whether what the model answers came from its
-    training (grader.engine.training judges them): `COUNTERFACTUAL`, a fresh model's after
-    training on a share of the data whose answers were shuffled between examples (first, so
-    that a layer a submission keeps between models starts from nothing the real training
-    gave it); `UNTRAINED`, the model's before its training; `RESET`, the trained model's with
-    its trainable weights put back to what they were before the training."""
+    Three more models answer every probe, under `<stage>/<probe>` (and the first probe under
+    `<stage>` alone), to tell whether what the model answers came from its training
+    (grader.engine.training judges them): `COUNTERFACTUAL`, a fresh model after training on a
+    share of the data whose answers were shuffled between examples (first, so that a layer a
+    submission keeps between models starts from nothing the real training gave it);
+    `UNTRAINED`, the model before its training; `RESET`, the trained model with its trainable
+    weights put back to what they were before the training."""
     import keras
 
     plan = case.training
@@ -363,22 +364,15 @@ def _run_training(module, case, module_path: str) -> tuple[np.ndarray, dict[str,
     read.clear()
     for answer, function_name, probe_source in plan["probes"]:
         answers[answer] = answer_of(model, function_name, probe_source)
-    trained = {answer: answers[answer] for answer, _function, _source in plan["probes"]}
     _put_back(model, initial)
     probe(model, RESET)
-    return trained[first], answers
+    return answers[first], answers
 
 
-# The names of the answers that tell whether a trained model's answers came from its training.
-COUNTERFACTUAL, UNTRAINED, RESET = "trained_on_shuffled", "untrained", "weights_reset"
 # How many training examples the counterfactual model is trained on: what a training costs
 # beyond its steps (tracing, each epoch's overhead) does not shrink with fewer, and no honest
 # model learns from shuffled answers whatever their number.
 COUNTERFACTUAL_ROWS = 256
-
-
-# A probe's function that names one of the model's outputs (grader.vocabulary.spec).
-MODEL_OUTPUT = "model output "
 
 
 def _model_outputs(model, inputs) -> list[np.ndarray]:

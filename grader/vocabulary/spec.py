@@ -22,7 +22,12 @@ TRAIN = "train"
 # A probe of a training case that reads one of the model's own outputs (the model `build_model`
 # returned, called by the grader's child), not an answer a function of the submission gives: a
 # `predict` of the student's could answer by rule whatever the model learned.
-MODEL_OUTPUT_0, MODEL_OUTPUT_1 = "model output 0", "model output 1"
+MODEL_OUTPUT = "model output "
+MODEL_OUTPUT_0, MODEL_OUTPUT_1 = MODEL_OUTPUT + "0", MODEL_OUTPUT + "1"
+# The stages whose answers the child adds to every training case besides the trained model's
+# (grader.sandbox.child._run_training), which grader.engine.training judges: the model trained on
+# shuffled answers, the model before its training, the trained one with its weights put back.
+COUNTERFACTUAL, UNTRAINED, RESET = "trained_on_shuffled", "untrained", "weights_reset"
 
 
 @dataclass
