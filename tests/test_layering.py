@@ -39,8 +39,10 @@ LAYERS: list[dict[str, tuple[str, ...]]] = [
             "grader.instructor.cluster",
             "grader.instructor.gather",
             "grader.instructor.gradescope",
-            "grader.instructor.workbench_cli",
-        )
+            "grader.instructor.console",
+            "grader.instructor.reviewed",
+        ),
+        "student": ("grader.student",),
     },
     {
         "commands": (

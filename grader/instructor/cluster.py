@@ -121,3 +121,37 @@ def _sbatch(arguments: list[str]) -> str:
     if done.returncode != 0:
         raise ClusterError(f"sbatch {' '.join(arguments)} failed: {done.stderr.strip()}")
     return done.stdout.strip().split(";")[0]
+
+
+def plan_from_options(params: dict, submissions_as: str, out_as: str, grader: list[str]):
+    """The plan of `grader slurm`, `grader kubernetes` and `grader actions-matrix` from their
+    options (`params`, as the command parsed them): the batch's own options passed on to every
+    shard, the class's (similarity, written answers, course file) to the gather."""
+    batch_options = []
+    if params["timeout"] is not None:
+        batch_options += ["--timeout", f"{params['timeout']:g}"]
+    if params["memory_mb"] != 2048:
+        batch_options += ["--memory", str(params["memory_mb"])]
+    batch_options += ["--unsandboxed"] if params["unsandboxed"] else []
+    batch_options += [] if params["pictures"] else ["--no-pictures"]
+    gather_options = [] if params["similarity"] else ["--no-similarity"]
+    gather_options += ["--written"] if params["written"] else []
+    if params["course"] is not None:
+        gather_options += ["--course", str(params["course"])]
+    options = BatchOptions(
+        list(params["exercise_ids"]),
+        jobs=params["jobs"],
+        timeout=params["timeout"],
+        memory_mb=params["memory_mb"],
+        seed=params["seed"],
+    )
+    return plan_shards(
+        params["submissions"],
+        options,
+        params["shards"],
+        submissions_as=submissions_as,
+        out_as=out_as,
+        batch_options=batch_options,
+        gather_options=gather_options,
+        grader=grader,
+    )

@@ -137,7 +137,7 @@ def cli_messages() -> Iterator[tuple[str, str]]:
     from grader.cli import main
 
     for text in command_texts(main):
-        yield text, "grader/cli.py"
+        yield text, "grader/cli/"
 
 
 def template():

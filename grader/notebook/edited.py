@@ -100,3 +100,42 @@ def edited_form(python: Path, notebook: Path, filename: str, kit: Path | None = 
         return Chosen(edited[0])
     newer, older = sorted(edited, key=lambda p: p.stat().st_mtime_ns, reverse=True)
     return Chosen(newer, other_edited=older)
+
+
+def graded_form(filename: str, here: Path | None = None, kit: Path | None = None) -> Chosen:
+    """The file `grader check` and `grader watch` grade when none is named, whatever the
+    language and however the files were written: in the current folder (`here`), its `.py`
+    file or notebook, the one edited where both lie there (a student in the kit's exercises/,
+    where Jupyter runs); else, of the kit's exercise files (`exercises/` and `exercises/zh/`,
+    each as a `.py` file and as a notebook), the one edited.
+
+    The untouched stubs share one code (in other words), so the edited file is the one whose
+    code differs from the code most of them share, found without file times: a fresh clone
+    (GitHub Actions' checkout) writes every file at once, in no telling order. None edited:
+    the language's own `.py` file, which grades the same. Several edited: the last edited.
+    `kit`: the kit's exercises/ (by default this grader's)."""
+    from grader.i18n import stubs_folder
+
+    here = Path.cwd() if here is None else here
+    notebook = Path(filename).with_suffix(".ipynb").name
+    python_here, notebook_here = here / filename, here / notebook
+    kit = KIT / "exercises" if kit is None else kit
+    own = stubs_folder(kit) / filename
+    in_kit = here.resolve() in (kit.resolve(), (kit / "zh").resolve())
+    if python_here.is_file() and notebook_here.is_file() and not in_kit:
+        return edited_form(python_here, notebook_here, filename, kit)
+    if python_here.is_file() != notebook_here.is_file():
+        return Chosen(python_here if python_here.is_file() else notebook_here)
+    found = kit_forms(filename, kit)
+    if not found:
+        return Chosen(own)
+    stub = stub_shape(filename, kit)
+    if stub is not None:
+        edited = [path for path in found if code_shape(path) != stub]
+    else:  # no code most files share (two files that differ): times must say
+        shapes = {code_shape(path) for path in found}
+        edited = found if len(found) > 1 and len(shapes) > 1 else []
+    if not edited:
+        return Chosen(own if own.is_file() else found[0])
+    edited.sort(key=lambda path: path.stat().st_mtime_ns, reverse=True)
+    return Chosen(edited[0], edited[1] if len(edited) > 1 else None)

@@ -152,7 +152,8 @@ def test_the_file_graded_never_depends_on_the_language(tmp_path, monkeypatch):
     """The kit's exercises/ and exercises/zh/: untouched (the same code in other words), each
     language grades its own; once one is edited, that one is graded in English or in Chinese;
     a file in the current folder comes first."""
-    from grader import cli, i18n
+    from grader import i18n
+    from grader.notebook.edited import graded_form
     from grader.records import get_exercise
 
     record = get_exercise("8-2")
@@ -163,14 +164,16 @@ def test_the_file_graded_never_depends_on_the_language(tmp_path, monkeypatch):
     chinese.write_text('def f():\n    raise NotImplementedError("练习 8-2：做吧")\n')
     os.utime(english, (1_000, 1_000))
     os.utime(chinese, (2_000, 2_000))  # checked out a little later: still untouched
-    monkeypatch.setattr("grader.instructor.course.stubs.KIT", kit)
     monkeypatch.chdir(tmp_path)
+
+    def graded():
+        return graded_form(record.file, kit=kit / "exercises").path
 
     def chosen():
         found = []
         for language in ("en", "zh"):
             monkeypatch.setattr(i18n, "_language", language)
-            found.append(cli._exercise_file(record).path)
+            found.append(graded())
         return found
 
     assert chosen() == [english, chinese]
@@ -178,15 +181,16 @@ def test_the_file_graded_never_depends_on_the_language(tmp_path, monkeypatch):
     os.utime(chinese, (3_000, 3_000))
     assert chosen() == [chinese, chinese]
     (tmp_path / record.file).write_text("# mine\n")
-    assert cli._exercise_file(record).path == tmp_path / record.file
+    assert graded() == tmp_path / record.file
 
 
 def test_the_edited_file_is_graded_whatever_the_file_times(tmp_path, monkeypatch):
     """A fresh clone (GitHub Actions' checkout) writes every file at once, the Chinese stubs
     after the English ones: the file graded is the one whose code differs from the untouched
     stubs', `.py` or notebook, never the one written last."""
-    from grader import cli, i18n
+    from grader import i18n
     from grader.kit import KIT
+    from grader.notebook.edited import graded_form
     from grader.notebook.generate import notebook_text
     from grader.records import get_exercise
 
@@ -200,15 +204,16 @@ def test_the_edited_file_is_graded_whatever_the_file_times(tmp_path, monkeypatch
         copy = kit.parent / name
         copy.write_bytes((KIT / name).read_bytes())
         os.utime(copy, (1_000 + when, 1_000 + when))
-    monkeypatch.setattr("grader.instructor.course.stubs.KIT", kit.parent)
     monkeypatch.setattr(i18n, "_language", "en")
     monkeypatch.chdir(tmp_path)
-    assert cli._exercise_file(record).path == kit / record.file  # untouched: the language's own
+    assert (
+        graded_form(record.file, kit=kit).path == kit / record.file
+    )  # untouched: the language's own
     mine = (KIT / "examples" / "submissions" / "bob" / record.file).read_text()
     for edited in (kit / record.file, kit / f"{stem}.ipynb"):
         original = edited.read_bytes()
         text = notebook_text(record, mine) if edited.suffix == ".ipynb" else mine
         edited.write_text(text, encoding="utf-8")
         os.utime(edited, (900, 900))  # written before the untouched Chinese stubs
-        assert cli._exercise_file(record).path == edited
+        assert graded_form(record.file, kit=kit).path == edited
         edited.write_bytes(original)

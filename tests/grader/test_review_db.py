@@ -213,7 +213,7 @@ def test_review_csv_both_ways_never_overwrites_a_page_score(opened):
 
 
 def test_scores_and_regrades_reach_the_gradebook(opened):
-    from grader.instructor.workbench_cli import refresh_gradebook
+    from grader.instructor.reviewed import refresh_gradebook
 
     out, database = opened
     ta = _ta(database)

@@ -1,6 +1,6 @@
 """The workbench's scores in the gradebook. `grader batch`, `gather`, `merge` (and `grader
 review OUT gradebook`, which `grader export` runs first when there is a review database:
-grader.instructor.workbench_cli) write the gradebook through
+grader.instructor.reviewed) write the gradebook through
 grader.instructor.outputs.adjustments, which reads from here:
 
 - written scores: those merged from review.csv (`grader merge`, written/scores.json) and those

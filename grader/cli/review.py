@@ -1,10 +1,9 @@
-"""`grader review OUT …`: parses and delegates (the work is in grader.instructor.workbench);
-and writing the gradebook again with the workbench's scores (`grader review OUT gradebook`,
-and `grader export` first), which needs the outputs (a layer above the workbench's)."""
+"""`grader review OUT …` (issue 46): the TA workbench's commands. They parse and delegate: the
+page and the database are grader.instructor.workbench's, opening a batch's database and writing
+its gradebook again grader.instructor.reviewed's."""
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 
@@ -17,33 +16,12 @@ DEFAULT_OUT = "grading-results"  # grader batch's --out
 
 
 def _open(context: click.Context):
-    from grader.instructor.workbench.db import DatabaseError, open_database
-    from grader.instructor.workbench.ingest import ingest
+    from grader.instructor.reviewed import ReviewError, open_review
 
-    params = context.obj
-    if not (params["out"] / "results").is_dir():
-        raise click.ClickException(
-            _(
-                "{out} holds no graded batch (no results/): give the folder "
-                "`grader batch … --written --out OUT` wrote",
-                out=params["out"],
-            )
-        )
     try:
-        database = open_database(params["out"], params["db"])
-    except DatabaseError as error:
+        return open_review(context.obj["out"], context.obj["db"])
+    except ReviewError as error:
         raise click.ClickException(str(error)) from None
-    counts = ingest(database, params["out"])
-    return database, counts
-
-
-def _base_url(host: str, port: int, origin: str | None) -> str:
-    if origin:
-        return origin.rstrip("/")
-    shown = "127.0.0.1" if host in ("127.0.0.1", "localhost") else host
-    if ":" in shown and not shown.startswith("["):
-        shown = f"[{shown}]"
-    return f"http://{shown}:{port}"
 
 
 class _ReviewGroup(click.Group):
@@ -101,9 +79,10 @@ def review(context, out, db, host, port, origin):
     database, counts = _open(context)
     import uvicorn
 
+    from grader.instructor.reviewed import base_url
     from grader.instructor.workbench.app import make_app
 
-    base = _base_url(host, port, origin)
+    base = base_url(host, port, origin)
     if host not in ("127.0.0.1", "localhost", "::1"):
         click.echo(
             _(
@@ -139,12 +118,13 @@ def review(context, out, db, host, port, origin):
 @click.pass_context
 def add_ta_command(context, name):
     """Create a TA's account (or keep it) and print a one-time sign-in link for it."""
+    from grader.instructor.reviewed import base_url
     from grader.instructor.workbench.auth import add_ta
 
     database, _counts = _open(context)
     params = context.parent.params
     token = add_ta(database, name)
-    base = _base_url(params["host"], params["port"], params["origin"])
+    base = base_url(params["host"], params["port"], params["origin"])
     click.echo(f"{base}/signin/{token}")
     click.echo(_("One use, valid 7 days; give it to the TA only (it signs them in)."), err=True)
 
@@ -220,6 +200,7 @@ def audit_command(context, target):
 def gradebook_command(context):
     """Write the batch's gradebook again (grades.csv, results, feedback, report) with the
     scores and regrades given in the page. `grader export` does it first by itself."""
+    from grader.instructor.reviewed import refresh_gradebook
     from grader.instructor.workbench.gradebook import overridden_merges
 
     out = context.obj["out"]
@@ -239,26 +220,4 @@ def gradebook_command(context):
     click.echo(str(out / "grades.csv"))
 
 
-def refresh_gradebook(out: Path) -> list[str]:
-    """Write the batch's gradebook again (grades.csv, results, feedback, report) with the
-    workbench's scores; returns what the instructor must be told."""
-    from grader.instructor import files
-    from grader.instructor.outputs import gradebook
-    from grader.records import get_exercise
-
-    out = Path(out)
-    state = json.loads((out / "batch.json").read_text(encoding="utf-8"))
-    records = [get_exercise(e) for e in state["exercises"]]
-    students = files.students_in(out)
-    return gradebook.write_all(out, students, records, state.get("isolation", ""))
-
-
-def refresh_if_reviewed(out: Path) -> list[str]:
-    """`grader export`: when the batch has a review database, the gradebook is written again
-    first, so that the export carries every score given in the page until now."""
-    from grader.instructor.workbench.db import database_url
-
-    out = Path(out)
-    if database_url(out, create=False) is None or not (out / "batch.json").is_file():
-        return []
-    return refresh_gradebook(out)
+COMMANDS = [review]
