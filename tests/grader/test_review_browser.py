@@ -43,7 +43,11 @@ STUDENTS = {
     ),
     "bob": "Self-attention is faster because it looks at everything at once.",
     "cho": "Convolutions are local; attention is global, so $O(1)$ path length.",
-    HOSTILE_ID: "<script>window.__pwned = 1</script> and <b>bold</b> **markdown**",
+    HOSTILE_ID: (
+        "<script>window.__pwned = 1</script> and <b>bold</b> **markdown**, "
+        "$\\text{<script>window.__pwned = 2</script>}$ and "
+        "$\\href{javascript:window.__pwned=3}{x}$"
+    ),
 }
 
 
@@ -357,6 +361,9 @@ def test_untrusted_answers_and_ids_are_shown_inert(site, tmp_path):
     assert "<script>window.__pwned = 1</script>" in text and "<b>bold</b>" in text
     assert page.locator("#answer-text script, #answer-text b").count() == 0
     assert page.locator("#answer-text strong").inner_text() == "markdown"
+    # Maths that would carry markup or a link is shown as its LaTeX text.
+    assert "\\text{<script>window.__pwned = 2</script>}" in text
+    assert page.locator("#answer-text [href]").count() == 0
     # Anonymous until revealed; then the id is shown as text.
     assert page.inner_text("#student").startswith("student-")
     page.click("#reveal-names")
@@ -370,4 +377,21 @@ def test_untrusted_answers_and_ids_are_shown_inert(site, tmp_path):
     page.goto(site.url + "/audit")
     assert page.evaluate("window.__pwned") is None
     page.click("#hide-names")
+    context.close()
+
+
+def test_maths_is_drawn_by_the_browser_without_a_request(site, tmp_path):
+    """`$…$` in an answer is MathML that the browser lays out itself (each formula a box of its
+    own, a superscript raised above its base), and no request goes anywhere but the
+    workbench."""
+    context, page = site.signed_in("Max")
+    requests = []
+    page.on("request", lambda request: requests.append(request.url))
+    page.goto(f"{site.url}/answer/{site.answer_of('ann').id}")
+    assert page.locator("#answer-text math").count() == 4  # n²d + nd², knd², n/k, n
+    assert "$" not in page.inner_text("#answer-text")
+    power = page.locator("#answer-text math msup").first
+    base, exponent = power.locator("mi").first.bounding_box(), power.locator("mn").bounding_box()
+    assert base["width"] > 0 and exponent["y"] < base["y"]  # drawn, and raised
+    assert all(url.startswith(site.url) for url in requests), requests
     context.close()

@@ -40,16 +40,19 @@ HEADERS = {
 
 def markdown_renderer():
     """Markdown (CommonMark) with raw HTML off and images off (no request leaves the page);
-    `$…$` and `$$…$$` maths kept whole and shown as its LaTeX text."""
+    `$…$` and `$$…$$` maths drawn as MathML by the browser (grader.instructor.workbench.maths
+    rebuilds it from an allowlist; maths it cannot draw safely is shown as its LaTeX text)."""
     from markdown_it import MarkdownIt
+    from mdit_py_plugins.dollarmath import dollarmath_plugin
+
+    from grader.instructor.workbench.maths import render_maths
 
     md = MarkdownIt("commonmark", {"html": False, "linkify": False}).disable("image")
-    try:
-        from mdit_py_plugins.dollarmath import dollarmath_plugin
-
-        dollarmath_plugin(md)
-    except ImportError:  # pragma: no cover - maths then goes through Markdown as text
-        pass
+    dollarmath_plugin(
+        md,
+        double_inline=True,  # `$$…$$` inside a sentence: displayed, as LaTeX would
+        renderer=lambda latex, options: render_maths(latex, options["display_mode"]),
+    )
     return md
 
 
