@@ -8,7 +8,16 @@ where it does not. That is the evidence a diagnosis needs; with less it says not
 
 All of it runs in the grader's process on the arrays the grader holds: the case's inputs and
 the student's outputs, as the child reported them. The student's code never runs again for it.
-It stops at its deadline.
+
+Its budget is counted in mutant outputs computed (EVALUATIONS), not in seconds, so that the same
+outputs get the same words on a laptop, on a loaded batch machine and in a shard; a wall-clock
+guard (BUDGET) only stops a search whose cases are unusually costly.
+
+Once per process (a batch, a shard, a gather, `grader watch`), issue 48: the outputs of every
+mutant depend only on the reference and the cases, which a batch draws once from its seed, so
+each is computed once (`_OUTPUTS`) and what a search found is kept by the outputs it explained
+(`_FOUND`): a class hands in the same few mistakes, and the second student with one pays a
+lookup. Both live in the grader's memory only, never where a child can reach.
 
 Which reference function computes a part is found, not declared: a function of
 grader.reference whose arguments the case names (grader.vocabulary.spec.call_with_case) and whose
@@ -36,8 +45,10 @@ from grader.engine.diagnosis import SEARCHED, named_sizes
 from grader.i18n import N_, _
 from grader.vocabulary.spec import Case, call_with_case
 
-# Seconds a part's search may take at most (the part's own timeout is longer).
-BUDGET = 4.0
+# Mutant outputs a part's search may compute (about 4 s on a 2-core laptop), and the seconds
+# after which it stops anyway (the part's own timeout is longer).
+EVALUATIONS = 6000
+BUDGET = 8.0
 # Two mistakes at once, when no one mutant explains the output: each of the ANCHORS single
 # mutants nearest the student's output (nearer than the expected output is) together with every
 # other single mutant, COMPOSED compositions at most (and within the part's BUDGET).
@@ -91,11 +102,96 @@ class Found:
     explanation: str
 
 
+class _Budget:
+    """The evaluations a search may still make, and its wall-clock guard."""
+
+    def __init__(self, deadline: float | None):
+        self.left = EVALUATIONS
+        self.deadline = deadline if deadline is not None else time.monotonic() + BUDGET
+        self.timed_out = False  # by the clock: another run may get further
+
+    def spend(self) -> bool:
+        """Count one evaluation; False once the budget is spent."""
+        self.left -= 1
+        if self.left >= 0 and time.monotonic() > self.deadline:
+            self.timed_out = True
+        return self.left >= 0 and not self.timed_out
+
+
+# What searches found, by everything they depend on (_found_key); at most _FOUND_MOST kept.
+_FOUND: dict[str, dict[int, Found]] = {}
+_FOUND_MOST = 4096
+
+
 def explain(part, cases, expected_outputs, received_outputs, deadline: float | None = None):
     """{index of a case: Found} for the cases of `part` whose output differs and that a mutant
     of the part's reference explains (one mutant per target, explaining all of its failing
-    cases), or {} where none does."""
-    deadline = deadline if deadline is not None else time.monotonic() + BUDGET
+    cases), or {} where none does. The same part, cases and outputs: the same answer, found
+    once per process."""
+    key = _found_key(part, cases, expected_outputs, received_outputs)
+    if key is not None and key in _FOUND:
+        return dict(_FOUND[key])
+    budget = _Budget(deadline)
+    found = _explain(part, cases, expected_outputs, received_outputs, budget)
+    # A search cut short by the wall-clock guard may find more another time: not kept.
+    if key is not None and not budget.timed_out:
+        if len(_FOUND) >= _FOUND_MOST:
+            _FOUND.clear()
+        _FOUND[key] = dict(found)
+    return found
+
+
+def _found_key(part, cases, expected_outputs, received_outputs) -> str | None:
+    """A digest of everything a search's answer depends on: the part, the language its words
+    are in, each case's inputs and weights (and its identity as a case), and the expected and
+    received outputs; None where an output is no array (then nothing is kept)."""
+    from grader.i18n import language
+
+    digest = hashlib.sha256(f"{part.name}\0{language()}\0{len(cases)}".encode())
+    for case, want, got in zip(cases, expected_outputs, received_outputs, strict=True):
+        digest.update(_case_digest(case))
+        for output in (want, got):
+            array = _array(output)
+            if output is not None and array is None:
+                return None
+            if array is None:
+                digest.update(b"none")
+            else:
+                digest.update(f"{array.shape}".encode())
+                digest.update(np.ascontiguousarray(array).tobytes())
+    return digest.hexdigest()
+
+
+# A case's digest, by the case object (kept alive beside it, so that its id is not reused).
+_CASE_DIGESTS: dict[int, tuple[Case, bytes]] = {}
+
+
+def _case_digest(case) -> bytes:
+    """Every field of a case: its arrays by value, the rest (target, label, params, dtype,
+    tolerances, …) by repr."""
+    import dataclasses
+
+    known = _CASE_DIGESTS.get(id(case))
+    if known is not None and known[0] is case:
+        return known[1]
+    digest = hashlib.sha256()
+    for item in dataclasses.fields(case):
+        value = getattr(case, item.name)
+        arrays = value.items() if isinstance(value, dict) else [("", value)]
+        digest.update(item.name.encode())
+        for name, part in sorted(arrays, key=lambda pair: pair[0]):
+            if isinstance(part, np.ndarray):
+                digest.update(f"{name}{part.dtype}{part.shape}".encode())
+                digest.update(np.ascontiguousarray(part).tobytes())
+            else:
+                digest.update(f"{name}={part!r}".encode())
+    if len(_CASE_DIGESTS) >= _FOUND_MOST:
+        _CASE_DIGESTS.clear()
+    _CASE_DIGESTS[id(case)] = (case, digest.digest())
+    return _CASE_DIGESTS[id(case)][1]
+
+
+def _explain(part, cases, expected_outputs, received_outputs, budget: _Budget):
     by_target: dict[str, list[int]] = {}
     for index, case in enumerate(cases):
         if case.raises or case.variant_of >= 0:
@@ -112,7 +208,7 @@ def explain(part, cases, expected_outputs, received_outputs, deadline: float | N
         failing = [u for u in usable if not compare.matches(u[1], u[2], u[0])]
         if not failing:
             continue
-        hit = _search_target(part, usable, failing, deadline)
+        hit = _search_target(part, usable, failing, budget)
         if hit is None:
             continue
         mutant, pick, words = hit
@@ -133,7 +229,7 @@ def _array(output):
     return array
 
 
-def _search_target(part, usable, failing, deadline):
+def _search_target(part, usable, failing, budget: _Budget):
     reference = find_reference(part, usable)
     if reference is None:
         return None
@@ -147,13 +243,13 @@ def _search_target(part, usable, failing, deadline):
     base = float(np.mean(np.abs(want - got)))
     near = []
     for mutant in mutants.mutants(function):
-        if time.monotonic() > deadline:
+        if not budget.spend():
             return None
-        value = _output(mutant.function, pick, case)
+        value = _mutant_output(mutant, pick, case)
         if value is None or value.shape != got.shape:
             continue
         if compare.same_output(value, got, case):
-            if _reproduces(mutant, pick, failing[1:], passing):
+            if _reproduces(mutant, pick, failing[1:], passing, budget):
                 words = _words(mutant, pick, failing)
                 if words is not None:
                     return mutant, pick, words
@@ -170,14 +266,45 @@ def _search_target(part, usable, failing, deadline):
         COMPOSED,
     )
     for first, second in pairs:
-        if time.monotonic() > deadline:
+        if not budget.spend():
             return None
         both = mutants.composed(first, second)
-        if both is not None and _reproduces(both, pick, failing, passing):
+        if both is not None and _reproduces(both, pick, failing, passing, budget):
             words = _words(both, pick, failing)
             if words is not None:
                 return both, pick, words
     return None
+
+
+# Each mutant's output on each case, computed once per process: (the case, the output), by
+# (the mutant's identity, pick, the case's digest); at most _OUTPUTS_MOST bytes of outputs.
+_OUTPUTS: dict[tuple, tuple[Case, np.ndarray | None]] = {}
+_OUTPUTS_MOST = 256 * 2**20
+_outputs_bytes = 0
+
+
+def _mutant_output(mutant, pick, case) -> np.ndarray | None:
+    """`_output` of a mutant, from _OUTPUTS where it was computed before. A single mutant is
+    made once per process (grader.engine.mutants keeps it), so it is its own identity; a
+    composition is made again for each search and is known by its two parts."""
+    global _outputs_bytes
+    identity = tuple(id(part) for part in mutant.parts) if mutant.parts else (id(mutant),)
+    key = (identity, pick, _case_digest(case))
+    known = _OUTPUTS.get(key)
+    if known is not None:
+        return known[1]
+    value = _output(mutant.function, pick, case)
+    if value is not None:
+        value.flags.writeable = False  # shared by every later search
+    size = 0 if value is None else value.nbytes
+    if _outputs_bytes + size > _OUTPUTS_MOST:
+        _OUTPUTS.clear()
+        _outputs_bytes = 0
+    # The single mutants a key names stay alive in grader.engine.mutants; a composition's
+    # parts are such single mutants.
+    _OUTPUTS[key] = (case, value)
+    _outputs_bytes += size
+    return value
 
 
 def _output(function, pick, case) -> np.ndarray | None:
@@ -207,13 +334,15 @@ def _output(function, pick, case) -> np.ndarray | None:
         return None
 
 
-def _reproduces(mutant, pick, failing, passing) -> bool:
+def _reproduces(mutant, pick, failing, passing, budget: _Budget) -> bool:
     for case, _want, got, _i in failing:
-        value = _output(mutant.function, pick, case)
+        budget.spend()  # counted, never cut short: a mutant half-checked explains nothing
+        value = _mutant_output(mutant, pick, case)
         if value is None or not compare.same_output(value, got, case):
             return False
     for case, want, _got, _i in passing:
-        value = _output(mutant.function, pick, case)
+        budget.spend()
+        value = _mutant_output(mutant, pick, case)
         if value is None or value.shape != want.shape or not compare.matches(value, want, case):
             return False
     return True
