@@ -38,8 +38,8 @@ class ManySeeds(LiveReference):
     def _key(self, record, seed):
         return (*super()._key(record, seed), "many seeds", self.count)
 
-    def job(self, record, seed, workdir, cases, key="reference"):
-        job = super().job(record, seed, workdir, cases, key)
+    def job(self, record, seed, workdir, cases, key="reference", parts=None):
+        job = super().job(record, seed, workdir, cases, key, parts)
         if job is not None:  # every seed's cases in one run: more time than one seed's
             job.timeout *= 1 + self.count
         return job

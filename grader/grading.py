@@ -92,11 +92,13 @@ def grade(
             blocked_imports=blocked_imports,
             sandbox=sandbox,
         )
-        reference_job = reference.job(record, seed, expected_dir, cases)
+        # The reference runs only the parts graded (`--part`).
+        graded = [part.name for part in chosen] if parts else None
+        reference_job = reference.job(record, seed, expected_dir, cases, parts=graded)
         outcomes = run_jobs(
             ([reference_job] if reference_job else []) + list(jobs.values()), parallel
         )
-        expected = reference.expected(record, seed, cases, outcomes.get("reference"))
+        expected = reference.expected(record, seed, cases, outcomes.get("reference"), graded)
     result.for_instructor = written_answers(record, path.parent)
     mine = {name: outcomes[job.key] for name, job in jobs.items()}
     result.refused, result.refused_examples = refused_counts(mine.values())

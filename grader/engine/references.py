@@ -51,11 +51,22 @@ class LiveReference:
         key = self._key(record, seed)
         return self._memo[key][0] if key in self._memo else make_cases(record, *_seeds(seed))
 
-    def job(self, record, seed, workdir: Path, cases, key: str = "reference") -> Job | None:
-        if self._key(record, seed) in self._memo:
+    def _known(self, record, seed, parts):
+        """The memoised (cases, expected) that holds `parts` (None: every part), or None."""
+        key = self._key(record, seed)
+        if key in self._memo:
+            return self._memo[key]
+        return self._memo.get(key + (tuple(parts),)) if parts else None
+
+    def job(
+        self, record, seed, workdir: Path, cases, key: str = "reference", parts=None
+    ) -> Job | None:
+        """The child that runs the solution on the cases of `parts` (names; None: every part),
+        or None when their outputs are known already or none is needed."""
+        if self._known(record, seed, parts) is not None:
             return None
         path = workdir / f"cases-{key}.npz"
-        run = _run_by_reference(record, cases)
+        run = _run_by_reference(record, cases, parts)
         if not run:
             return None
         save_cases(path, run)
@@ -68,11 +79,12 @@ class LiveReference:
             module_name="reference_solution",
         )
 
-    def expected(self, record, seed, cases, outcome: Outcome | None):
-        key = self._key(record, seed)
-        if key in self._memo:
-            return self._memo[key][1]
-        everything = _run_by_reference(record, cases)
+    def expected(self, record, seed, cases, outcome: Outcome | None, parts=None):
+        """The expected outputs of `parts` (None: every part), by part name."""
+        known = self._known(record, seed, parts)
+        if known is not None:
+            return known[1]
+        everything = _run_by_reference(record, cases, parts)
         try:
             if not everything:
                 outputs = []
@@ -101,11 +113,12 @@ class LiveReference:
                 f"{output.exception}: {output.message} ({output.where})"
             )
         expected, answered = {}, iter(outputs)
-        for part in record.parts:
+        for part in _chosen(record, parts):
             expected[part.name] = [
                 expected_output(part, case) if case.kind == TRAIN else next(answered)
                 for case in cases[part.name]
             ]
+        key = self._key(record, seed) + ((tuple(parts),) if parts else ())
         self._memo[key] = (cases, expected)
         return expected
 
@@ -148,15 +161,21 @@ class FixtureReference:
     def job(self, record, seed, workdir, cases, key: str = "reference"):
         return None
 
-    def expected(self, record, seed, cases, outcome):
+    def expected(self, record, seed, cases, outcome, parts=None):
         return self._load(record, seed)[1]
 
 
-def _run_by_reference(record: Exercise, cases) -> list[Case]:
-    """The cases whose expected outputs come from running the reference solution: all but those
-    that train a model, whose right answers the grader computes itself (and whose reference
-    would only cost a second training)."""
-    return [case for part in record.parts for case in cases[part.name] if case.kind != TRAIN]
+def _chosen(record: Exercise, parts) -> list:
+    return [record.part(name) for name in parts] if parts else list(record.parts)
+
+
+def _run_by_reference(record: Exercise, cases, parts=None) -> list[Case]:
+    """The cases of `parts` (None: every part) whose expected outputs come from running the
+    reference solution: all but those that train a model, whose right answers the grader
+    computes itself (and whose reference would only cost a second training)."""
+    return [
+        case for part in _chosen(record, parts) for case in cases[part.name] if case.kind != TRAIN
+    ]
 
 
 def _seeds(seed) -> tuple[int, int | None]:

@@ -217,3 +217,33 @@ def test_the_edited_file_is_graded_whatever_the_file_times(tmp_path, monkeypatch
         os.utime(edited, (900, 900))  # written before the untouched Chinese stubs
         assert graded_form(record.file, kit=kit).path == edited
         edited.write_bytes(original)
+
+
+def test_part_runs_the_reference_for_that_part_only(tmp_path, monkeypatch):
+    """`grader check 8-2 --part P`: the solution runs on P's cases only (the others' expected
+    outputs are never asked for), and the part graded is graded as in a full check."""
+    from grader.engine import references
+    from grader.grading import grade
+    from grader.kit import KIT
+    from grader.records import get_exercise
+
+    record = get_exercise("8-2")
+    named = record.parts[-1].name
+    asked = []
+    original = references._run_by_reference
+
+    def run_by_reference(record, cases, parts=None):
+        chosen = original(record, cases, parts)
+        asked.append(len(chosen))
+        return chosen
+
+    monkeypatch.setattr(references, "_run_by_reference", run_by_reference)
+    fresh = references.LiveReference(KIT / "solutions")
+    monkeypatch.setattr(references.LiveReference, "_memo", {})
+    one = grade("8-2", KIT / "solutions", seed=7, parts=[named], reference=fresh)
+    cases = fresh.cases(record, 7)
+    assert asked and set(asked) == {len(cases[named])}  # that part's cases, and no other's
+    assert len(cases[named]) < sum(len(c) for c in cases.values())
+    everything = grade("8-2", KIT / "solutions", seed=7, reference=fresh)
+    assert [p.name for p in one.parts] == [named]
+    assert one.parts[0].to_dict() == everything.part(named).to_dict()
