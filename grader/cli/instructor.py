@@ -293,7 +293,7 @@ def export_command(system, out_dir, roster, assignment, assignment_id, moodle_id
     from grader.instructor.outputs.lms import export_grades
     from grader.instructor.reviewed import refresh_if_reviewed
 
-    for note in refresh_if_reviewed(out_dir):  # issue 46: the review page's scores first
+    for note in refresh_if_reviewed(out_dir, system):  # issue 46: the review page's scores first
         click.echo(note, err=True)
     try:
         export = export_grades(

@@ -46,9 +46,10 @@ def base_url(host: str, port: int, origin: str | None) -> str:
     return f"http://{shown}:{port}"
 
 
-def refresh_gradebook(out: Path) -> list[str]:
+def refresh_gradebook(out: Path, exporting: str | None = None) -> list[str]:
     """Write the batch's gradebook again (grades.csv, results, feedback, report) with the
-    workbench's scores; returns what the instructor must be told."""
+    workbench's scores; returns what the instructor must be told (but that the export of
+    `exporting`, about to be made again, is out of date)."""
     from grader.instructor import files
     from grader.instructor.outputs import gradebook
     from grader.records import get_exercise
@@ -57,15 +58,20 @@ def refresh_gradebook(out: Path) -> list[str]:
     state = json.loads((out / "batch.json").read_text(encoding="utf-8"))
     records = [get_exercise(e) for e in state["exercises"]]
     students = files.students_in(out)
-    return gradebook.write_all(out, students, records, state.get("isolation", ""))
+    notes = gradebook.write_all(out, students, records, state.get("isolation", ""))
+    if exporting is None:
+        return notes
+    from grader.instructor.outputs.lms import stale_exports
+
+    return stale_exports(out, exporting)
 
 
-def refresh_if_reviewed(out: Path) -> list[str]:
-    """`grader export`: when the batch has a review database, the gradebook is written again
-    first, so that the export carries every score given in the page until now."""
+def refresh_if_reviewed(out: Path, exporting: str) -> list[str]:
+    """`grader export SYSTEM`: when the batch has a review database, the gradebook is written
+    again first, so that the export carries every score given in the page until now."""
     from grader.instructor.workbench.db import database_url
 
     out = Path(out)
     if database_url(out, create=False) is None or not (out / "batch.json").is_file():
         return []
-    return refresh_gradebook(out)
+    return refresh_gradebook(out, exporting)

@@ -285,9 +285,19 @@ def test_keyboard_rubric_edit_and_regrade(site, tmp_path):
             assert now == then
     assert page.locator("#queue td.score").all_inner_texts().count("2") >= 1
     site.shot(page, "part", tmp_path)
-    # A regrade of an autograded part: points and a reason.
+    # Points out of range: refused, the page says why, and what was typed is still there.
     auto = site.answer_of("ann", "auto")
     page.goto(f"{site.url}/answer/{auto.id}")
+    page.fill("input[name=points]", "99")
+    page.fill("textarea[name=comment]", "typed before the mistake")
+    with page.expect_navigation() as refused:
+        page.click("#save")
+    assert refused.value.status == 400
+    assert page.inner_text("#problem").startswith("Not saved")
+    assert page.input_value("textarea[name=comment]") == "typed before the mistake"
+    assert page.input_value("input[name=points]") == "99"
+    assert site.answer_of("ann", "auto").points is None  # nothing saved
+    # A regrade of an autograded part: points and a reason.
     page.fill("input[name=points]", "3")
     page.fill("textarea[name=comment]", "The shape check misread a valid (batch, n, n) output.")
     page.click("#save")

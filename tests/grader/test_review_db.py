@@ -114,16 +114,28 @@ def test_rubric_items_score_and_editing_one_rescores_every_answer(opened):
         "points": 1.5,
         "max_points": 2.0,
         "comment": "+1.5 names the n²d term; fine",
+        "items": ["+1.5 names the n²d term"],
+        "note": "fine",
     }
     with database.reading() as session:
         version = session.get(scores.RubricItem, good).version
-    ok, affected = scores.edit_item(database, ta, good, version, 2.5, "names n²d and n d²")
-    assert ok and affected == 2
+    edit = scores.edit_item(database, ta, good, version, 2.5, "names n²d and n d²")
+    assert edit.ok and edit.affected == 2
     written, _ = scores.review_scores(database)
     assert written["ann"]["8-3 comparison"]["points"] == 2.0  # 2.5 - 0.5, within 0..2
     assert written["bob"]["8-3 comparison"]["points"] == 2.0  # capped at the maximum
     assert written["bob"]["8-3 comparison"]["comment"].startswith("+2.5 names n²d and n d²")
-    assert not scores.edit_item(database, ta, good, version, 1, "stale")[0]
+    stale = scores.edit_item(database, _ta(database, "Bo"), good, version, 1, "stale")
+    assert not stale.ok and stale.by == ta.name
+    assert stale.now == {"points": 2.5, "text": "names n²d and n d²"}
+    # Each answer's score before and after the edit is in the audit log.
+    with database.reading() as session:
+        rows = [r for r in scores.audit_rows(session) if r.action == "re-scored by an item's edit"]
+    changes = {r.target: (json.loads(r.before), json.loads(r.after)) for r in rows}
+    assert changes == {
+        "ann 8-3 comparison": ({"score": 1.0}, {"score": 2.0}),
+        "bob 8-3 comparison": ({"score": 1.5}, {"score": 2.0}),
+    }
 
 
 def test_a_stale_save_is_refused_and_shows_the_other_change(opened):
@@ -218,6 +230,9 @@ def test_scores_and_regrades_reach_the_gradebook(opened):
     out, database = opened
     ta = _ta(database)
     part, answer = _written(database)
+    # The page with pictures a batch writes beside the Markdown feedback.
+    page = out / "feedback" / "ann.html"
+    page.write_text("<!DOCTYPE html><html><body><h2>Feedback for ann</h2></body></html>\n")
     assert scores.save_answer(database, ta, answer.id, answer.version, [], "clear", 1.5).ok
     with database.reading() as session:
         auto = session.scalar(
@@ -241,6 +256,68 @@ def test_scores_and_regrades_reach_the_gradebook(opened):
     assert "regraded by hand" in feedback and "the shape check was wrong" in feedback
     report = (out / "report.html").read_text(encoding="utf-8")
     assert "Regrades" in report and "the shape check was wrong" in report
+    assert "grader merge`); included" in report  # says where written scores come from
+    html = page.read_text(encoding="utf-8")
+    assert html.count("Added by the instructor") == 1 and "the shape check was wrong" in html
     refresh_gradebook(out)  # twice: the same
     again = {r["student"]: r for r in csv.DictReader(open(out / "grades.csv", encoding="utf-8"))}
     assert again == rows
+    assert page.read_text(encoding="utf-8") == html  # the section replaced, not added again
+
+
+def test_feedback_lists_items_and_comment_apart_and_shows_markup_as_text(opened):
+    from grader.instructor.reviewed import refresh_gradebook
+
+    out, database = opened
+    ta = _ta(database)
+    part, answer = _written(database)
+    page = out / "feedback" / "ann.html"
+    page.write_text("<html><body><h2>Feedback for ann</h2></body></html>\n")
+    good = scores.add_item(database, ta, part.id, 1, "names the n²d term")
+    bad = scores.add_item(database, ta, part.id, -0.5, "<script>alert(1)</script> no PE")
+    note = "see <img src=x onerror=alert(1)> page 3"
+    assert scores.save_answer(database, ta, answer.id, answer.version, [good, bad], note).ok
+    refresh_gradebook(out)
+    feedback = (out / "feedback" / "ann.md").read_text(encoding="utf-8")
+    lines = [line.strip() for line in feedback.splitlines()]
+    assert "- \\+1 names the n²d term" in lines or "- +1 names the n²d term" in lines
+    assert any(line.startswith("- Comment: see") for line in lines)
+    html = page.read_text(encoding="utf-8")
+    assert "<script>" not in html and "<img" not in html
+    assert "&lt;script&gt;alert(1)&lt;/script&gt; no PE" in html
+
+
+def test_a_cleared_regrade_no_longer_counts_for_its_ta(opened):
+    _, database = opened
+    ta = _ta(database, "Bo")
+    _, answer = _written(database)
+    with database.reading() as session:
+        auto = session.scalar(
+            select(Answer)
+            .join(Part, Part.id == Answer.part_id)
+            .where(Part.kind == "auto", Answer.student_id == answer.student_id)
+        )
+    saved = scores.save_answer(database, ta, auto.id, auto.version, (), "shape check", 0.5)
+    with database.reading() as session:
+        assert scores.progress(session)[1]["Bo"] == {auto.part_id: 1}
+    assert scores.save_answer(database, ta, auto.id, saved.version, (), "", None).ok
+    with database.reading() as session:
+        per_part, per_ta = scores.progress(session)
+    assert "Bo" not in per_ta and per_part[auto.part_id]["graded"] == 0
+
+
+def test_an_export_made_again_is_not_called_out_of_date(opened):
+    from grader.instructor.reviewed import refresh_gradebook
+
+    out, database = opened
+    ta = _ta(database)
+    _, answer = _written(database)
+    (out / "lms").mkdir()
+    for system in ("canvas", "moodle"):
+        (out / "lms" / f"{system}.source.json").write_text(
+            json.dumps({"system": system, "gradebook_sha256": "old", "exported_at": "then"})
+        )
+    assert scores.save_answer(database, ta, answer.id, answer.version, [], "", 1.0).ok
+    notes = refresh_gradebook(out, exporting="canvas")
+    assert len(notes) == 1 and "moodle.csv" in notes[0] and "--roster ROSTER" in notes[0]
+    assert len(refresh_gradebook(out)) == 2

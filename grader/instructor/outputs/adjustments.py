@@ -75,7 +75,36 @@ def apply_adjustments(out: Path, documents: list[dict], records) -> None:
         )
         feedback = feedback_path(Path(out), student)
         write_feedback(feedback, document, records)
-        atomic_write(feedback, feedback.read_text(encoding="utf-8") + feedback_lines(document))
+        added = feedback_lines(document)
+        atomic_write(feedback, feedback.read_text(encoding="utf-8") + added)
+        _add_to_page(feedback.with_suffix(".html"), added)
+
+
+# The feedback page's section of what the instructor added, replaced at every rewrite. The page
+# is the grader's own HTML, every student text in it escaped, so the markers cannot be forged.
+_SECTION_START = '<section id="added-by-instructor">'
+_SECTION_END = "</section><!-- added-by-instructor -->"
+
+
+def _add_to_page(page: Path, added_markdown: str) -> None:
+    """`feedback/<id>.html` (written with pictures by the batch) gets the same "Added by the
+    instructor" as the Markdown feedback: written scores, rubric items, comments, regrades."""
+    if not page.is_file():
+        return
+    from markdown_it import MarkdownIt
+
+    text = page.read_text(encoding="utf-8")
+    start = text.find(_SECTION_START)
+    if start >= 0:
+        end = text.find(_SECTION_END, start)
+        text = text[:start] + text[end + len(_SECTION_END) :] if end >= 0 else text
+    if added_markdown.strip():
+        # The lines are made safe for Markdown (untrusted.markdown); raw HTML stays off.
+        rendered = MarkdownIt("commonmark", {"html": False}).disable("image").render(added_markdown)
+        section = f"{_SECTION_START}{rendered}{_SECTION_END}"
+        at = text.rfind("</body>")
+        text = text[:at] + section + text[at:] if at >= 0 else text + section
+    atomic_write(page, text)
 
 
 def feedback_lines(document: dict) -> str:
@@ -91,7 +120,11 @@ def feedback_lines(document: dict) -> str:
                 max=entry["max_points"],
             )
         )
-        if entry.get("comment"):
+        if "items" in entry:  # from the review page: each item, then the TA's note
+            lines += [f"  - {markdown(item)}" for item in entry["items"]]
+            if entry.get("note"):
+                lines.append(_("  - Comment: {note}", note=markdown(entry["note"])))
+        elif entry.get("comment"):
             lines.append(f"  - {markdown(entry['comment'])}")
     for key, points in sorted(document.get("pending", {}).items()):
         lines.append(

@@ -127,7 +127,7 @@ def _source_path(export: Path) -> Path:
 def _write_source(out: Path, export: Export, system: str) -> None:
     """lms/<system>.source.json: what the export was made from."""
     from grader.instructor.course.late import load_late
-    from grader.instructor.review.written import load_scores
+    from grader.instructor.workbench.gradebook import review_adjustments
 
     late = load_late(out)
     try:
@@ -140,7 +140,8 @@ def _write_source(out: Path, export: Export, system: str) -> None:
         "gradebook_sha256": _digest(Path(out) / "grades.csv"),
         "exported_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "students": export.exported,
-        "written_scores": sum(len(parts) for parts in load_scores(out).values()),
+        # Merged from a review sheet or given in the review page (issue 46).
+        "written_scores": sum(len(parts) for parts in review_adjustments(out)[0].values()),
         "written_pending": export.pending,
         "late_policy_due": due,
         "late_students": sorted(s for s, entry in late.items() if entry.get("days_late")),
@@ -148,8 +149,9 @@ def _write_source(out: Path, export: Export, system: str) -> None:
     atomic_write(_source_path(export.path), json.dumps(source, indent=1, ensure_ascii=False))
 
 
-def stale_exports(out: Path) -> list[str]:
-    """A line for each export in out/lms/ made from another gradebook than grades.csv now."""
+def stale_exports(out: Path, exporting: str | None = None) -> list[str]:
+    """A line for each export in out/lms/ made from another gradebook than grades.csv now (but
+    the one of `exporting`, the system being exported again)."""
     now = _digest(Path(out) / "grades.csv")
     notes = []
     for source in sorted((Path(out) / "lms").glob("*.source.json")):
@@ -160,10 +162,12 @@ def stale_exports(out: Path) -> list[str]:
         if not isinstance(made, dict) or made.get("gradebook_sha256") == now:
             continue
         system = made.get("system", "csv")
+        if system == exporting:
+            continue
         notes.append(
             _(
                 "{export} was made from an earlier gradebook ({time}): run `grader export "
-                "{system} --out {out}` again before importing it.",
+                "{system} --out {out} --roster ROSTER` again before importing it.",
                 export=source.with_name(f"{system}.csv"),
                 time=made.get("exported_at", "?"),
                 system=system,

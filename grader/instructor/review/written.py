@@ -362,7 +362,8 @@ def written_section(out: Path, scores: dict | None = None) -> str:
         for key, entry in sorted(by_part.items())
     )
     return (
-        "<h2>Written answers</h2><p class=muted>Scored by hand, merged with grader merge; "
-        "included in the totals.</p><table><tr><th>student</th><th>part</th>"
+        "<h2>Written answers</h2><p class=muted>Scored by hand (the review page, `grader "
+        "review`, or a review sheet merged with `grader merge`); included in the totals.</p>"
+        "<table><tr><th>student</th><th>part</th>"
         f"<th class=num>points</th><th>comment</th></tr>{rows}</table>"
     )

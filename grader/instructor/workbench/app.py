@@ -239,7 +239,7 @@ class Workbench:
             **self.context(signed),
         )
 
-    def answer(self, request, form, signed, conflict=None, status=200):
+    def answer(self, request, form, signed, conflict=None, status=200, problem=None):
         answer_id = int(request.path_params["id"])
         with self.database.reading() as session:
             answer = session.get(Answer, answer_id)
@@ -267,8 +267,20 @@ class Workbench:
             following=following,
             by=by,
             conflict=conflict,
+            problem=problem,
             **self.context(signed),
         )
+
+    def refused(self, request, form, signed, message: str):
+        """The answer's page again, with why the save was refused and what the TA typed kept
+        in the form (nothing they typed is lost)."""
+        typed = {
+            "message": message,
+            "items": {int(i) for i in form.getlist("item") if str(i).isdigit()},
+            "points": str(form.get("points", "")),
+            "comment": str(form.get("comment", "")),
+        }
+        return self.answer(request, form, signed, status=400, problem=typed)
 
     def save(self, request, form, signed):
         answer_id = int(request.path_params["id"])
@@ -276,7 +288,7 @@ class Workbench:
             version = int(form.get("version", ""))
             points = _number(form.get("points"))
         except ValueError:
-            return self.bad(signed, "The version or the points are not numbers.")
+            return self.refused(request, form, signed, "The points are not a number.")
         items = [int(i) for i in form.getlist("item") if str(i).isdigit()]
         try:
             saved = scores.save_answer(
@@ -291,7 +303,7 @@ class Workbench:
         except KeyError:
             return self.missing(signed)
         except ValueError as error:
-            return self.bad(signed, str(error))
+            return self.refused(request, form, signed, str(error))
         if not saved.ok:
             conflict = {
                 "by": saved.by,
@@ -337,11 +349,13 @@ class Workbench:
             part_id = item.part_id if item else None
         if part_id is None:
             return self.missing(signed)
-        ok, _affected = scores.edit_item(self.database, signed[0], item_id, version, points, text)
-        if not ok:
+        edit = scores.edit_item(self.database, signed[0], item_id, version, points, text)
+        if not edit.ok:
             return self.bad(
                 signed,
-                "Another TA changed this item since you opened the page: reload it and edit again.",
+                f"{edit.by or 'Another TA'} changed this item since you opened the page; it is "
+                f"now {edit.now['points']:+g} “{edit.now['text']}”. Yours was {points:+g} "
+                f"“{text}”: open the part again and edit it if yours should replace theirs.",
                 status=409,
                 back=f"/part/{part_id}",
             )

@@ -290,39 +290,79 @@ def add_item(database, ta: TA, part_id: int, points: float, text: str) -> int:
         return item.id
 
 
-def edit_item(
-    database, ta: TA, item_id: int, version: int, points: float, text: str
-) -> tuple[bool, int]:
+@dataclass
+class ItemEdit:
+    """What an item's edit did: saved or not; how many answers have it; when refused, the
+    item as it is now and who changed it last."""
+
+    ok: bool
+    affected: int
+    now: dict | None = None
+    by: str = ""
+
+
+def edit_item(database, ta: TA, item_id: int, version: int, points: float, text: str) -> ItemEdit:
     """Change an item's points and text (every answer that has it is re-scored: scores are
-    computed); returns (saved, how many answers have it). Refused when the item changed since
-    `version`."""
+    computed; each answer's score before and after is in the audit log). Refused when the item
+    changed since `version`."""
     text = untrusted.clean(text, 1000).strip()
     with database.writing() as session:
         item = session.get(RubricItem, item_id)
         if item is None:
             raise KeyError(item_id)
+        part = session.get(Part, item.part_id)
         before = {"points": item.points, "text": item.text}
+        having = list(
+            session.scalars(
+                select(Answer)
+                .join(Applied, Applied.answer_id == Answer.id)
+                .where(Applied.item_id == item_id)
+                .order_by(Answer.id)
+            )
+        )
+        sums = applied_sums(session, part.id)
+        was = {a.id: score(part, a, sums.get(a.id, 0.0)) for a in having}
         changed = session.execute(
             update(RubricItem)
             .where(RubricItem.id == item_id, RubricItem.version == version)
             .values(points=points, text=text, version=RubricItem.version + 1)
             .execution_options(synchronize_session=False)
         ).rowcount
-        affected = session.scalar(
-            select(func.count()).select_from(Applied).where(Applied.item_id == item_id)
-        )
+        target = f"{part.exercise} {part.name} item {item.position}"
         if changed != 1:
-            return False, affected
-        part = session.get(Part, item.part_id)
+            session.expire(item)
+            last = session.scalar(
+                select(Audit.who)
+                .where(
+                    (Audit.target == target) | Audit.target.startswith(target + " ("),
+                    Audit.action.in_(("add rubric item", "edit rubric item")),
+                )
+                .order_by(Audit.id.desc())
+                .limit(1)
+            )
+            now_item = {"points": item.points, "text": item.text}
+            return ItemEdit(False, len(having), now_item, last or "")
         _audit(
             session,
             ta.name,
             "edit rubric item",
-            f"{part.exercise} {part.name} item {item.position} ({affected} answers re-scored)",
+            f"{target} ({len(having)} answers re-scored)",
             before,
             {"points": points, "text": text},
         )
-        return True, affected
+        sums = applied_sums(session, part.id)
+        for answer in having:
+            after = score(part, answer, sums.get(answer.id, 0.0))
+            if after != was[answer.id]:
+                _audit(
+                    session,
+                    ta.name,
+                    "re-scored by an item's edit",
+                    _target(session, answer, part),
+                    {"score": was[answer.id]},
+                    {"score": after},
+                )
+        return ItemEdit(True, len(having))
 
 
 def set_base(database, ta: TA, part_id: int, base: float) -> None:
@@ -363,9 +403,15 @@ def progress(session) -> tuple[dict[int, dict], dict[str, dict[int, int]]]:
         if (kind == "written" and graded) or (kind == "auto" and points):
             entry["graded"] += count
     per_ta: dict[str, dict[int, int]] = {}
+    # Answers graded now (a regrade cleared back to the autograder's points is no longer one).
+    graded_now = ((Part.kind == "written") & Answer.graded.is_(True)) | (
+        (Part.kind == "auto") & Answer.points.is_not(None)
+    )
     for name, part_id, count in session.execute(
         select(TA.name, Answer.part_id, func.count())
         .join(Answer, Answer.graded_by == TA.id)
+        .join(Part, Part.id == Answer.part_id)
+        .where(graded_now)
         .group_by(TA.name, Answer.part_id)
     ):
         per_ta.setdefault(name, {})[part_id] = count
@@ -434,7 +480,10 @@ def review_scores(database) -> tuple[dict, dict]:
                 written.setdefault(sid, {})[key] = {
                     "points": float(score(part, answer, sum(i.points for i in have))),
                     "max_points": float(part.max_points),
+                    # One text as review.csv has it; the feedback shows items and note apart.
                     "comment": _wording(have, answer.comment),
+                    "items": [f"{item.points:+g} {item.text}" for item in have],
+                    "note": answer.comment,
                 }
             elif part.kind == "auto" and answer.points is not None:
                 regrades.setdefault(sid, {})[key] = {
