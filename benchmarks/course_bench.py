@@ -8,7 +8,8 @@ The class: for each student and exercise, a file drawn (seeded) from what studen
 right work (the reference, or a correct file of a held-out set), wrong work (every wrong file of
 every held-out set in tests/mistakes/ for that exercise), work that crashes when imported (an
 exception, os._exit, a syntax error) and the untouched stub; in the proportions of `MIX`. The
-15 exercises are the chapter's six and the first nine labs, none that trains a model.
+exercises: the first --exercises (15) of those both revisions know, none that trains a model
+(at 5b066c3: the chapter's six and nine labs).
 
 Three runs of `grader batch --jobs J --no-similarity --no-pictures` on the same class and seed:
 the revision given with --against (a git worktree of it), this checkout, and this checkout with
@@ -43,11 +44,24 @@ CRASHES = [
 ]
 
 
-def course_exercises(count: int) -> list[str]:
+def course_exercises(count: int, known_by: Path | None) -> list[str]:
+    """The first `count` exercises that train no model, of those this checkout knows and (when
+    given) the kit at `known_by` lists too."""
     sys.path.insert(0, str(KIT))
     from grader.records import EXERCISES
 
-    return [e for e in EXERCISES if not e.startswith("train-")][:count]
+    known = set(EXERCISES)
+    if known_by is not None:
+        listed = subprocess.run(
+            [sys.executable, "-m", "grader.cli", "list"],
+            cwd=known_by,
+            env=dict(os.environ, PYTHONPATH=str(known_by)),
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+        known &= {line.split()[0] for line in listed.splitlines() if line.strip()}
+    return [e for e in EXERCISES if e in known and not e.startswith("train-")][:count]
 
 
 def pools(exercise: str) -> dict[str, list[Path]]:
@@ -109,12 +123,10 @@ def main(argv=None) -> None:
     parser.add_argument("--timeout", type=float, default=10.0)
     parser.add_argument("--rounds", type=int, default=1)
     args = parser.parse_args(argv)
-    exercises = course_exercises(args.exercises)
-    units = args.students * len(exercises)
     with tempfile.TemporaryDirectory(prefix="course-bench-") as scratch:
         root = Path(scratch)
-        counts = make_class(root / "class", args.students, exercises)
         runs = {"this checkout": (KIT, {}), "  search memory off": (KIT, {"off": True})}
+        tree = None
         if args.against:
             tree = root / "against"
             subprocess.run(
@@ -124,6 +136,9 @@ def main(argv=None) -> None:
                 capture_output=True,
             )
             runs = {f"{args.against} (--against)": (tree, {})} | runs
+        exercises = course_exercises(args.exercises, tree)
+        units = args.students * len(exercises)
+        counts = make_class(root / "class", args.students, exercises)
         results: dict[str, list[tuple[float, float]]] = {name: [] for name in runs}
         try:
             for round_ in range(args.rounds):

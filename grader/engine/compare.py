@@ -9,6 +9,7 @@ max(1, max |expected|).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -318,6 +319,7 @@ def gradient_difference(
     output_right: bool = True,
     *,
     ratio: bool = True,
+    flat: Callable[[], bool] | None = None,
 ) -> Difference | None:
     """Like `difference`, for the gradient with respect to `wrt`. "Something cuts the
     gradient" needs its evidence: the output itself right (`output_right`: else a zero
@@ -325,7 +327,11 @@ def gradient_difference(
     the received gradient zero everywhere, and the expected one beyond the tolerance at some
     of those places (where the reference's gradient is zero too, nothing can be cut). Nor does
     the gradient of a wrong output earn any diagnosis of its own ("every value is zero", a
-    ratio, a slip): it is the gradient of another computation, zero or scaled for its reasons."""
+    ratio, a slip): it is the gradient of another computation, zero or scaled for its reasons.
+
+    `flat()`, asked only then, says whether the right output stays the same when `wrt` moves a
+    little (a hard choice, whose own gradient is zero everywhere): then the gradient asked for
+    is an estimator's, and its absence is told as such rather than as a cut."""
     found = difference(expected, received, case, ratio=ratio, diagnose=output_right)
     if found is None:
         return None
@@ -337,6 +343,18 @@ def gradient_difference(
         and not np.any(received)
         and not np.all(close(expected, received, case))
     ):
+        if flat is not None and flat():
+            return Difference(
+                _(
+                    "the gradient with respect to {wrt} is zero. The output does not change "
+                    "when {wrt} moves a little (a hard choice, whose own gradient is zero "
+                    "everywhere), so the gradient asked for is an estimator's, such as the "
+                    "straight-through one (forward the hard choice, backward the soft one: "
+                    "hard + soft − stop_gradient(soft)): it is missing, or cut",
+                    wrt=wrt,
+                ),
+                "estimator missing",
+            )
         return Difference(
             _(
                 "the gradient with respect to {wrt} is zero, but the output depends on it: "

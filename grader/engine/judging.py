@@ -470,7 +470,14 @@ def _judge_case(part, case: Case, want: CaseOutput, got: CaseOutput, source=None
                     _("no gradient with respect to {wrt} came back", wrt=wrt)
                 )
             else:
-                problem = compare.gradient_difference(grad, found, case, wrt, output_right)
+                problem = compare.gradient_difference(
+                    grad,
+                    found,
+                    case,
+                    wrt,
+                    output_right,
+                    flat=lambda wrt=wrt: search.forward_is_flat(part, case, wrt, want.output),
+                )
             name = prefix + _("gradient wrt {wrt}, {label}", wrt=wrt, label=label)
             checks.append(_check(name, problem, hidden))
     # A property is judged on a sound output only: of the expected shape, real numbers, finite

@@ -378,6 +378,34 @@ def find_reference(part, usable) -> tuple[Callable, int | None] | None:
     return None
 
 
+def forward_is_flat(part, case, wrt: str, expected) -> bool:
+    """Whether the part's reference gives the same output when the input `wrt` moves a little
+    (by about a millionth of its size, at random): a forward pass that is a hard choice of
+    `wrt` (argmax, sampling, rounding), whose own gradient is zero wherever it is defined.
+    False where no reference function gives `expected` on this case."""
+    import dataclasses
+
+    want = _array(expected)
+    if want is None or wrt not in case.inputs:
+        return False
+    found = find_reference(part, [(case, want, want, 0)])
+    if found is None:
+        return False
+    function, pick = found
+    base = np.asarray(case.inputs[wrt])
+    if not np.issubdtype(base.dtype, np.floating):
+        return False
+    nudge = np.random.default_rng(0).standard_normal(base.shape) * 1e-6 * (1 + np.abs(base))
+    moved = dataclasses.replace(case, inputs={**case.inputs, wrt: base + nudge})
+    # Both computed here, in float64: the expected output may be of a float32 case.
+    before, after = _output(function, pick, case), _output(function, pick, moved)
+    if before is None or after is None or before.shape != after.shape:
+        return False
+    with np.errstate(all="ignore"):
+        change = np.max(np.abs(after - before), initial=0.0)
+        return bool(change <= 1e-12 * (1 + np.max(np.abs(before), initial=0.0)))
+
+
 def _gives_expected(function, pick, usable) -> bool:
     for case, want, _got, _i in usable:
         value = _output(function, pick, case)
@@ -505,6 +533,8 @@ def _words(mutant, pick, failing) -> str | None:
         told = [_words(part, pick, failing) for part in mutant.parts]
         if None in told:
             return None
+        if told[0] == told[1]:  # one slip made twice: said once (issue 47)
+            return _("the same mistake in two places: {words}", words=told[0])
         return _("two mistakes together: {first}; and {second}", first=told[0], second=told[1])
     if kind == "axis":
         for case, _want, _got, _i in failing:
