@@ -123,9 +123,13 @@ def _searched(part, cases, expected, received, per_case) -> None:
     outputs = [i for i, checks in enumerate(per_case) if _output_compared(cases[i], checks)]
     failing = [i for i in outputs if not per_case[i][0].passed]
     passing = [i for i in outputs if per_case[i][0].passed]
-    where = search.first_example_only(wanted, given, cases, failing) or search.separating(
-        cases, failing, passing
-    )
+    where = search.first_example_only(wanted, given, cases, failing)
+    if where is None and not _not_finite(wanted, given, failing):
+        # A case feature that splits failing from passing cases names where to look; not for
+        # values that overflow (NaN, inf where the expected are finite): larger cases hold
+        # larger values, so the feature would be a coincidence of the sizes, and the NaN's
+        # own words say more.
+        where = search.separating(cases, failing, passing)
     for i in unexplained:
         hit = found.get(i)
         check = per_case[i][0]
@@ -154,6 +158,19 @@ def _searched(part, cases, expected, received, per_case) -> None:
         if base in replaced and checks and not checks[0].passed:
             if checks[0].mistake == replaced[base]:
                 _tell(checks[0], found[base])
+
+
+def _not_finite(wanted, given, failing) -> bool:
+    """Whether some failing output holds NaN or an infinity where the expected one is finite."""
+    for i in failing:
+        try:
+            want = np.asarray(wanted[i], dtype=np.float64)
+            got = np.asarray(given[i], dtype=np.float64)
+        except (TypeError, ValueError):
+            continue
+        if want.shape == got.shape and np.any(np.isfinite(want) & ~np.isfinite(got)):
+            return True
+    return False
 
 
 def _tell(check, hit) -> None:

@@ -120,6 +120,26 @@ def test_a_separator_seen_on_one_failing_case_is_not_said():
     assert search.separating(cases, failing=[0, 4], passing=[1]) is None
 
 
+def test_no_separator_is_named_for_outputs_that_overflow():
+    """A sign error that makes 0·e^(+inf) = NaN fails on the batches of several examples only
+    (more values, more chance of a large one): the batch is not what fails, and the NaN is told
+    without "the examples of a batch mix"."""
+    labels = ["B=1 T=3 #0", "B=1 T=4 #1", "B=3 T=3 #2", "B=2 T=4 #3"]
+    cases = [Case("f", FUNCTION, label) for label in labels]
+    want = [np.ones((int(label[2]), 3)) for label in labels]
+    mixed = [w.copy() for w in want]
+    for i in (2, 3):
+        mixed[i][1] += 0.5  # the batch mixes: wrong values, all finite
+    overflow = [w.copy() for w in want]
+    for i in (2, 3):
+        overflow[i][1, 0] = np.nan
+    part = Part("f", 1, lambda rng, hidden=False: [])
+    told_mixed = " ".join(c.message for c in failures(judged(part, cases, want, mixed)))
+    told_overflow = " ".join(c.message for c in failures(judged(part, cases, want, overflow)))
+    assert "more than one example" in told_mixed
+    assert "more than one example" not in told_overflow and "NaN" in told_overflow
+
+
 # ---- a NaN is blamed on an overflowing exp() only where something is large enough ------------
 
 
