@@ -158,7 +158,7 @@ class FixtureReference:
     def cases(self, record, seed):
         return self._load(record, seed)[0]
 
-    def job(self, record, seed, workdir, cases, key: str = "reference"):
+    def job(self, record, seed, workdir, cases, key: str = "reference", parts=None):
         return None
 
     def expected(self, record, seed, cases, outcome, parts=None):

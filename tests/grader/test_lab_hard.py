@@ -124,8 +124,8 @@ PLANTED = [
     (
         "straight_through",
         STRAIGHT.format(weights="hard"),
-        "gradient cut",
-        "gradient with respect to scores is zero",
+        "estimator missing",  # a hard forward's own gradient is zero: the estimator is missing
+        "such as the straight-through one",
     ),
     (
         "straight_through",
