@@ -87,10 +87,10 @@ def train_model(model, inputs, targets):
     Returns:
         Nothing: the model is trained in place.
     """
-    # BEGIN SOLUTION: fit the probabilities output only; Adam, 15 epochs
+    # BEGIN SOLUTION: fit the probabilities output only; Adam, 3 epochs
     predictor = keras.Model(model.inputs, model.outputs[0])
     predictor.compile(keras.optimizers.Adam(1e-2), "sparse_categorical_crossentropy")
-    predictor.fit(inputs, targets, batch_size=64, epochs=15, verbose=0)
+    predictor.fit(inputs, targets, batch_size=64, epochs=3, verbose=0)
     # END SOLUTION
 
 

@@ -62,7 +62,7 @@ def train_model(model, inputs, targets):
     Returns:
         无：模型就地训练。
     """
-    raise NotImplementedError("练习 train-memn2n：只拟合概率输出；Adam，30 个轮次")
+    raise NotImplementedError("练习 train-memn2n：只拟合概率输出；Adam，余弦衰减，12 个轮次")
 
 
 def predict(model, inputs):

@@ -62,7 +62,7 @@ def train_model(model, inputs, targets):
     Returns:
         无：模型就地训练。
     """
-    raise NotImplementedError("练习 train-seq2seq：只拟合概率输出；Adam，15 个轮次")
+    raise NotImplementedError("练习 train-seq2seq：只拟合概率输出；Adam，3 个轮次")
 
 
 def predict(model, inputs):

@@ -61,7 +61,7 @@ def train_model(model, inputs, targets):
     Returns:
         无：模型就地训练。
     """
-    raise NotImplementedError("练习 train-transformer：只拟合概率输出，给答案位置加权；Adam，30 个轮次")
+    raise NotImplementedError("练习 train-transformer：拟合概率，给答案位置加权；Adam，余弦衰减，10 个轮次")
 
 
 def predict(model, inputs):

@@ -58,7 +58,7 @@ def test_attention_benchmark_quick_prints_its_tables():
 
 @pytest.mark.long  # the same training as test_records' reference of train-memn2n
 def test_train_labs_benchmark_quick_passes_one_seed_of_a_training_lab():
-    """One seed of the cheapest training lab (about 11 s of one core), graded as the child
+    """One seed of the cheapest training lab (about 6 s of one core), graded as the child
     grades it: the summary line counts it passed."""
     done = subprocess.run(
         [

@@ -1,7 +1,7 @@
 """Lab train-memn2n: its gates on answers made here (no training), and the planted table of
 models that break a gate, each of which must lose the part with the gate's explanation. Full
 marks, the stub and the planted table are graded by tests/grader/test_records.py (marked slow
-there: each graded submission trains a model in the sandbox, about 11 s of one CPU core)."""
+there: each graded submission trains a model in the sandbox, about 6 s of one CPU core)."""
 
 import numpy as np
 import pytest

@@ -1,7 +1,7 @@
 """Lab train-seq2seq: its gates on answers made here (no training), and the planted table of
 models that break a gate, each of which must lose the part with the gate's explanation. Full
 marks, the stub and the planted table are graded by tests/grader/test_records.py (marked slow
-there: each graded submission trains a model in the sandbox, about 20 s of one CPU core)."""
+there: each graded submission trains a model in the sandbox, about 13 s of one CPU core)."""
 
 import numpy as np
 import pytest

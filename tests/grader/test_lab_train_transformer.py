@@ -2,7 +2,7 @@
 of models that fit their data but break a gate, each of which must lose the part with the
 gate's explanation. Full marks, the stub and the planted table are graded by
 tests/grader/test_records.py (marked slow there: each graded submission trains a model in the
-sandbox, about 12 s of one CPU core)."""
+sandbox, about 8 s of one CPU core)."""
 
 import numpy as np
 import pytest

@@ -60,7 +60,7 @@ TRAINED_IN_CI = "train-memn2n"
 def _marked(exercise_id, grading=None):
     """The exercise's marker; with `grading` ("reference" or "planted"), for a test that grades
     the reference or the table of planted submissions, where a lab that trains a model trains it
-    (12-26 s of one core a submission). CI trains one reference end to end, the cheapest lab's;
+    (5-14 s of one core a submission). CI trains one reference end to end, the cheapest lab's;
     the other labs' references and every planted table (one training each) run with -m long,
     and many seeds of each in benchmarks/train_labs_bench.py. Each lab's gates are tested in CI
     without training, on answers made in its own file (test_lab_train_*.py)."""
