@@ -191,6 +191,7 @@ def _edits(node: ast.AST, parameters: set[str], scope: dict) -> Iterator[Edit]:
     where the helpers it calls are found)."""
     if isinstance(node, ast.Call):
         yield from _call_edits(node, scope)
+        yield from _applied_to_one_term_edits(node)
         if _call_name(node).split(".")[-1] in _PRODUCTS:
             yield from _extra_scale_edits(parameters)
             yield from _moved_outward_edits(node, [f"args.{i}" for i in range(len(node.args))])
@@ -201,6 +202,8 @@ def _edits(node: ast.AST, parameters: set[str], scope: dict) -> Iterator[Edit]:
             yield from _moved_outward_edits(node, ["left", "right"])
         if isinstance(node.op, (ast.Add, ast.Sub, ast.Mult)):
             yield from _name_swap_edits(node, parameters)
+    elif isinstance(node, ast.Assign):
+        yield from _written_swap_edits(node, parameters)
     elif isinstance(node, ast.Compare) and len(node.ops) == 1:
         flips = {ast.Lt: ast.LtE, ast.LtE: ast.Lt, ast.Gt: ast.GtE, ast.GtE: ast.Gt}
         flip = flips.get(type(node.ops[0]))
@@ -240,6 +243,46 @@ def _name_swap_edits(node: ast.BinOp, parameters: set[str]) -> Iterator[Edit]:
                 return n
 
             yield "argument swapped", {"used": other, "right": operand.id}, swap
+
+
+def _written_swap_edits(node: ast.Assign, parameters: set[str]) -> Iterator[Edit]:
+    """What is written taken from another input (a cache's value half written with the key):
+    an assignment whose value is an argument, or a piece of one (`value[b, 0]`), with that
+    argument replaced by each other argument."""
+    value = node.value
+    base = value.value if isinstance(value, ast.Subscript) else value
+    if not (isinstance(base, ast.Name) and base.id in parameters):
+        return
+    for other in sorted(parameters - {base.id}):
+
+        def swap(n, other=other):
+            taken = n.value.value if isinstance(n.value, ast.Subscript) else n.value
+            taken.id = other
+            return n
+
+        yield "argument swapped", {"used": other, "right": base.id}, swap
+
+
+def _applied_to_one_term_edits(node: ast.Call) -> Iterator[Edit]:
+    """f(a + b) taken as f(a) + b or a + f(b): a function of a sum (a post-LN block's norm of
+    the residual sum, tanh of the summed projections) applied to one term only."""
+    if len(node.args) != 1 or node.keywords:
+        return
+    inner = node.args[0]
+    if not (isinstance(inner, ast.BinOp) and isinstance(inner.op, (ast.Add, ast.Sub))):
+        return
+    short = _call_name(node).split(".")[-1]
+    if not short:
+        return
+    for side in ("left", "right"):
+
+        def inward(n, side=side):
+            total = n.args[0]
+            term = getattr(total, side)
+            setattr(total, side, ast.Call(n.func, [term], []))
+            return total
+
+        yield "applied to one term", {"function": short, "side": side}, inward
 
 
 # The calls that form a product (scores, a weighted sum), where a scale may be added.

@@ -698,6 +698,13 @@ def _words(mutant, pick, failing) -> str | None:
             "{function} first, then multiplies (vᵀ tanh(h), not tanh(vᵀh))",
             function=_(_FUNCTION_WORDS.get(function, function)),
         )
+    if kind == "applied to one term":
+        return _(
+            "{function} is applied to one term of the sum only: the formula applies it to the "
+            "whole sum, {function}(a + b), not {function}(a) + b (in a post-LN block: the norm "
+            "of x + sublayer(x), not x + norm(sublayer(x)))",
+            function=_(_FUNCTION_WORDS.get(facts["function"], facts["function"])),
+        )
     if kind == "argument swapped":
         return _(
             "you used {used} where the formula has {right} (one input taken for another of "
