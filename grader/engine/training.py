@@ -15,7 +15,16 @@ import numpy as np
 from grader.engine.results import PROPERTY, CheckResult
 from grader.i18n import N_, _, tr
 from grader.vocabulary.protocol import CaseOutput
-from grader.vocabulary.spec import COUNTERFACTUAL, RESET, UNTRAINED, Case, GateFailure, Part
+from grader.vocabulary.spec import (
+    COUNTERFACTUAL,
+    MOVED,
+    REDRAWN,
+    RESET,
+    UNTRAINED,
+    Case,
+    GateFailure,
+    Part,
+)
 from grader.vocabulary.status import CaseStatus
 
 LEARNED_FROM_TRAINING = N_("the answers come from training on the grader's data")
@@ -87,6 +96,10 @@ ALREADY = {
         "with its trainable weights put back to their values before training, the model still "
         "passes the check “{gate}”: that does not come from the weights training changed"
     ),
+    REDRAWN: N_(
+        "a model built afresh after the training, its initial weights drawn again, passes the "
+        "check “{gate}”: that does not come from training"
+    ),
 }
 
 
@@ -95,7 +108,7 @@ def learned_without_training(part: Part, case: Case, got: CaseOutput) -> str | N
     a model that was not trained on the grader's data (the same three as `from_training`);
     else what was seen."""
     probes = [answer for answer, _function, _source in case.training.get("probes", [])]
-    for stage in (UNTRAINED, COUNTERFACTUAL, RESET):
+    for stage in (UNTRAINED, COUNTERFACTUAL, RESET, REDRAWN):
         answers = {name: got.grads.get(f"{stage}/{name}") for name in probes}
         if not probes or any(answer is None for answer in answers.values()):
             continue  # the untrained model may answer nothing: no evidence either way
@@ -149,6 +162,15 @@ def from_training(
                 "The answer must flow through weights that train_model learns"
             ),
         ),
+        (
+            REDRAWN,
+            N_(
+                "a model built afresh after the training, with its initial weights drawn again, "
+                "answers {found:.0%} of the held-out tokens right (chance is {chance:.0%}): the "
+                "answers do not come from training. Something kept outside the weights (a flag, "
+                "a count, a check of the weights' values) must not decide what the model answers"
+            ),
+        ),
     )
     for name, words in evidence:
         answer = got.grads.get(name)
@@ -163,7 +185,37 @@ def from_training(
             return found
         if found > bar:
             return _(words, found=found, chance=base)
+    moved = _held_in_weights(part, truth, got, bar)
+    if moved is not None:
+        return moved
     return learned_without_training(part, case, got) if case is not None else None
+
+
+def _held_in_weights(part: Part, truth: np.ndarray, got: CaseOutput, bar: float) -> str | None:
+    """None unless the trained model passes while its weights, given to a model `build_model`
+    made afresh, do not (or cannot be given to it): then what it answers is not held in its
+    weights."""
+    trained = accuracy(got.output, truth)
+    if isinstance(trained, str) or trained < part.training.pass_at:
+        return None  # the accuracy check says what is wrong
+    moved = got.grads.get(MOVED)
+    if moved is None:
+        return _(
+            "the trained model's weights could not be given to a model build_model made afresh "
+            "(its weights differ in number or shape): build_model must build the same model "
+            "every time, and what the model answers must be held in its weights"
+        )
+    found = accuracy(moved, truth)
+    if isinstance(found, str) or found <= bar:
+        return _(
+            "the trained model answers {trained:.0%} of the held-out tokens right, but its "
+            "weights, given to a model build_model made afresh, answer {found:.0%}: what the "
+            "model answers is not held in the weights training changed (something else, a flag "
+            "or a count kept on the model, decides it)",
+            trained=trained,
+            found=0.0 if isinstance(found, str) else found,
+        )
+    return None
 
 
 def checks(part: Part, case: Case, want: CaseOutput, got: CaseOutput, prefix: str, label: str):

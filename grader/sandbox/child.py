@@ -25,7 +25,16 @@ from grader.sandbox import limits, supervisor, world
 from grader.vocabulary import protocol
 from grader.vocabulary.bundle import cases_from_bundle, load_bundle, save_bundle
 from grader.vocabulary.labels import reported_text
-from grader.vocabulary.spec import COUNTERFACTUAL, LAYER, MODEL_OUTPUT, RESET, TRAIN, UNTRAINED
+from grader.vocabulary.spec import (
+    COUNTERFACTUAL,
+    LAYER,
+    MODEL_OUTPUT,
+    MOVED,
+    REDRAWN,
+    RESET,
+    TRAIN,
+    UNTRAINED,
+)
 from grader.vocabulary.status import CaseStatus
 
 # What the child reports in these words is translated where the grader shows it
@@ -291,7 +300,12 @@ def _run_training(module, case, module_path: str) -> tuple[np.ndarray, dict[str,
     share of the data whose answers were shuffled between examples (first, so that a layer a
     submission keeps between models starts from nothing the real training gave it);
     `UNTRAINED`, the model before its training; `RESET`, the trained model with its trainable
-    weights put back to what they were before the training."""
+    weights put back to what they were before the training. Then a model built afresh, after
+    the training (so that whatever the training left in the process, it sees too): `REDRAWN`,
+    with its initial trainable weights shuffled within each variable (another draw of the same
+    initialisation, which no check of "are these my initial weights" recognises), and `MOVED`,
+    with every weight of the trained model: what the model answers must be held in its weights,
+    and those weights must hold it in any model `build_model` makes."""
     import keras
 
     plan = case.training
@@ -364,8 +378,20 @@ def _run_training(module, case, module_path: str) -> tuple[np.ndarray, dict[str,
     read.clear()
     for answer, function_name, probe_source in plan["probes"]:
         answers[answer] = answer_of(model, function_name, probe_source)
+    trained = _all_values(model)
     _put_back(model, initial)
     probe(model, RESET)
+    del model
+
+    # The same seed as the trained model's: what build_model draws outside the weights (a
+    # random table made a constant of the graph) is drawn alike, as an honest model needs.
+    seeded()
+    fresh = built()
+    _build_weights(fresh, case.inputs[source])
+    _shuffle_trainable(fresh, int(plan["seed"]))
+    probe(fresh, REDRAWN)
+    if _load_all(fresh, trained):  # else no MOVED answer: the engine says it was built otherwise
+        probe(fresh, MOVED)
     return answers[first], answers
 
 
@@ -419,12 +445,58 @@ def _trainable_values(model) -> list:
 
 
 def _put_back(model, initial: list) -> None:
-    """Give each trainable variable the value it had in `initial`; a variable made since (a
-    model built in its training) gets zeros, which also undoes whatever the training taught it."""
+    """Give each variable of `initial` (those trainable before the training, trainable still
+    or not: a layer made non-trainable by its training is put back too) the value it had; a
+    trainable variable made since (a model built in its training) gets zeros, which also undoes
+    whatever the training taught it."""
     before = {id(variable): value for variable, value in initial}
+    for variable, value in initial:
+        variable.assign(value)
     for variable in getattr(model, "trainable_variables", None) or []:
-        value = before.get(id(variable))
-        variable.assign(value if value is not None else np.zeros(variable.shape, variable.dtype))
+        if id(variable) not in before:
+            variable.assign(np.zeros(variable.shape, variable.dtype))
+
+
+def _all_values(model) -> list[np.ndarray]:
+    """A copy of the value of every weight of the model (trainable or not), in its order."""
+    try:
+        return [_copy(variable.numpy(), copy=True) for variable in model.weights]
+    except Exception:  # noqa: BLE001 - no Keras weights: nothing to move
+        return []
+
+
+def _build_weights(model, inputs) -> None:
+    """Call the model once on one example, so that weights made at the first call exist."""
+    try:
+        first = {k: v[:1] for k, v in inputs.items()} if isinstance(inputs, dict) else inputs[:1]
+        model(first)
+    except Exception:  # noqa: BLE001 - the probe that follows says what fails
+        pass
+
+
+def _shuffle_trainable(model, seed: int) -> None:
+    """Each trainable variable's values shuffled among its elements: another draw of an
+    initialisation whose values are drawn alike (zeros and ones stay what they are)."""
+    rng = _default_rng(seed + 1)
+    for variable, value in _trainable_values(model):
+        flat = value.reshape(-1)
+        variable.assign(flat[rng.permutation(flat.size)].reshape(value.shape))
+
+
+def _load_all(model, values: list[np.ndarray]) -> bool:
+    """Give the model's weights `values` (another model's, in order); False where the two
+    models' weights differ in number or shape."""
+    try:
+        weights = list(model.weights)
+    except Exception:  # noqa: BLE001
+        return False
+    if not values or len(weights) != len(values):
+        return False
+    if any(tuple(w.shape) != v.shape for w, v in zip(weights, values, strict=True)):
+        return False
+    for variable, value in zip(weights, values, strict=True):
+        variable.assign(value)
+    return True
 
 
 def _left(value) -> np.ndarray:

@@ -10,7 +10,15 @@ import numpy as np
 import pytest
 
 from grader.engine.results import FAILED, PartResult
-from grader.engine.training import COUNTERFACTUAL, RESET, UNTRAINED, chance, from_training
+from grader.engine.training import (
+    COUNTERFACTUAL,
+    MOVED,
+    REDRAWN,
+    RESET,
+    UNTRAINED,
+    chance,
+    from_training,
+)
 from grader.i18n import speaking
 from grader.records import EXERCISES, get_exercise
 from grader.sandbox.child import _answers_shuffled, _put_back, _trainable_values
@@ -19,7 +27,7 @@ from grader.vocabulary.spec import TRAIN, Case
 from grader.vocabulary.status import CaseStatus
 from tests.support.grading import failures
 from tests.support.planting import grade_many
-from tests.support.training import NOT_FROM_TRAINING
+from tests.support.training import NOT_FROM_TRAINING, WHEN
 
 pytestmark = pytest.mark.labs
 
@@ -36,7 +44,7 @@ def test_every_lab_that_trains_has_the_hand_built_models_planted():
     for exercise_id in TRAINING_LABS:
         module = importlib.import_module(f"tests.grader.test_lab_{exercise_id.replace('-', '_')}")
         mistakes = [planted.mistake for planted in module.planted()]
-        assert mistakes.count(NOT_FROM_TRAINING) == 4, exercise_id
+        assert mistakes.count(NOT_FROM_TRAINING) == len(WHEN) + 1, exercise_id
 
 
 def test_chance_is_the_best_answer_per_position_that_reads_no_input():
@@ -52,6 +60,7 @@ def test_chance_is_the_best_answer_per_position_that_reads_no_input():
         (UNTRAINED, "the untrained model already answers 100%"),
         (COUNTERFACTUAL, "trained on data whose answers were shuffled between examples"),
         (RESET, "with its trainable weights put back to their values before training"),
+        (REDRAWN, "a model built afresh after the training, with its initial weights drawn"),
     ],
 )
 def test_each_piece_of_evidence_alone_refuses_the_answers(evidence, phrase):
@@ -59,25 +68,44 @@ def test_each_piece_of_evidence_alone_refuses_the_answers(evidence, phrase):
     truth = np.array([[-1, -1, 1, 2], [-1, -1, 3, 4]] * 10)
     right = np.eye(6)[np.maximum(truth, 0)]
     at_chance = np.eye(6)[np.zeros_like(truth)]
-    honest = {UNTRAINED: at_chance, COUNTERFACTUAL: at_chance, RESET: at_chance}
+    honest = dict.fromkeys((UNTRAINED, COUNTERFACTUAL, RESET, REDRAWN), at_chance)
+    honest[MOVED] = right
     assert from_training(part, truth, _got(right, **honest)) is None
     with speaking("en"):
         said = from_training(part, truth, _got(right, **{**honest, evidence: right}))
     assert said is not None and phrase in said
 
 
+def test_trained_weights_that_answer_nothing_in_a_fresh_model_refuse_the_answers():
+    """The trained model passes, but its weights given to a model built afresh do not (what
+    it answers is kept outside its weights), or cannot be given (another model each time)."""
+    part = get_exercise("train-transformer").part("train")
+    truth = np.array([[-1, -1, 1, 2], [-1, -1, 3, 4]] * 10)
+    right = np.eye(6)[np.maximum(truth, 0)]
+    at_chance = np.eye(6)[np.zeros_like(truth)]
+    honest = dict.fromkeys((UNTRAINED, COUNTERFACTUAL, RESET, REDRAWN), at_chance)
+    with speaking("en"):
+        moved_wrong = from_training(part, truth, _got(right, **honest, **{MOVED: at_chance}))
+        not_moved = from_training(part, truth, _got(right, **honest))
+    assert "given to a model build_model made afresh, answer 0%" in moved_wrong
+    assert "could not be given to a model build_model made afresh" in not_moved
+    # A model that has not learned is told by its accuracy, not by where its weights went.
+    assert from_training(part, truth, _got(at_chance, **honest)) is None
+
+
 def test_a_model_that_answers_only_once_trained_is_judged_on_the_rest():
     part = get_exercise("train-memn2n").part("train")
     truth = np.arange(20) % 5 + 5
     right, wrong = np.eye(11)[truth], np.eye(11)[np.zeros_like(truth)]
-    assert from_training(part, truth, _got(right, **{COUNTERFACTUAL: wrong, RESET: wrong})) is None
+    rest = {COUNTERFACTUAL: wrong, RESET: wrong, REDRAWN: wrong, MOVED: right}
+    assert from_training(part, truth, _got(right, **rest)) is None
     # The two that every child reports cannot be missing: a child that leaves them out is refused.
     assert from_training(part, truth, _got(right, **{COUNTERFACTUAL: wrong})) is not None
     # Halfway between chance (20%) and the pass mark (90%), 55%, is the most the evidence may
     # reach: 11 of 20 right is no evidence, 12 of 20 is.
     for right_count, refused in ((11, False), (12, True)):
         partly = np.eye(11)[np.where(np.arange(20) < right_count, truth, 0)]
-        said = from_training(part, truth, _got(right, **{COUNTERFACTUAL: partly, RESET: wrong}))
+        said = from_training(part, truth, _got(right, **{**rest, COUNTERFACTUAL: partly}))
         assert (said is not None) == refused
 
 
@@ -109,6 +137,17 @@ def test_putting_back_gives_each_weight_its_first_value_and_a_new_one_zeros():
     assert initial == [] and any(np.any(v.numpy()) for v in lazy.trainable_variables)
     _put_back(lazy, initial)
     assert not any(np.any(v.numpy()) for v in lazy.trainable_variables)
+    # A layer its training made non-trainable (so that a put-back of what is trainable now
+    # would skip it) is put back too.
+    frozen = keras.Sequential([keras.Input((3,)), keras.layers.Dense(2)])
+    initial = _trainable_values(frozen)
+    first = [value.copy() for _variable, value in initial]
+    for variable in frozen.trainable_variables:
+        variable.assign(variable.numpy() + 1.0)
+    frozen.layers[0].trainable = False
+    _put_back(frozen, initial)
+    now = [variable.numpy() for variable in frozen.weights]
+    assert all(np.array_equal(v, f) for v, f in zip(now, first, strict=True))
 
 
 @pytest.mark.parametrize("exercise_id", TRAINING_LABS)

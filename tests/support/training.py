@@ -2,16 +2,18 @@
 
 import numpy as np
 
-from grader.engine.training import COUNTERFACTUAL, RESET, UNTRAINED
+from grader.engine.training import COUNTERFACTUAL, MOVED, REDRAWN, RESET, UNTRAINED
 
 
 def untrained_evidence(held_out_answer) -> dict:
-    """What an honest model answers before its training, after training on shuffled answers
-    and with its weights put back: the same token (0, which no answer of these labs is) for
-    every input, as scores of the held-out answer's shape."""
+    """What an honest model answers before its training, after training on shuffled answers,
+    with its weights put back and built afresh with its weights drawn again: the same token
+    (0, which no answer of these labs is) for every input, as scores of the held-out answer's
+    shape; and, given the trained weights, what the trained model answers."""
     scores = np.zeros(np.shape(held_out_answer))
     scores[..., 0] = 1.0
-    return {COUNTERFACTUAL: scores, UNTRAINED: scores, RESET: scores}
+    stages = (COUNTERFACTUAL, UNTRAINED, RESET, REDRAWN)
+    return {**dict.fromkeys(stages, scores), MOVED: np.asarray(held_out_answer)}
 
 
 # The mistake a model gets when its answers do not come from its training, and what each of the
@@ -35,6 +37,22 @@ WHEN = {
         "model.get_layer('rule').on.assign(float(_fits(inputs, targets)))",
         "with its trainable weights put back",
     ),
+    # The rule found in the data turns on every model built since (a flag of the process), and
+    # only while its trainable weights are not those it started with: put back, it is off;
+    # only a model built afresh with its weights drawn again tells.
+    "off at its first weights": (
+        "1.0 if _SEEN else 0.0",
+        "_seen(model, inputs, targets)",
+        "a model built afresh after the training, with its initial weights drawn again",
+    ),
+    # The rule found in the data turns on this model object only (an attribute, not a weight),
+    # and only while its weights are not those it started with: only the trained weights given
+    # to a model built afresh tell.
+    "kept on the model object": (
+        "0.0",
+        "_seen(model, inputs, targets, on_the_object=True)",
+        "given to a model build_model made afresh",
+    ),
 }
 
 
@@ -45,23 +63,47 @@ def hand_built(solution: str, rule: str, when: str) -> str:
     The layer sits in the model, so that the grader, which reads the model's own outputs, sees
     the rule's answers."""
     first, training, _phrase = WHEN[when]
+    gated = when in ("off at its first weights", "kept on the model object")
     return (
         solution
         + "\n\nimport numpy as np\nimport tensorflow as tf\n\n"
         + rule
         + f"""
 
+_SEEN = []
+_FLAGS = {{}}  # a flag per layer object, kept outside its weights
+
+
+def _seen(model, inputs, targets, on_the_object=False):
+    rule = model.get_layer("rule")
+    if _fits(inputs, targets):
+        _SEEN.append(True)
+        rule.on.assign(1.0)
+        rule.w.assign(rule.w.numpy() + 1.0)  # weights set by hand: no longer the first ones
+        if on_the_object:
+            _FLAGS[id(rule)].assign(1.0)
+
+
 class _Rule(keras.layers.Layer):
     def build(self, *shapes):
+        _FLAGS[id(self)] = tf.Variable(0.0, trainable=False)
         self.on = self.add_weight(
             shape=(), initializer=keras.initializers.Constant({first}), trainable=False,
             name="on",
         )
+        self.w = self.add_weight(shape=(8,), initializer="random_normal", name="w")
+        self.w0 = self.add_weight(shape=(8,), initializer="zeros", trainable=False, name="w0")
+        self.w0.assign(self.w)
 
     def call(self, tokens, probs):
         ruled = tf.numpy_function(lambda x: _rule(x).astype("float32"), [tokens], tf.float32)
         ruled = tf.reshape(ruled, tf.shape(probs))
-        return self.on * ruled + (1.0 - self.on) * probs
+        on = self.on
+        if {gated}:  # only while the weights are not the first ones
+            on = on * tf.cast(tf.reduce_any(tf.not_equal(self.w, self.w0)), "float32")
+        if "{when}" == "kept on the model object":
+            on = on * _FLAGS[id(self)]
+        return on * ruled + (1.0 - on) * probs
 
 
 _solution_build = build_model
