@@ -388,7 +388,7 @@ def _run_training(module, case, module_path: str) -> tuple[np.ndarray, dict[str,
     seeded()
     fresh = built()
     _build_weights(fresh, case.inputs[source])
-    _shuffle_trainable(fresh, int(plan["seed"]))
+    _redraw(fresh, trained, int(plan["seed"]))
     probe(fresh, REDRAWN)
     if _load_all(fresh, trained):  # else no MOVED answer: the engine says it was built otherwise
         probe(fresh, MOVED)
@@ -474,13 +474,29 @@ def _build_weights(model, inputs) -> None:
         pass
 
 
-def _shuffle_trainable(model, seed: int) -> None:
-    """Each trainable variable's values shuffled among its elements: another draw of an
-    initialisation whose values are drawn alike (zeros and ones stay what they are)."""
+def _redraw(model, trained: list[np.ndarray], seed: int) -> None:
+    """Move each trainable variable of a freshly built model from its initial value as far as
+    the training moved it, in another direction: its initial value plus the training's change
+    shuffled among the variable's elements. No weight keeps its initial value or its trained
+    one, and the change is as large as the training's; nothing learned survives the shuffle.
+    Without the trained values (another model): the initial values shuffled."""
     rng = _default_rng(seed + 1)
-    for variable, value in _trainable_values(model):
-        flat = value.reshape(-1)
-        variable.assign(flat[rng.permutation(flat.size)].reshape(value.shape))
+    trainable = {id(variable) for variable in getattr(model, "trainable_variables", None) or []}
+    try:
+        weights = list(model.weights)
+    except Exception:  # noqa: BLE001
+        return
+    same = len(weights) == len(trained) and all(
+        tuple(w.shape) == t.shape for w, t in zip(weights, trained, strict=False)
+    )
+    for index, variable in enumerate(weights):
+        if id(variable) not in trainable:
+            continue
+        start = _copy(variable.numpy(), copy=True)
+        change = (trained[index] - start) if same else start
+        flat = change.reshape(-1)
+        moved = flat[rng.permutation(flat.size)].reshape(start.shape)
+        variable.assign(start + moved if same else moved)
 
 
 def _load_all(model, values: list[np.ndarray]) -> bool:
