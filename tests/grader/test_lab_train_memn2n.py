@@ -37,16 +37,16 @@ PATCHES = [
         "train",
         "property: temporal encoding: the answer changes with the order of the facts",
         "Add a temporal encoding to the memories",
-        [(TEMPORAL, "")],
+        [(TEMPORAL, ""), (TEMPORAL.replace("memories", "outputs"), "")],
     ),
     (
         "train",
         "property: attention on the supporting fact",
         "a memory network answers by reading that fact",
         [
-            (
-                "return model.predict(inputs, batch_size=256, verbose=0)[1]",
-                "return model.predict(inputs, batch_size=256, verbose=0)[1][:, ::-1]",
+            (  # the model's own attention output (the grader reads it, not the stub's)
+                "return keras.Model(inputs, [probabilities, weights])",
+                "return keras.Model(inputs, [probabilities, ops.flip(weights, axis=-1)])",
             )
         ],
     ),

@@ -52,8 +52,11 @@ PATCHES = [
         ],
     ),
     (
+        # A uniform attention: the decoder cannot copy, and in the reference's 3 epochs it does
+        # not learn the task (72% held out), so the learned gate is told after the accuracy
+        # and names no mistake (GateFailure.needs_learning), as for any model that has not learned.
         "train",
-        "property: monotone alignment",
+        None,
         "the rewriting is monotone",
         [
             (

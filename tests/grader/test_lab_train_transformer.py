@@ -47,9 +47,9 @@ PATCHES = [
         "train",
         "property: attention on the anti-diagonal",
         "return the weights after the softmax",
-        (
-            "return model.predict(inputs, batch_size=256, verbose=0)[1]",
-            "return np.log(model.predict(inputs, batch_size=256, verbose=0)[1] + 1e-9)",
+        (  # the model's own attention output (the grader reads it, not the stub's)
+            "return keras.Model(tokens, [probabilities, weights])",
+            "return keras.Model(tokens, [probabilities, ops.log(weights + 1e-9)])",
         ),
     ),
 ]
