@@ -302,8 +302,9 @@ def _run_training(module, case, module_path: str) -> tuple[np.ndarray, dict[str,
     `UNTRAINED`, the model before its training; `RESET`, the trained model with its trainable
     weights put back to what they were before the training. Then a model built afresh, after
     the training (so that whatever the training left in the process, it sees too): `REDRAWN`,
-    with its initial trainable weights shuffled within each variable (another draw of the same
-    initialisation, which no check of "are these my initial weights" recognises), and `MOVED`,
+    with each trainable weight moved from its initial value as far as the training moved it but
+    in another direction (the training's change shuffled among its elements: neither the first
+    weights nor the trained ones, at the trained distance), and `MOVED`,
     with every weight of the trained model: what the model answers must be held in its weights,
     and those weights must hold it in any model `build_model` makes."""
     import keras
@@ -347,6 +348,15 @@ def _run_training(module, case, module_path: str) -> tuple[np.ndarray, dict[str,
             answers[f"{stage}/{answer}"] = answer_of(model, function_name, probe_source)
         answers[stage] = answers[f"{stage}/{first}"]
 
+    def probe_if_it_answers(model, stage):
+        """`probe`, where a model that cannot answer (untrained, say) is no evidence either
+        way: its stage's answers are left out."""
+        try:
+            probe(model, stage)
+        except Exception:  # noqa: BLE001
+            for name in [name for name in answers if name.split("/")[0] == stage]:
+                del answers[name]
+
     answers = {}
     seeded()
     shuffled_inputs, shuffled_targets = _answers_shuffled(case, int(plan["seed"]))
@@ -366,11 +376,7 @@ def _run_training(module, case, module_path: str) -> tuple[np.ndarray, dict[str,
 
     seeded()
     model = built()
-    try:  # a model that can answer only once trained is no evidence either way
-        probe(model, UNTRAINED)
-    except Exception:  # noqa: BLE001
-        for name in [name for name in answers if name.split("/")[0] == UNTRAINED]:
-            del answers[name]
+    probe_if_it_answers(model, UNTRAINED)  # a model that answers only once trained
     initial = _trainable_values(model)
     # Copies: what one call does to its arguments cannot change what a later call is given.
     inputs, targets = (_copy(case.inputs[name], copy=True) for name in ("inputs", "targets"))
@@ -389,17 +395,11 @@ def _run_training(module, case, module_path: str) -> tuple[np.ndarray, dict[str,
     fresh = built()
     _build_weights(fresh, case.inputs[source])
     _redraw(fresh, trained, int(plan["seed"]))
-    for stage in (REDRAWN, MOVED):
-        # A model that cannot answer untrained is no evidence (as UNTRAINED); without MOVED's
-        # answers (weights that cannot be moved, or a model that cannot answer with them) the
-        # engine says the trained weights do not hold what the model answers.
-        if stage == MOVED and not _load_all(fresh, trained):
-            break
-        try:
-            probe(fresh, stage)
-        except Exception:  # noqa: BLE001
-            for name in [name for name in answers if name.split("/")[0] == stage]:
-                del answers[name]
+    probe_if_it_answers(fresh, REDRAWN)
+    # Without MOVED's answers (weights that cannot be moved, or a model that cannot answer with
+    # them) the engine says the trained weights do not hold what the model answers.
+    if _load_all(fresh, trained):
+        probe_if_it_answers(fresh, MOVED)
     return answers[first], answers
 
 
@@ -467,10 +467,7 @@ def _put_back(model, initial: list) -> None:
 
 def _all_values(model) -> list[np.ndarray]:
     """A copy of the value of every weight of the model (trainable or not), in its order."""
-    try:
-        return [_copy(variable.numpy(), copy=True) for variable in model.weights]
-    except Exception:  # noqa: BLE001 - no Keras weights: nothing to move
-        return []
+    return [_copy(variable.numpy(), copy=True) for variable in _weights(model)]
 
 
 def _build_weights(model, inputs) -> None:
@@ -490,37 +487,43 @@ def _redraw(model, trained: list[np.ndarray], seed: int) -> None:
     Without the trained values (another model): the initial values shuffled."""
     rng = _default_rng(seed + 1)
     trainable = {id(variable) for variable in getattr(model, "trainable_variables", None) or []}
-    try:
-        weights = list(model.weights)
-    except Exception:  # noqa: BLE001
-        return
-    same = len(weights) == len(trained) and all(
-        tuple(w.shape) == t.shape for w, t in zip(weights, trained, strict=False)
-    )
-    for index, variable in enumerate(weights):
+    matched = _matching(model, trained)
+    pairs = matched or [(variable, None) for variable in _weights(model)]
+    for variable, value in pairs:
         if id(variable) not in trainable:
             continue
         start = _copy(variable.numpy(), copy=True)
-        change = (trained[index] - start) if same else start
+        change = start if value is None else value - start
         flat = change.reshape(-1)
         moved = flat[rng.permutation(flat.size)].reshape(start.shape)
-        variable.assign(start + moved if same else moved)
+        variable.assign(moved if value is None else start + moved)
+
+
+def _weights(model) -> list:
+    try:
+        return list(model.weights)
+    except Exception:  # noqa: BLE001 - no Keras weights
+        return []
+
+
+def _matching(model, values: list[np.ndarray]) -> list | None:
+    """The model's weights paired with `values` (another model's, in order), or None where the
+    two models' weights differ in number or shape."""
+    weights = _weights(model)
+    if not values or len(weights) != len(values):
+        return None
+    if any(tuple(w.shape) != v.shape for w, v in zip(weights, values, strict=True)):
+        return None
+    return list(zip(weights, values, strict=True))
 
 
 def _load_all(model, values: list[np.ndarray]) -> bool:
     """Give the model's weights `values` (another model's, in order); False where the two
     models' weights differ in number or shape."""
-    try:
-        weights = list(model.weights)
-    except Exception:  # noqa: BLE001
-        return False
-    if not values or len(weights) != len(values):
-        return False
-    if any(tuple(w.shape) != v.shape for w, v in zip(weights, values, strict=True)):
-        return False
-    for variable, value in zip(weights, values, strict=True):
+    matched = _matching(model, values)
+    for variable, value in matched or []:
         variable.assign(value)
-    return True
+    return matched is not None
 
 
 def _left(value) -> np.ndarray:

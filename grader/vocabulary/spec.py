@@ -27,8 +27,8 @@ MODEL_OUTPUT_0, MODEL_OUTPUT_1 = MODEL_OUTPUT + "0", MODEL_OUTPUT + "1"
 # The stages whose answers the child adds to every training case besides the trained model's
 # (grader.sandbox.child._run_training), which grader.engine.training judges: the model trained on
 # shuffled answers, the model before its training, the trained one with its weights put back;
-# then a model built afresh after the training with its initial weights redrawn (shuffled within
-# each variable), and the same fresh model given the trained model's weights.
+# then a model built afresh after the training with its weights moved as far as the training
+# moved them in another direction, and the same fresh model given the trained model's weights.
 COUNTERFACTUAL, UNTRAINED, RESET = "trained_on_shuffled", "untrained", "weights_reset"
 REDRAWN, MOVED = "fresh_redrawn", "weights_moved"
 
