@@ -58,12 +58,9 @@ def refresh_gradebook(out: Path, exporting: str | None = None) -> list[str]:
     state = json.loads((out / "batch.json").read_text(encoding="utf-8"))
     records = [get_exercise(e) for e in state["exercises"]]
     students = files.students_in(out)
-    notes = gradebook.write_all(out, students, records, state.get("isolation", ""))
-    if exporting is None:
-        return notes
-    from grader.instructor.outputs.lms import stale_exports
-
-    return stale_exports(out, exporting)
+    return gradebook.write_all(
+        out, students, records, state.get("isolation", ""), exporting=exporting
+    )
 
 
 def refresh_if_reviewed(out: Path, exporting: str) -> list[str]:

@@ -204,9 +204,11 @@ def write_all(
     records: list[Exercise],
     note: str = "",
     removed: list[str] = (),
+    exporting: str | None = None,
 ) -> list[str]:
     """Write the gradebook, JUnit file and report from the result files; returns what the
-    instructor must be told (an LMS export made from an earlier gradebook)."""
+    instructor must be told (an LMS export made from an earlier gradebook, but the one of
+    `exporting`, about to be made again)."""
     from grader.instructor.outputs.adjustments import apply_adjustments
     from grader.instructor.outputs.lms import stale_exports
     from grader.instructor.outputs.report_html import report_html
@@ -219,4 +221,4 @@ def write_all(
     atomic_write(out / "junit.xml", junit_xml(documents))
     report = report_html(documents, records, note, list(removed), instructor_sections(out))
     atomic_write(out / "report.html", report)
-    return stale_exports(out)
+    return stale_exports(out, exporting)
