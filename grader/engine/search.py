@@ -280,9 +280,9 @@ def _search_target(part, usable, failing, budget: _Budget):
     return None
 
 
-# Each mutant's output on each case, computed once per process: (the case, the output), by
-# (the mutant's identity, pick, the case's digest); at most _OUTPUTS_MOST bytes of outputs.
-_OUTPUTS: dict[tuple, tuple[Case, np.ndarray | None]] = {}
+# Each mutant's output on each case, computed once per process, by (the mutant's identity,
+# pick, the case's digest); at most _OUTPUTS_MOST bytes of outputs.
+_OUTPUTS: dict[tuple, np.ndarray | None] = {}
 _OUTPUTS_MOST = 256 * 2**20
 _outputs_bytes = 0
 
@@ -296,9 +296,8 @@ def _mutant_output(mutant, pick, case) -> np.ndarray | None:
         return _output(mutant.function, pick, case)
     identity = tuple(id(part) for part in mutant.parts) if mutant.parts else (id(mutant),)
     key = (identity, pick, _case_digest(case))
-    known = _OUTPUTS.get(key)
-    if known is not None:
-        return known[1]
+    if key in _OUTPUTS:
+        return _OUTPUTS[key]
     value = _output(mutant.function, pick, case)
     if value is not None:
         value.flags.writeable = False  # shared by every later search
@@ -308,7 +307,7 @@ def _mutant_output(mutant, pick, case) -> np.ndarray | None:
         _outputs_bytes = 0
     # The single mutants a key names stay alive in grader.engine.mutants; a composition's
     # parts are such single mutants.
-    _OUTPUTS[key] = (case, value)
+    _OUTPUTS[key] = value
     _outputs_bytes += size
     return value
 
