@@ -55,6 +55,13 @@ timeout_option = click.option(
     help="Seconds each part may run (default: the exercise's own limit).",
 )
 # Options that `grader batch` and `grader gather` share.
+out_option = click.option(
+    "--out",
+    "out_dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=Path("grading-results"),
+    show_default=True,
+)
 written_option = click.option(
     "--written",
     is_flag=True,

@@ -13,6 +13,7 @@ from grader.cli.common import (
     course_option,
     echo_lines,
     exercises_option,
+    out_option,
     records_of,
     timeout_option,
     warm_up,
@@ -44,13 +45,7 @@ def _read_policy(course):
 @click.command()
 @click.argument("submissions", type=click.Path(exists=True, file_okay=False, path_type=Path))
 @exercises_option
-@click.option(
-    "--out",
-    "out_dir",
-    type=click.Path(file_okay=False, path_type=Path),
-    default=Path("grading-results"),
-    show_default=True,
-)
+@out_option
 @click.option(
     "--jobs",
     "-j",
@@ -198,13 +193,7 @@ def _interrupted(progress, out_dir: Path) -> None:
 
 @click.command("gather")
 @click.argument("folders", nargs=-1, required=True, type=click.Path(path_type=Path))
-@click.option(
-    "--out",
-    "out_dir",
-    type=click.Path(file_okay=False, path_type=Path),
-    default=Path("grading-results"),
-    show_default=True,
-)
+@out_option
 @click.option(
     "--similarity/--no-similarity",
     default=None,
