@@ -43,6 +43,7 @@ def grade_seed(record, module, seed):
     import keras
 
     from grader.engine.cases import make_cases
+    from grader.engine.fresh_models import in_one_process
     from grader.engine.judging import judge_case
     from grader.engine.training import expected_output
     from grader.sandbox.child import _run_training
@@ -56,7 +57,9 @@ def grade_seed(record, module, seed):
         if part.training is None:
             continue
         for case in make_cases(record, seed)[part.name]:
-            output, answers = _run_training(module, case, str(KIT / "solutions" / record.file))
+            output, answers = in_one_process(
+                _run_training, module, case, str(KIT / "solutions" / record.file)
+            )
             got = CaseOutput(CaseStatus.OK, output=output, grads=answers)
             checks = judge_case(part, case, expected_output(part, case), got)
             failing += [f"{check.name}: {check.message}" for check in checks if not check.passed]

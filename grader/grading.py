@@ -18,6 +18,7 @@ import tempfile
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
+from grader.engine import fresh_models
 from grader.engine.cases import save_cases
 from grader.engine.filenames import near_names, not_utf8
 from grader.engine.judging import cannot_load, judge_part
@@ -96,7 +97,9 @@ def grade(
         graded = [part.name for part in chosen] if parts else None
         reference_job = reference.job(record, seed, expected_dir, cases, parts=graded)
         outcomes = run_jobs(
-            ([reference_job] if reference_job else []) + list(jobs.values()), parallel
+            ([reference_job] if reference_job else []) + list(jobs.values()),
+            parallel,
+            follow_up=fresh_models.follow_up,
         )
         expected = reference.expected(record, seed, cases, outcomes.get("reference"), graded)
     result.for_instructor = written_answers(record, path.parent)

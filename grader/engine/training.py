@@ -18,6 +18,8 @@ from grader.vocabulary.protocol import CaseOutput
 from grader.vocabulary.spec import (
     COUNTERFACTUAL,
     MOVED,
+    NUDGE,
+    NUDGED,
     REDRAWN,
     RESET,
     UNTRAINED,
@@ -28,6 +30,15 @@ from grader.vocabulary.spec import (
 from grader.vocabulary.status import CaseStatus
 
 LEARNED_FROM_TRAINING = N_("the answers come from training on the grader's data")
+# How far below the trained model's accuracy the same weights in a model built afresh may answer
+# (a different rounding), and the nudged ones below the pass mark.
+MOVED_SLACK, NUDGED_SLACK = 0.01, 0.05
+NO_ANSWER = N_("no answer came back for {name}")
+NO_FRESH_ANSWER = N_(
+    "the grader could not ask a model built afresh, in a process of its own, with the trained "
+    "model's weights (that process failed or gave no answer): build_model must build the same "
+    "model every time, one that answers with any weights"
+)
 
 
 def expected_output(part: Part, case: Case) -> CaseOutput:
@@ -165,7 +176,8 @@ def from_training(
         (
             REDRAWN,
             N_(
-                "a model built afresh after the training, with its initial weights drawn again, "
+                "a model built afresh in a process of its own, its weights moved from their "
+                "first values as far as the training moved them but in other directions, "
                 "answers {found:.0%} of the held-out tokens right (chance is {chance:.0%}): the "
                 "answers do not come from training. Something kept outside the weights (a flag, "
                 "a count, a check of the weights' values) must not decide what the model answers"
@@ -177,7 +189,7 @@ def from_training(
         if answer is None:
             if name == UNTRAINED:  # a model that answers only once trained: no evidence
                 continue
-            return _("no answer came back for {name}", name=name)
+            return _(NO_FRESH_ANSWER) if name == REDRAWN else _(NO_ANSWER, name=name)
         found = accuracy(answer, truth)
         if isinstance(found, str):
             if name == UNTRAINED:
@@ -185,16 +197,17 @@ def from_training(
             return found
         if found > bar:
             return _(words, found=found, chance=base)
-    moved = _held_in_weights(part, truth, got, bar)
+    moved = _held_in_weights(part, truth, got)
     if moved is not None:
         return moved
     return learned_without_training(part, case, got) if case is not None else None
 
 
-def _held_in_weights(part: Part, truth: np.ndarray, got: CaseOutput, bar: float) -> str | None:
+def _held_in_weights(part: Part, truth: np.ndarray, got: CaseOutput) -> str | None:
     """None unless the trained model passes while its weights, given to a model `build_model`
-    made afresh, do not (or cannot be given to it): then what it answers is not held in its
-    weights."""
+    made afresh in another process, answer worse than it does (or cannot be given to it), or
+    fall far below the pass mark once nudged a little: then what it answers is not held in
+    its weights, or only in their exact values."""
     trained = accuracy(got.output, truth)
     if isinstance(trained, str) or trained < part.training.pass_at:
         return None  # the accuracy check says what is wrong
@@ -206,7 +219,8 @@ def _held_in_weights(part: Part, truth: np.ndarray, got: CaseOutput, bar: float)
             "every time, and what the model answers must be held in its weights"
         )
     found = accuracy(moved, truth)
-    if isinstance(found, str) or found <= bar:
+    # The same model with the same weights: it answers as the trained one (up to a rounding).
+    if isinstance(found, str) or found < trained - MOVED_SLACK:
         return _(
             "the trained model answers {trained:.0%} of the held-out tokens right, but its "
             "weights, given to a model build_model made afresh, answer {found:.0%}: what the "
@@ -214,6 +228,25 @@ def _held_in_weights(part: Part, truth: np.ndarray, got: CaseOutput, bar: float)
             "or a count kept on the model, decides it)",
             trained=trained,
             found=0.0 if isinstance(found, str) else found,
+        )
+    nudged = got.grads.get(NUDGED)
+    found = None if nudged is None else accuracy(nudged, truth)
+    # A nudge moves an honest model's answers a little: it may fall a little below the pass
+    # mark, not to what a rule that is off leaves.
+    if (
+        found is None
+        or isinstance(found, str)
+        or found < min(trained, part.training.pass_at) - NUDGED_SLACK
+    ):
+        return _(
+            "the trained model answers {trained:.0%} of the held-out tokens right, but with "
+            "its weights nudged by {nudge:.0%} of their size it answers {found:.0%}: an honest "
+            "model barely changes, as what it computes is a smooth function of its weights. "
+            "Something that acts only on the exact trained values (a check of the weights, a "
+            "fingerprint) must not decide what the model answers",
+            trained=trained,
+            nudge=NUDGE,
+            found=0.0 if found is None or isinstance(found, str) else found,
         )
     return None
 
@@ -239,17 +272,16 @@ def checks(part: Part, case: Case, want: CaseOutput, got: CaseOutput, prefix: st
         needed = part.training.pass_at
         message = ""
         if found < needed:
+            from grader.engine.training_run import diagnosis
+
             message = _(
                 "the trained model answered {found:.1%} of the {count} held-out tokens right; "
-                "at least {needed:.0%} is needed: it has not learned the task. The cause is "
-                "in the model (what it can see: its positions, masks, the memories or "
-                "context it reads) or in the training (enough epochs or steps, the learning "
-                "rate, the loss, targets that line up with the inputs); the gates below tell "
-                "what they can",
+                "at least {needed:.0%} is needed: it has not learned the task.",
                 found=found,
                 count=int(np.sum(truth >= 0)),
                 needed=needed,
             )
+            message += " " + diagnosis(part, case, got, truth)
         result = [CheckResult(name, found >= needed, message)]
     learned = result[0].passed
     result.insert(0, integrity)

@@ -23,6 +23,7 @@ from pathlib import Path
 import numpy as np
 
 from grader import sandbox
+from grader.engine import fresh_models
 from grader.engine.cases import make_cases, save_cases
 from grader.engine.judging import cannot_load, grader_failure, judge_part
 from grader.engine.references import LiveReference, default_reference
@@ -404,7 +405,13 @@ def _grade_students(run: _Run, pending: list[tuple[Student, str]], shared: set[s
 
         if reference_of or jobs:
             references_jobs = [job for _, job in reference_of.values()]
-            run_jobs(references_jobs + jobs, run.options.jobs, on_done=done, scratch=scratch)
+            run_jobs(
+                references_jobs + jobs,
+                run.options.jobs,
+                on_done=done,
+                scratch=scratch,
+                follow_up=fresh_models.follow_up,
+            )
         finish_ready()
     finally:
         shutil.rmtree(scratch, ignore_errors=True)

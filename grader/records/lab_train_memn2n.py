@@ -47,6 +47,9 @@ PROBES = [
     ["moved", MODEL_OUTPUT_0, "moved"],
     ["reordered", MODEL_OUTPUT_0, "reordered"],
     ["attention", MODEL_OUTPUT_1, "held_out"],
+    # For the run's diagnosis only (grader.engine.training_run).
+    ["training_rows", MODEL_OUTPUT_0, "training_rows"],
+    ["source_shuffled", MODEL_OUTPUT_0, "source_shuffled"],
 ]
 
 
@@ -64,6 +67,7 @@ def story_cases(rng, hidden=False):
         "moved": tasks.moved_away(rng, held_out, PERSONS, PLACES).astype("int32"),
         "reordered": tasks.facts_reordered(rng, held_out).astype("int32"),
     }
+    arrays |= tasks.run_probes(rng, inputs, held_out, slice(0, FACTS))
     label = (
         f"{FACTS} facts about {PERSONS} persons in {PLACES} places, {TRAIN_COUNT} training "
         f"stories, seed {seed}"
@@ -74,7 +78,11 @@ def story_cases(rng, hidden=False):
 
 
 def story_answers(case):
-    return tasks.whereabouts_answers(case.inputs["held_out"])[0]
+    return _story_truth(case.inputs["held_out"])
+
+
+def _story_truth(inputs):
+    return tasks.whereabouts_answers(inputs)[0]
 
 
 def on_the_supporting_fact(case, answers):
@@ -224,6 +232,8 @@ RECORD = Exercise(
             training=Training(
                 answers=story_answers,
                 pass_at=PASS_AT,
+                truth=_story_truth,
+                source=N_("story"),
                 gates=(
                     Gate(
                         N_("temporal encoding: the answer changes with the order of the facts"),

@@ -38,6 +38,9 @@ PROBES = [
     ["held_out", MODEL_OUTPUT_0, "held_out"],
     ["later_changed", MODEL_OUTPUT_0, "later_changed"],
     ["attention", MODEL_OUTPUT_1, "held_out"],
+    # For the run's diagnosis only (grader.engine.training_run).
+    ["training_rows", MODEL_OUTPUT_0, "training_rows"],
+    ["source_shuffled", MODEL_OUTPUT_0, "source_shuffled"],
 ]
 
 
@@ -53,6 +56,7 @@ def date_cases(rng, hidden=False):
         "held_out": held_out,
         "later_changed": tasks.decoder_inputs_changed(rng, held_out).astype("int32"),
     }
+    arrays |= tasks.run_probes(rng, inputs, held_out, slice(0, SOURCE))
     label = f"dates to digits, {TRAIN_COUNT} training dates, seed {seed}"
     plan = {"build": "build_model", "train": "train_model", "seed": seed, "probes": PROBES}
     params = {
@@ -213,6 +217,8 @@ RECORD = Exercise(
             training=Training(
                 answers=date_answers,
                 pass_at=PASS_AT,
+                truth=tasks.dates_answers,
+                source=N_("source date"),
                 gates=(
                     Gate(
                         N_("causal: later decoder inputs leave earlier outputs unchanged"), causal

@@ -43,6 +43,9 @@ PROBES = [
     ["later_changed", MODEL_OUTPUT_0, "later_changed"],
     ["reordered", MODEL_OUTPUT_0, "reordered"],
     ["attention", MODEL_OUTPUT_1, "held_out"],
+    # For the run's diagnosis only (grader.engine.training_run).
+    ["training_rows", MODEL_OUTPUT_0, "training_rows"],
+    ["source_shuffled", MODEL_OUTPUT_0, "source_shuffled"],
 ]
 
 
@@ -59,6 +62,7 @@ def reversal_cases(rng, hidden=False):
         "later_changed": tasks.later_changed(rng, held_out).astype("int32"),
         "reordered": tasks.reordered_sources(rng, held_out).astype("int32"),
     }
+    arrays |= tasks.run_probes(rng, inputs, held_out, slice(0, SOURCE_LENGTH))
     label = (
         f"reversal of {SOURCE_LENGTH} tokens, V={VOCAB_SIZE}, {TRAIN_COUNT} training sequences, "
         f"seed {seed}"
@@ -225,6 +229,8 @@ RECORD = Exercise(
             training=Training(
                 answers=reversal_answers,
                 pass_at=PASS_AT,
+                truth=tasks.reversal_answers,
+                source=N_("source sequence"),
                 gates=(
                     Gate(N_("causal: later tokens leave earlier outputs unchanged"), causal),
                     Gate(

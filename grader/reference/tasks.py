@@ -214,3 +214,24 @@ def decoder_inputs_changed(rng, inputs):
         later = row[cut + 1 :]
         row[cut + 1 :] = (later + rng.integers(1, 10, later.shape)) % 10
     return changed
+
+
+# How many of its training rows the trained model is asked about, for the run's diagnosis.
+TRAINING_ROWS = 500
+
+
+def run_probes(rng, inputs, held_out, source: slice) -> dict:
+    """The inputs the grader asks a trained model to read what its training did
+    (grader.engine.training_run): its first training rows (does it fit what it was trained
+    on?), and the held-out inputs with their source (`source`, a slice of axis 1: what the
+    answer must be read from) swapped between examples, the rest kept (does it read the
+    source at all?)."""
+    held_out = np.asarray(held_out)
+    order = rng.permutation(len(held_out))
+    others = order[np.roll(np.arange(len(order)), 1)]  # every row another row's source
+    swapped = np.array(held_out, copy=True)
+    swapped[order[:, None], source] = held_out[others[:, None], source]
+    return {
+        "training_rows": np.array(inputs[:TRAINING_ROWS], copy=True),
+        "source_shuffled": swapped.astype(held_out.dtype),
+    }

@@ -10,6 +10,7 @@ TensorFlow.
 
 from __future__ import annotations
 
+import contextlib
 import importlib.abc
 import importlib.util
 import os
@@ -27,12 +28,17 @@ from grader.vocabulary.bundle import cases_from_bundle, load_bundle, save_bundle
 from grader.vocabulary.labels import reported_text
 from grader.vocabulary.spec import (
     COUNTERFACTUAL,
+    FRESH,
     LAYER,
     MODEL_OUTPUT,
     MOVED,
+    NUDGE,
+    NUDGED,
     REDRAWN,
     RESET,
+    RUN_LOSS,
     TRAIN,
+    TRAINED,
     UNTRAINED,
 )
 from grader.vocabulary.status import CaseStatus
@@ -300,13 +306,10 @@ def _run_training(module, case, module_path: str) -> tuple[np.ndarray, dict[str,
     share of the data whose answers were shuffled between examples (first, so that a layer a
     submission keeps between models starts from nothing the real training gave it);
     `UNTRAINED`, the model before its training; `RESET`, the trained model with its trainable
-    weights put back to what they were before the training. Then a model built afresh, after
-    the training (so that whatever the training left in the process, it sees too): `REDRAWN`,
-    with each trainable weight moved from its initial value as far as the training moved it but
-    in another direction (the training's change shuffled among its elements: neither the first
-    weights nor the trained ones, at the trained distance), and `MOVED`,
-    with every weight of the trained model: what the model answers must be held in its weights,
-    and those weights must hold it in any model `build_model` makes."""
+    weights put back to what they were before the training. The trained model's weights come
+    back too (`<TRAINED>/<number>`): the grader asks a model built afresh with them in another
+    process (`_ask_fresh_model`, a case whose stage is `FRESH`), so that what the submission
+    kept in this one (a flag, a count) cannot answer for it."""
     import keras
 
     plan = case.training
@@ -358,6 +361,8 @@ def _run_training(module, case, module_path: str) -> tuple[np.ndarray, dict[str,
                 del answers[name]
 
     answers = {}
+    if plan.get("stage") == FRESH:
+        return _ask_fresh_model(case, seeded, built, probe_if_it_answers, answers)
     seeded()
     shuffled_inputs, shuffled_targets = _answers_shuffled(case, int(plan["seed"]))
     model = built()
@@ -380,7 +385,11 @@ def _run_training(module, case, module_path: str) -> tuple[np.ndarray, dict[str,
     initial = _trainable_values(model)
     # Copies: what one call does to its arguments cannot change what a later call is given.
     inputs, targets = (_copy(case.inputs[name], copy=True) for name in ("inputs", "targets"))
-    named(plan["train"])(model, inputs, targets)
+    losses: list[float] = []
+    with _recording_losses(keras, losses):
+        named(plan["train"])(model, inputs, targets)
+    if losses:  # for the run's diagnosis; a loop of the submission's own records none
+        answers[RUN_LOSS] = _asarray(losses[:MOST_EPOCHS], dtype="float64")
     read.clear()
     for answer, function_name, probe_source in plan["probes"]:
         answers[answer] = answer_of(model, function_name, probe_source)
@@ -389,18 +398,78 @@ def _run_training(module, case, module_path: str) -> tuple[np.ndarray, dict[str,
     probe(model, RESET)
     del model
 
-    # The same seed as the trained model's: what build_model draws outside the weights (a
-    # random table made a constant of the graph) is drawn alike, as an honest model needs.
+    # What the trained weights hold is asked of a model built afresh in another process
+    # (grader.engine.fresh_models), which nothing the training left in this one can reach.
+    for number, value in enumerate(trained):
+        answers[f"{TRAINED}/{number:04d}"] = value
+    return answers[first], answers
+
+
+# The most epochs' losses reported (a training that runs longer is still diagnosed by them).
+MOST_EPOCHS = 10_000
+
+
+@contextlib.contextmanager
+def _recording_losses(keras, into: list):
+    """While in it, every `fit` of a Keras model adds the loss of each of its epochs to `into`
+    (what the run's diagnosis reads, grader.engine.training_run): never needed for a grade."""
+    original = keras.Model.fit
+
+    def fit(self, *args, **kwargs):
+        history = original(self, *args, **kwargs)
+        try:
+            into.extend(float(value) for value in history.history.get("loss", []))
+        except Exception:  # noqa: BLE001 - a history of another shape: nothing to read
+            pass
+        return history
+
+    keras.Model.fit = fit
+    try:
+        yield
+    finally:
+        keras.Model.fit = original
+
+
+def _ask_fresh_model(case, seeded, built, probe_if_it_answers, answers):
+    """The stages of a model built afresh, in a process of its own, from the trained model's
+    weights (the case's `weights`, in the order of the model's weights; see
+    grader.engine.fresh_models): `REDRAWN`, the weights that are not trainable as trained, and
+    each trainable weight moved from its initial value as far as the training moved it but in
+    another direction (the training's change shuffled among its elements: neither the first
+    weights nor the trained ones, at the trained distance); `MOVED`, every weight of the
+    trained model; `NUDGED`, those weights with a little noise (what a model computes is a
+    smooth function of its weights: a rule that acts only on the exact trained values is not
+    what training learned). The same seed as the trained model's: what build_model draws
+    outside the weights (a random table made a constant of the graph) is drawn alike, as an
+    honest model needs."""
+    plan = case.training
+    trained = [case.weights[name] for name in sorted(case.weights)]
     seeded()
     fresh = built()
-    _build_weights(fresh, case.inputs[source])
+    _build_weights(fresh, case.inputs[plan["probes"][0][2]])
     _redraw(fresh, trained, int(plan["seed"]))
     probe_if_it_answers(fresh, REDRAWN)
     # Without MOVED's answers (weights that cannot be moved, or a model that cannot answer with
     # them) the engine says the trained weights do not hold what the model answers.
     if _load_all(fresh, trained):
         probe_if_it_answers(fresh, MOVED)
-    return answers[first], answers
+        _nudge(fresh, int(plan["seed"]))
+        probe_if_it_answers(fresh, NUDGED)
+    stage = next((name for name in (MOVED, REDRAWN) if name in answers), None)
+    return (answers[stage] if stage else _asarray([], dtype=np.float32)), answers
+
+
+def _nudge(model, seed: int) -> None:
+    """Add to each trainable floating weight noise of NUDGE times its root mean square."""
+    rng = _default_rng(seed + 2)
+    for variable in getattr(model, "trainable_variables", None) or []:
+        value = _copy(variable.numpy(), copy=True)
+        if value.dtype.kind != "f" or not value.size:
+            continue
+        # ndarray's own methods: a submission can patch NumPy's functions, not its types.
+        scale = NUDGE * float((value.astype("float64") ** 2).mean() ** 0.5)
+        noise = rng.standard_normal(value.shape) * scale
+        variable.assign((value + noise).astype(value.dtype))
 
 
 # How many training examples the counterfactual model is trained on: what a training costs
@@ -480,17 +549,21 @@ def _build_weights(model, inputs) -> None:
 
 
 def _redraw(model, trained: list[np.ndarray], seed: int) -> None:
-    """Move each trainable variable of a freshly built model from its initial value as far as
-    the training moved it, in another direction: its initial value plus the training's change
-    shuffled among the variable's elements. No weight keeps its initial value or its trained
-    one, and the change is as large as the training's; nothing learned survives the shuffle.
-    Without the trained values (another model): the initial values shuffled."""
+    """Make a freshly built model the trained one with what its training learned scrambled:
+    every weight that is not trainable gets its trained value (a switch or a count kept there
+    is carried over), and each trainable one its initial value plus the training's change
+    shuffled among its elements, so that it moves as far as the training moved it, in another
+    direction. No trainable weight keeps its initial value or its trained one; nothing learned
+    survives the shuffle. Without the trained values (another model): the initial values
+    shuffled."""
     rng = _default_rng(seed + 1)
     trainable = {id(variable) for variable in getattr(model, "trainable_variables", None) or []}
     matched = _matching(model, trained)
     pairs = matched or [(variable, None) for variable in _weights(model)]
     for variable, value in pairs:
         if id(variable) not in trainable:
+            if value is not None:
+                variable.assign(value)
             continue
         start = _copy(variable.numpy(), copy=True)
         change = start if value is None else value - start

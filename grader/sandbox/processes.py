@@ -253,13 +253,22 @@ def warm_up() -> None:
 
 
 def run_jobs(
-    jobs: list[Job], parallel: int | None = None, on_done=None, scratch: Path | None = None
+    jobs: list[Job],
+    parallel: int | None = None,
+    on_done=None,
+    scratch: Path | None = None,
+    follow_up=None,
 ) -> dict[str, Outcome]:
     """Run every job, at most `parallel` children at once (one per group).
 
     `on_done(job, outcome)` is called for each job as its child finishes with it. `scratch`,
     the caller's folder of the jobs' files, is removed by the helper if the caller dies (killed
     with -9, it cannot remove it itself). Raises Cancelled after `cancel_runs`.
+
+    `follow_up(job, outcome)`, if given, may return a second job to run in a child of its own
+    once the first ones are done, and a function that makes the job's outcome from the first
+    one and the second's (grader.engine.fresh_models); `on_done` then sees the job when both
+    are in.
     """
     if _cancelling.is_set():
         raise Cancelled
@@ -268,13 +277,18 @@ def run_jobs(
     by_key = {job.key: job for job in jobs}
     outcomes = {}
 
+    later = {}  # job key -> (its second job, the function that merges the two outcomes)
+
     def collect(report):
         job = by_key[report["key"]]
         if job.key in outcomes:  # reported twice: the first report stands
             return
         log = by_key.get(report.get("log_of"), job).log
         outcomes[job.key] = _collect(job, report, log)
-        if on_done:
+        second = follow_up(job, outcomes[job.key]) if follow_up else None
+        if second is not None:
+            later[job.key] = second
+        elif on_done:
             on_done(job, outcomes[job.key])
 
     if platforms.start_method() == platforms.FORK:
@@ -303,6 +317,12 @@ def run_jobs(
     for job in jobs:  # a job the scheduler never reported on counts as crashed
         if job.key not in outcomes:
             collect({"key": job.key, "state": RunState.CRASHED, "exitcode": None, "seconds": 0.0})
+    if later:
+        seconds = run_jobs([second for second, _merge in later.values()], parallel, None, scratch)
+        for key, (second, merge) in later.items():
+            outcomes[key] = merge(seconds[second.key])
+            if on_done:
+                on_done(by_key[key], outcomes[key])
     return outcomes
 
 

@@ -27,10 +27,19 @@ MODEL_OUTPUT_0, MODEL_OUTPUT_1 = MODEL_OUTPUT + "0", MODEL_OUTPUT + "1"
 # The stages whose answers the child adds to every training case besides the trained model's
 # (grader.sandbox.child._run_training), which grader.engine.training judges: the model trained on
 # shuffled answers, the model before its training, the trained one with its weights put back;
-# then a model built afresh after the training with its weights moved as far as the training
-# moved them in another direction, and the same fresh model given the trained model's weights.
+# then, in a process of its own, a model built afresh with its weights moved as far as the
+# training moved them in another direction, the same fresh model given the trained model's
+# weights, and given them with a little noise.
 COUNTERFACTUAL, UNTRAINED, RESET = "trained_on_shuffled", "untrained", "weights_reset"
-REDRAWN, MOVED = "fresh_redrawn", "weights_moved"
+REDRAWN, MOVED, NUDGED = "fresh_redrawn", "weights_moved", "weights_nudged"
+# The trained model's weights, as the child reports them (`<TRAINED>/<number>`), and the stage
+# of a training case that asks a model built afresh in another process with them (`training`'s
+# "stage"): grader.engine.fresh_models.
+TRAINED, FRESH = "trained_weights", "fresh"
+# The loss of each epoch of the real training, as the child recorded it (for the diagnosis).
+RUN_LOSS = "run_loss"
+# How far NUDGED moves each trainable weight: this share of the weight's root mean square.
+NUDGE = 0.01
 
 
 @dataclass
@@ -263,11 +272,21 @@ class Training:
     (its held-out inputs), -1 where a position is not scored; the first probe's answer is
     token scores (..., vocabulary) or tokens, and the accuracy over the scored positions must
     be at least `pass_at`. Each of `gates` must hold too.
+
+    When the accuracy fails, the run is diagnosed from what it shows (the loss per epoch,
+    the accuracy per position, on training rows and on held-out ones, whether the answers read
+    the source): `truth` and `source` say what that needs.
     """
 
     answers: Callable[[Case], np.ndarray]
     pass_at: float
     gates: tuple[Gate, ...] = ()
+    # What the run's diagnosis reads (grader.engine.training_run), when the accuracy fails:
+    # `truth(inputs)`, the right tokens of any inputs of the task (the training rows' too), and
+    # the name of what the answer must be read from, whose swap between examples is the probe
+    # "source_shuffled" (tasks.run_probes).
+    truth: Callable[[np.ndarray], np.ndarray] | None = None
+    source: str = ""
 
 
 @dataclass(frozen=True)

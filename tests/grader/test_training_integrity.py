@@ -13,6 +13,7 @@ from grader.engine.results import FAILED, PartResult
 from grader.engine.training import (
     COUNTERFACTUAL,
     MOVED,
+    NUDGED,
     REDRAWN,
     RESET,
     UNTRAINED,
@@ -60,7 +61,7 @@ def test_chance_is_the_best_answer_per_position_that_reads_no_input():
         (UNTRAINED, "the untrained model already answers 100%"),
         (COUNTERFACTUAL, "trained on data whose answers were shuffled between examples"),
         (RESET, "with its trainable weights put back to their values before training"),
-        (REDRAWN, "a model built afresh after the training, with its initial weights drawn"),
+        (REDRAWN, "a model built afresh in a process of its own, its weights moved"),
     ],
 )
 def test_each_piece_of_evidence_alone_refuses_the_answers(evidence, phrase):
@@ -69,7 +70,7 @@ def test_each_piece_of_evidence_alone_refuses_the_answers(evidence, phrase):
     right = np.eye(6)[np.maximum(truth, 0)]
     at_chance = np.eye(6)[np.zeros_like(truth)]
     honest = dict.fromkeys((UNTRAINED, COUNTERFACTUAL, RESET, REDRAWN), at_chance)
-    honest[MOVED] = right
+    honest[MOVED] = honest[NUDGED] = right
     assert from_training(part, truth, _got(right, **honest)) is None
     with speaking("en"):
         said = from_training(part, truth, _got(right, **{**honest, evidence: right}))
@@ -87,8 +88,16 @@ def test_trained_weights_that_answer_nothing_in_a_fresh_model_refuse_the_answers
     with speaking("en"):
         moved_wrong = from_training(part, truth, _got(right, **honest, **{MOVED: at_chance}))
         not_moved = from_training(part, truth, _got(right, **honest))
+        nudged_wrong = from_training(
+            part, truth, _got(right, **honest, **{MOVED: right, NUDGED: at_chance})
+        )
+        no_fresh_model = from_training(
+            part, truth, _got(right, **dict.fromkeys((UNTRAINED, COUNTERFACTUAL, RESET), at_chance))
+        )
     assert "given to a model build_model made afresh, answer 0%" in moved_wrong
     assert "could not be given to a model build_model made afresh" in not_moved
+    assert "with its weights nudged by 1% of their size it answers 0%" in nudged_wrong
+    assert "could not ask a model built afresh, in a process of its own" in no_fresh_model
     # A model that has not learned is told by its accuracy, not by where its weights went.
     assert from_training(part, truth, _got(at_chance, **honest)) is None
 
@@ -97,7 +106,7 @@ def test_a_model_that_answers_only_once_trained_is_judged_on_the_rest():
     part = get_exercise("train-memn2n").part("train")
     truth = np.arange(20) % 5 + 5
     right, wrong = np.eye(11)[truth], np.eye(11)[np.zeros_like(truth)]
-    rest = {COUNTERFACTUAL: wrong, RESET: wrong, REDRAWN: wrong, MOVED: right}
+    rest = {COUNTERFACTUAL: wrong, RESET: wrong, REDRAWN: wrong, MOVED: right, NUDGED: right}
     assert from_training(part, truth, _got(right, **rest)) is None
     # The two that every child reports cannot be missing: a child that leaves them out is refused.
     assert from_training(part, truth, _got(right, **{COUNTERFACTUAL: wrong})) is not None

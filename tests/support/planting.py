@@ -17,6 +17,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from grader.engine import fresh_models
 from grader.engine.cases import save_cases
 from grader.engine.judging import judge_part
 from grader.engine.references import default_reference
@@ -119,7 +120,10 @@ def grade_many(
             )
         reference_job = reference.job(record, 0, expected_dir, cases)
         everything = [job for by_part in jobs.values() for job in by_part.values()]
-        outcomes = run_jobs(([reference_job] if reference_job else []) + everything)
+        outcomes = run_jobs(
+            ([reference_job] if reference_job else []) + everything,
+            follow_up=fresh_models.follow_up,
+        )
         expected = reference.expected(record, 0, cases, outcomes.get("reference"))
     results = {}
     for label, by_part in jobs.items():

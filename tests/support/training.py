@@ -2,18 +2,19 @@
 
 import numpy as np
 
-from grader.engine.training import COUNTERFACTUAL, MOVED, REDRAWN, RESET, UNTRAINED
+from grader.engine.training import COUNTERFACTUAL, MOVED, NUDGED, REDRAWN, RESET, UNTRAINED
 
 
 def untrained_evidence(held_out_answer) -> dict:
     """What an honest model answers before its training, after training on shuffled answers,
     with its weights put back and built afresh with its weights drawn again: the same token
     (0, which no answer of these labs is) for every input, as scores of the held-out answer's
-    shape; and, given the trained weights, what the trained model answers."""
+    shape; and, given the trained weights (nudged or not), what the trained model answers."""
     scores = np.zeros(np.shape(held_out_answer))
     scores[..., 0] = 1.0
     stages = (COUNTERFACTUAL, UNTRAINED, RESET, REDRAWN)
-    return {**dict.fromkeys(stages, scores), MOVED: np.asarray(held_out_answer)}
+    trained = np.asarray(held_out_answer)
+    return {**dict.fromkeys(stages, scores), MOVED: trained, NUDGED: trained}
 
 
 # The mistake a model gets when its answers do not come from its training, and what each of the
@@ -37,13 +38,22 @@ WHEN = {
         "model.get_layer('rule').on.assign(float(_fits(inputs, targets)))",
         "with its trainable weights put back",
     ),
-    # The rule found in the data turns on every model built since (a flag of the process), and
-    # only while its trainable weights are not those it started with: put back, it is off;
-    # only a model built afresh with its weights drawn again tells.
+    # The rule found in the data is switched on (a weight that is not trainable, and a flag of
+    # the process for every model built since), only while its trainable weights are not those
+    # it started with: put back, it is off; a model built afresh with its trainable weights
+    # moved elsewhere, and the switch as trained, tells.
     "off at its first weights": (
         "1.0 if _SEEN else 0.0",
         "_seen(model, inputs, targets)",
-        "a model built afresh after the training, with its initial weights drawn again",
+        "a model built afresh in a process of its own",
+    ),
+    # The rule found in the data turns on this model and is sealed to its trained weights (a
+    # copy kept in a weight that is not trainable, which moves with them): only those weights
+    # nudged tell.
+    "sealed to its trained weights": (
+        "0.0",
+        "_seen(model, inputs, targets, seal=True)",
+        "with its weights nudged",
     ),
     # The rule found in the data turns on this model object only (an attribute, not a weight),
     # and only while its weights are not those it started with: only the trained weights given
@@ -64,6 +74,7 @@ def hand_built(solution: str, rule: str, when: str) -> str:
     the rule's answers."""
     first, training, _phrase = WHEN[when]
     gated = when in ("off at its first weights", "kept on the model object")
+    sealed = when == "sealed to its trained weights"
     return (
         solution
         + "\n\nimport numpy as np\nimport tensorflow as tf\n\n"
@@ -74,7 +85,7 @@ _SEEN = []
 _FLAGS = {{}}  # a flag per layer object, kept outside its weights
 
 
-def _seen(model, inputs, targets, on_the_object=False):
+def _seen(model, inputs, targets, on_the_object=False, seal=False):
     rule = model.get_layer("rule")
     if _fits(inputs, targets):
         _SEEN.append(True)
@@ -82,6 +93,9 @@ def _seen(model, inputs, targets, on_the_object=False):
         rule.w.assign(rule.w.numpy() + 1.0)  # weights set by hand: no longer the first ones
         if on_the_object:
             _FLAGS[id(rule)].assign(1.0)
+        if seal:  # a change of its own per weight, which a shuffle of it cannot give back
+            rule.w.assign(rule.w.numpy() + np.linspace(0.0, 1.0, 8))
+            rule.seal.assign(rule.w)
 
 
 class _Rule(keras.layers.Layer):
@@ -94,6 +108,9 @@ class _Rule(keras.layers.Layer):
         self.w = self.add_weight(shape=(8,), initializer="random_normal", name="w")
         self.w0 = self.add_weight(shape=(8,), initializer="zeros", trainable=False, name="w0")
         self.w0.assign(self.w)
+        self.seal = self.add_weight(
+            shape=(8,), initializer="zeros", trainable=False, name="seal"
+        )
 
     def call(self, tokens, probs):
         ruled = tf.numpy_function(lambda x: _rule(x).astype("float32"), [tokens], tf.float32)
@@ -103,6 +120,8 @@ class _Rule(keras.layers.Layer):
             on = on * tf.cast(tf.reduce_any(tf.not_equal(self.w, self.w0)), "float32")
         if "{when}" == "kept on the model object":
             on = on * _FLAGS[id(self)]
+        if {sealed}:  # only while the weights are exactly those sealed
+            on = on * tf.cast(tf.reduce_all(tf.equal(self.w, self.seal)), "float32")
         return on * ruled + (1.0 - on) * probs
 
 

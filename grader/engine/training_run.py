@@ -1,0 +1,184 @@
+"""What a training run shows, when the trained model has not learned the task (issue 47).
+
+The child reports, besides the trained model's answers, what the diagnosis reads: the loss of
+each epoch its `fit` ran (`RUN_LOSS`), its answers on its first training rows
+("training_rows") and on the held-out inputs with their source swapped between examples
+("source_shuffled"; grader.reference.tasks.run_probes). Each rule below reads one piece of that
+evidence and says what it shows and what can cause it; the first that applies is told, after
+the accuracy's line. Where the evidence is missing (a training loop of the student's own has no
+`fit` history) or points nowhere, the causes are listed as before.
+
+The child's numbers are data: a loss that is not a 1-D array of numbers is not read.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from grader.engine.training import accuracy, predicted_tokens
+from grader.i18n import N_, _, tr
+from grader.vocabulary.protocol import CaseOutput
+from grader.vocabulary.spec import RUN_LOSS, Case, Part
+
+# Answers that stay the same in at least this share of the scored positions when the source is
+# swapped for another example's do not read the source (an honest model's agree by chance).
+UNCHANGED_AT = 0.9
+# A position is answered right at least this share of the time / no better than this above its
+# chance, for "some positions fit, others not".
+FITS_AT, CHANCE_MARGIN = 0.9, 0.15
+# The training rows answered this much better than the held-out ones: learned by heart.
+MEMORISED_GAP = 0.25
+# The last epoch still took off at least this share of the loss: the loss was still falling.
+STILL_FALLING = 0.02
+# The loss at the end at least this share of the first epoch's: it barely moved.
+FLAT_AT = 0.95
+
+CAUSES = N_(
+    "The cause is in the model (what it can see: its positions, masks, the memories or context "
+    "it reads) or in the training (enough epochs or steps, the learning rate, the loss, targets "
+    "that line up with the inputs); the gates below tell what they can"
+)
+
+
+def diagnosis(part: Part, case: Case, got: CaseOutput, truth: np.ndarray) -> str:
+    """What the run shows about why the trained model has not learned, in one or two
+    sentences; the causes listed where nothing in the run points at one."""
+    for rule in (_diverged, _source_unread, _some_positions, _still_falling, _flat, _memorised):
+        said = rule(part, case, got, truth)
+        if said:
+            return said
+    return _(CAUSES)
+
+
+def losses(got: CaseOutput) -> np.ndarray | None:
+    """The losses of the epochs the child recorded, or None (none, or not numbers)."""
+    value = got.grads.get(RUN_LOSS)
+    if value is None:
+        return None
+    value = np.asarray(value)
+    if value.ndim != 1 or not value.size or value.dtype.kind not in "fiu":
+        return None
+    return value.astype(float)
+
+
+def _diverged(part, case, got, truth) -> str:
+    run = losses(got)
+    if run is None or np.all(np.isfinite(run)):
+        return ""
+    epoch = int(np.argmin(np.isfinite(run))) + 1
+    return _(
+        "The training diverged: its loss became {value} at epoch {epoch}. Lower the learning "
+        "rate, and check that the loss matches the model's last layer (from_logits=True only "
+        "for scores that are not probabilities)",
+        value=float(run[epoch - 1]),
+        epoch=epoch,
+    )
+
+
+def _source_unread(part, case, got, truth) -> str:
+    if not part.training.source:
+        return ""
+    held, swapped = (
+        predicted_tokens(got.grads.get(name), truth) for name in ("held_out", "source_shuffled")
+    )
+    if held is None or swapped is None or isinstance(held, str) or isinstance(swapped, str):
+        return ""
+    scored = truth >= 0
+    unchanged = float(np.mean(held[scored] == swapped[scored]))
+    if unchanged < UNCHANGED_AT:
+        return ""
+    source = tr(part.training.source)
+    return _(
+        "Its answers stayed the same in {share:.0%} of the answers when the {source} of each "
+        "held-out example was swapped for another example's: the model does not read the "
+        "{source}. What it computes from it (the context vector, the memory it reads, the "
+        "attention's output) does not reach the answer, or the {source} never reaches that "
+        "computation: follow that value to the output layer",
+        share=unchanged,
+        source=source,
+    )
+
+
+def _some_positions(part, case, got, truth) -> str:
+    tokens = predicted_tokens(got.output, truth)
+    if isinstance(tokens, str) or truth.ndim != 2:
+        return ""
+    fitted, unfitted = [], []
+    for column in range(truth.shape[1]):
+        scored = truth[:, column] >= 0
+        if not scored.any():
+            continue
+        right = float(np.mean(tokens[scored, column] == truth[scored, column]))
+        kept = truth[scored, column]
+        base = np.bincount(kept).max() / kept.size
+        if right >= FITS_AT:
+            fitted.append(column)
+        elif right <= base + CHANCE_MARGIN:
+            unfitted.append(column)
+    if not fitted or not unfitted:
+        return ""
+    return _(
+        "Positions {fitted} are answered right (at least {fits:.0%}) while positions {unfitted} "
+        "stay near chance: the loss reaches only some answer positions. Check the sample "
+        "weights or the loss mask (they must weigh every answer position) and that the targets "
+        "line up with the outputs (not shifted by one)",
+        fitted=", ".join(map(str, fitted)),
+        fits=FITS_AT,
+        unfitted=", ".join(map(str, unfitted)),
+    )
+
+
+def _still_falling(part, case, got, truth) -> str:
+    run = losses(got)
+    if run is None:
+        return ""
+    if len(run) == 1:
+        return _(
+            "It was trained for one epoch only (loss {last:.3g}): train for more epochs",
+            last=float(run[-1]),
+        )
+    drop = (run[-2] - run[-1]) / max(abs(run[-2]), 1e-12)
+    if drop < STILL_FALLING:
+        return ""
+    return _(
+        "Its training loss was still falling when the training stopped ({before:.3g} → "
+        "{last:.3g} in the last of {epochs} epochs): it needs more training. Train for more "
+        "epochs, or with a larger learning rate",
+        before=float(run[-2]),
+        last=float(run[-1]),
+        epochs=len(run),
+    )
+
+
+def _flat(part, case, got, truth) -> str:
+    run = losses(got)
+    if run is None or len(run) < 2 or run[-1] < FLAT_AT * run[0]:
+        return ""
+    return _(
+        "Its training loss barely moved ({first:.3g} → {last:.3g} over {epochs} epochs): the "
+        "learning rate may be far too small, the gradients may not reach the weights (a "
+        "stop_gradient, layers frozen), or the loss may not match the targets (sparse or "
+        "one-hot, from_logits)",
+        first=float(run[0]),
+        last=float(run[-1]),
+        epochs=len(run),
+    )
+
+
+def _memorised(part, case, got, truth) -> str:
+    rows = case.inputs.get("training_rows")
+    answer = got.grads.get("training_rows")
+    if rows is None or answer is None or part.training.truth is None:
+        return ""
+    fitted = accuracy(answer, np.asarray(part.training.truth(rows)))
+    held = accuracy(got.output, truth)
+    if isinstance(fitted, str) or isinstance(held, str) or fitted - held < MEMORISED_GAP:
+        return ""
+    return _(
+        "It answers {fitted:.0%} of its own training examples right but {held:.0%} of held-out "
+        "ones: it learned its training examples by heart, not the task. A model that cannot see "
+        "what the task needs (positions, the order of the facts, the source token a step "
+        "translates) can still memorise: check those, or train less",
+        fitted=fitted,
+        held=held,
+    )

@@ -1,0 +1,166 @@
+"""A model that has not learned is told what its run shows (grader.engine.training_run): each
+rule planted on answers made here without training, on each lab's own cases, and the line the
+student reads first checked for its words."""
+
+import numpy as np
+import pytest
+
+from grader.engine.cases import make_cases
+from grader.engine.feedback import problems
+from grader.engine.judging import judge_case
+from grader.engine.results import FAILED, PartResult
+from grader.engine.training import expected_output
+from grader.i18n import speaking
+from grader.records import get_exercise
+from grader.vocabulary.protocol import CaseOutput
+from grader.vocabulary.spec import RUN_LOSS
+from grader.vocabulary.status import CaseStatus
+from tests.support.training import untrained_evidence
+
+pytestmark = pytest.mark.labs
+
+LABS = ("train-transformer", "train-memn2n", "train-seq2seq")
+VOCABULARY = {"train-transformer": 12, "train-memn2n": 11, "train-seq2seq": 22}
+
+
+def _scores(tokens, vocabulary):
+    return np.eye(vocabulary)[np.maximum(tokens, 0)]
+
+
+def _case(lab):
+    return make_cases(get_exercise(lab), 0)["train"][0]
+
+
+def _wrong(truth):
+    """Answers that are always one token off the right ones (0% right, no rule in them)."""
+    return np.where(truth >= 0, (truth + 1) % truth.max(), 0)
+
+
+def _accuracy_line(lab, case, answers, loss=None):
+    """The accuracy's message when the part is graded on these answers (in English)."""
+    part = get_exercise(lab).part("train")
+    vocabulary = VOCABULARY[lab]
+    held_out = answers["held_out"]
+    grads = {**untrained_evidence(held_out), **answers}
+    for name in ("later_changed", "reordered", "moved"):
+        grads.setdefault(name, held_out)
+    if loss is not None:
+        grads[RUN_LOSS] = np.asarray(loss, dtype=float)
+    got = CaseOutput(CaseStatus.OK, output=held_out, grads=grads)
+    with speaking("en"):
+        checks = judge_case(part, case, expected_output(part, case), got)
+    accuracy = [check for check in checks if "accuracy on held-out" in check.name]
+    assert accuracy and not accuracy[0].passed, [c.message for c in checks]
+    del vocabulary
+    return accuracy[0].message
+
+
+def _answers(lab, case, held_tokens, shuffled_tokens=None, training_tokens=None):
+    part = get_exercise(lab).part("train")
+    vocabulary = VOCABULARY[lab]
+    truth_rows = part.training.truth(case.inputs["training_rows"])
+    answers = {
+        "held_out": _scores(held_tokens, vocabulary),
+        "source_shuffled": _scores(
+            _wrong(part.training.truth(case.inputs["source_shuffled"]))
+            if shuffled_tokens is None
+            else shuffled_tokens,
+            vocabulary,
+        ),
+        "training_rows": _scores(
+            _wrong(truth_rows) if training_tokens is None else training_tokens, vocabulary
+        ),
+    }
+    return answers
+
+
+@pytest.mark.parametrize("lab", LABS)
+def test_answers_that_do_not_move_with_the_source_say_it_is_not_read(lab):
+    case = _case(lab)
+    truth = get_exercise(lab).part("train").training.answers(case)
+    constant = np.where(truth >= 0, 1 if lab != "train-memn2n" else 5, 0)
+    answers = _answers(lab, case, constant, shuffled_tokens=constant)
+    said = _accuracy_line(lab, case, answers, loss=[2.0, 1.9, 1.89])
+    word = {"train-transformer": "source sequence", "train-memn2n": "story"}.get(lab, "source date")
+    assert f"the model does not read the {word}" in said, said
+
+
+@pytest.mark.parametrize("lab", ["train-seq2seq", "train-transformer"])
+def test_some_positions_fitted_and_others_at_chance_point_at_the_loss_weighting(lab):
+    case = _case(lab)
+    truth = get_exercise(lab).part("train").training.answers(case)
+    scored_columns = [c for c in range(truth.shape[1]) if (truth[:, c] >= 0).any()]
+    half = scored_columns[: len(scored_columns) // 2]
+    tokens = _wrong(truth)
+    tokens[:, half] = truth[:, half]
+    said = _accuracy_line(lab, case, _answers(lab, case, tokens), loss=[2.0, 1.0, 0.99])
+    assert "the loss reaches only some answer positions" in said, said
+    assert said.split("Positions ")[1].startswith(", ".join(map(str, half)))
+
+
+@pytest.mark.parametrize(
+    ("loss", "phrase"),
+    [
+        ([2.3, 1.9, 1.5], "still falling when the training stopped (1.9 → 1.5 in the last of 3"),
+        ([2.3], "trained for one epoch only"),
+        ([2.30, 2.29, 2.29], "barely moved (2.3 → 2.29 over 3 epochs)"),
+        ([2.3, float("nan")], "diverged: its loss became nan at epoch 2"),
+    ],
+)
+def test_the_loss_of_each_epoch_tells_too_little_training_a_stuck_one_or_a_divergence(loss, phrase):
+    lab = "train-memn2n"
+    case = _case(lab)
+    truth = get_exercise(lab).part("train").training.answers(case)
+    said = _accuracy_line(lab, case, _answers(lab, case, _wrong(truth)), loss=loss)
+    assert phrase in said, said
+
+
+def test_training_rows_fitted_and_held_out_ones_not_say_it_memorised():
+    lab = "train-memn2n"
+    case = _case(lab)
+    part = get_exercise(lab).part("train")
+    truth = part.training.answers(case)
+    fitted = part.training.truth(case.inputs["training_rows"])
+    answers = _answers(lab, case, _wrong(truth), training_tokens=fitted)
+    said = _accuracy_line(lab, case, answers, loss=[2.0, 0.5, 0.495])
+    assert "it learned its training examples by heart" in said, said
+
+
+def test_without_evidence_the_causes_are_listed():
+    lab = "train-memn2n"
+    case = _case(lab)
+    truth = get_exercise(lab).part("train").training.answers(case)
+    said = _accuracy_line(lab, case, _answers(lab, case, _wrong(truth)))  # no loss: own loop
+    assert "The cause is in the model" in said and "the gates below tell" in said
+
+
+def test_a_loss_that_is_not_numbers_is_not_read():
+    lab = "train-memn2n"
+    case = _case(lab)
+    truth = get_exercise(lab).part("train").training.answers(case)
+    answers = _answers(lab, case, _wrong(truth))
+    part = get_exercise(lab).part("train")
+    grads = {**untrained_evidence(answers["held_out"]), **answers}
+    grads.update(moved=answers["held_out"], reordered=answers["held_out"])
+    grads[RUN_LOSS] = np.array([[1.0, 2.0]])  # not one loss per epoch
+    got = CaseOutput(CaseStatus.OK, output=answers["held_out"], grads=grads)
+    with speaking("en"):
+        checks = judge_case(part, case, expected_output(part, case), got)
+    result = PartResult("train", 10, FAILED, checks)
+    assert any("The cause is in the model" in check.message for check in problems(result))
+
+
+def test_the_diagnosis_speaks_chinese_too():
+    lab = "train-memn2n"
+    case = _case(lab)
+    part = get_exercise(lab).part("train")
+    truth = part.training.answers(case)
+    answers = _answers(lab, case, _wrong(truth))
+    grads = {**untrained_evidence(answers["held_out"]), **answers}
+    grads.update(moved=answers["held_out"], reordered=answers["held_out"])
+    grads[RUN_LOSS] = np.array([2.3, 1.9, 1.5])
+    got = CaseOutput(CaseStatus.OK, output=answers["held_out"], grads=grads)
+    with speaking("zh"):
+        checks = judge_case(part, case, expected_output(part, case), got)
+    said = next(c.message for c in checks if not c.passed and "1.9" in c.message)
+    assert "1.9" in said and not any(word in said for word in ("still falling", "epochs"))
