@@ -219,7 +219,7 @@ def _edits(node: ast.AST, parameters: set[str], scope: dict) -> Iterator[Edit]:
         yield "transpose dropped", {}, lambda n: n.value
     elif isinstance(node, ast.Subscript):
         yield from _size_edits(node, parameters)
-        yield from _subscript_edits(node)
+        yield from _subscript_edits(node, parameters)
     elif isinstance(node, ast.Constant) and type(node.value) is float and node.value != 0.0:
         for factor in (2.0, 0.5):
 
@@ -422,6 +422,8 @@ def _call_edits(node: ast.Call, scope: dict) -> Iterator[Edit]:
         yield "mask inverted", {}, polarity
     if short in ("swapaxes", "transpose", "moveaxis") and node.args:
         yield "transpose dropped", {}, lambda n: n.args[0]
+    if short == "expand_dims" and node.args:
+        yield "axis dropped", {"name": ""}, lambda n: n.args[0]
     # Constant offsets of diagonals, ranges and positions: off by one.
     for key in ("k",):
         if key in keywords and _int_of(keywords[key].value) is not None:
@@ -706,11 +708,28 @@ def _size_name_edits(node, shape_names: dict[str, tuple[str, int]]) -> Iterator[
         yield "size", {"used": used, "right": [right]}, product
 
 
-def _subscript_edits(node: ast.Subscript) -> Iterator[Edit]:
-    """Two index names swapped (k[n, j] for k[n, i]): the other axis of a pair."""
+def _subscript_edits(node: ast.Subscript, parameters: set[str]) -> Iterator[Edit]:
+    """Two index names swapped (k[n, j] for k[n, i]): the other axis of a pair; a new axis
+    left out (x for x[:, None]): a broadcast then pairs the array's axes with the wrong ones."""
     index = node.slice
+    # Named only where the student knows the name: an input of the function.
+    name = _plain_name(node.value) if _plain_name(node.value) in parameters else ""
+    if _is_none(index):
+        yield "axis dropped", {"name": name}, lambda n: n.value
     if not isinstance(index, ast.Tuple):
         return
+    for position, element in enumerate(index.elts):
+        if not _is_none(element):
+            continue
+
+        def drop(n, position=position):
+            kept = [e for i, e in enumerate(n.slice.elts) if i != position]
+            if all(isinstance(e, ast.Slice) and _whole(e) for e in kept):
+                return n.value
+            n.slice = ast.Tuple(kept, ast.Load()) if len(kept) > 1 else kept[0]
+            return n
+
+        yield "axis dropped", {"name": name}, drop
     names = [(i, e.id) for i, e in enumerate(index.elts) if isinstance(e, ast.Name)]
     for (a, first), (b, second) in itertools.pairwise(names):
 
@@ -720,6 +739,19 @@ def _subscript_edits(node: ast.Subscript) -> Iterator[Edit]:
             return n
 
         yield "indices swapped", {"first": first, "second": second}, swap
+
+
+def _is_none(node) -> bool:
+    return isinstance(node, ast.Constant) and node.value is None
+
+
+def _whole(part: ast.Slice) -> bool:
+    """`:` alone."""
+    return part.lower is None and part.upper is None and part.step is None
+
+
+def _plain_name(node) -> str:
+    return node.id if isinstance(node, ast.Name) else ""
 
 
 def _order_edits(body: list[ast.stmt]) -> Iterator[tuple[int, Callable[[list], list]]]:

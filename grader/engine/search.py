@@ -715,7 +715,20 @@ def _words(mutant, pick, failing) -> str | None:
         return _size_off_words(facts, failing)
     if kind == "extra scale":
         return _extra_scale_words(facts, failing)
+    if kind == "axis dropped":
+        name = facts.get("name")
+        return _(
+            "{array} lacks an axis the formula gives it (x[:, None] or expand_dims): a "
+            "broadcast pairs axes from the right, so without it the array's axes meet the wrong "
+            "axes of the other (e.g. a (B, Tk) mask against (B, Tq, Tk) scores lines B up with "
+            "Tq: wrong values where B = Tq, an error elsewhere)",
+            array=name or _("an array"),
+        )
     if kind == "order":
+        # Two steps swapped can coincide with many slips on one case (a broadcast that lines
+        # up B with Tq where B = Tq): named only where two failing cases agree.
+        if len(failing) < 2:
+            return None
         return _(
             "two steps are in the wrong order: each step is right, but the formula applies "
             "them the other way round"

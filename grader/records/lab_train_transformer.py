@@ -140,7 +140,7 @@ def uses_positions(case, answers):
     # A model that gives every sequence the same first answer (one that collapsed while
     # training) is blind to more than order: that is the accuracy's to tell.
     reads_its_input = np.mean(np.abs(before - before[:1]).max(axis=-1) >= 1e-5) > 0.5
-    if unchanged > 0.5 and reads_its_input:
+    if unchanged > 0.5 and reads_its_input and not _uniform_at(answers, first, rows):
         return GateFailure.structural(
             _(
                 "with the source tokens put in another order, the first answer did not change in "
@@ -159,6 +159,23 @@ def uses_positions(case, answers):
             needed=FOLLOWS_AT,
         )
     )
+
+
+def _uniform_at(answers, query, rows) -> bool:
+    """Whether the attention of position `query` is still about uniform over the tokens it may
+    see (its largest weight under twice the uniform one, on average): an attention that weighs
+    every token alike sums them as a set, so an untrained model with positions is blind to
+    order too, and the gate's failure names no missing positions."""
+    weights = answers.get("attention")
+    if weights is None:
+        return False
+    weights = np.asarray(weights, dtype=float)
+    if weights.ndim == 3:
+        weights = weights[:, None]
+    if weights.ndim != 4 or weights.shape[-2] <= query or not np.all(np.isfinite(weights)):
+        return False
+    largest = weights[rows][:, :, query, : query + 1].max(axis=-1)
+    return float(np.mean(largest)) < 2.0 / (query + 1)
 
 
 def anti_diagonal(case, answers):

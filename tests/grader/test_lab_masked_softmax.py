@@ -163,11 +163,15 @@ NAN_BEHIND_WHERE = (
     return ops.where(total > 0, kept / total, ops.zeros_like(kept))""",
 )
 NOT_FILLED = ("filled = ops.where(keep, logits, ops.full_like(logits, -1e9))", "filled = logits")
+# Lengths (B,) turned into a (B, Tk) mask without the query axis: against (B, Tq, Tk) scores a
+# broadcast lines B up with Tq (wrong values where B = Tq, an error elsewhere).
+NO_QUERY_AXIS = ("        lengths = ops.expand_dims(lengths, -1)", "        pass")
 
 
 def planted():
     """Every planted mistake of this exercise (graded by tests/grader/test_records.py)."""
     return from_table(PLANTED) + [
+        patched("masked_softmax", None, "lacks an axis the formula gives it", LAB, NO_QUERY_AXIS),
         patched(
             "sequence_mask",
             "axes swapped",

@@ -151,6 +151,23 @@ def test_a_model_blind_to_order_fails_the_position_gate():
     assert broken is not None and broken.needs_learning
 
 
+def test_order_blindness_with_an_attention_still_uniform_names_no_missing_positions():
+    """An untrained model with positions whose attention weighs every token alike sums the
+    source as a set: its first answer ignores the order too, which is no evidence that the
+    positions are missing (too little training gives it)."""
+    case = _case()
+    answers = _perfect_answers(case)
+    answers["reordered"] = answers["held_out"].copy()
+    count, length = case.inputs["held_out"].shape
+    causal = np.tril(np.ones((length, length)))
+    answers["attention"] = np.broadcast_to(
+        causal / causal.sum(-1, keepdims=True), (count, 1, length, length)
+    )
+    broken = uses_positions(case, answers)
+    assert broken is not None and broken.needs_learning
+    assert "does not see order" not in broken.message
+
+
 def test_attention_on_the_diagonal_fails_the_attention_gate():
     case = _case()
     answers = _perfect_answers(case)
