@@ -272,7 +272,7 @@ def checks(part: Part, case: Case, want: CaseOutput, got: CaseOutput, prefix: st
         needed = part.training.pass_at
         message = ""
         if found < needed:
-            from grader.engine.training_run import diagnosis
+            from grader.engine.training_run import CAUSES, diagnosis
 
             message = _(
                 "the trained model answered {found:.1%} of the {count} held-out tokens right; "
@@ -281,7 +281,10 @@ def checks(part: Part, case: Case, want: CaseOutput, got: CaseOutput, prefix: st
                 count=int(np.sum(truth >= 0)),
                 needed=needed,
             )
-            message += " " + diagnosis(part, case, got, truth)
+            # What the run shows leads (it is the line a student reads first); the accuracy
+            # follows it. Without such evidence, the causes follow the accuracy.
+            shown = diagnosis(part, case, got, truth)
+            message = f"{shown} — {message}" if shown else f"{message} {_(CAUSES)}"
         result = [CheckResult(name, found >= needed, message)]
     learned = result[0].passed
     result.insert(0, integrity)

@@ -42,12 +42,12 @@ CAUSES = N_(
 
 def diagnosis(part: Part, case: Case, got: CaseOutput, truth: np.ndarray) -> str:
     """What the run shows about why the trained model has not learned, in one or two
-    sentences; the causes listed where nothing in the run points at one."""
+    sentences; "" where nothing in the run points at a cause (then `CAUSES` lists them)."""
     for rule in (_diverged, _source_unread, _some_positions, _still_falling, _flat, _memorised):
         said = rule(part, case, got, truth)
         if said:
             return said
-    return _(CAUSES)
+    return ""
 
 
 def losses(got: CaseOutput) -> np.ndarray | None:
