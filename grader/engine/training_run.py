@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from grader.engine.training import accuracy, predicted_tokens
+from grader.engine.training import accuracy, chance, predicted_tokens
 from grader.i18n import N_, _, tr
 from grader.vocabulary.protocol import CaseOutput
 from grader.vocabulary.spec import RUN_LOSS, Case, Part
@@ -32,6 +32,12 @@ MEMORISED_GAP = 0.25
 STILL_FALLING = 0.02
 # The loss at the end at least this share of the first epoch's: it barely moved.
 FLAT_AT = 0.95
+# A loss at the end at most this share of the first epoch's has learned something.
+LEARNED_AT = 0.7
+# A final loss below this fits its targets (a cross-entropy near 0): not "still falling".
+SMALL_LOSS = 0.05
+# The answers that are the neighbour position's right answer: targets shifted by one.
+SHIFTED_AT = 0.6
 
 CAUSES = N_(
     "The cause is in the model (what it can see: its positions, masks, the memories or context "
@@ -43,7 +49,7 @@ CAUSES = N_(
 def diagnosis(part: Part, case: Case, got: CaseOutput, truth: np.ndarray) -> str:
     """What the run shows about why the trained model has not learned, in one or two
     sentences; "" where nothing in the run points at a cause (then `CAUSES` lists them)."""
-    for rule in (_diverged, _source_unread, _some_positions, _still_falling, _flat, _memorised):
+    for rule in RULES:
         said = rule(part, case, got, truth)
         if said:
             return said
@@ -99,10 +105,36 @@ def _source_unread(part, case, got, truth) -> str:
     )
 
 
-def _some_positions(part, case, got, truth) -> str:
+def _shifted(part, case, got, truth) -> str:
+    """The answer at each position is the right answer of its neighbour: targets shifted."""
     tokens = predicted_tokens(got.output, truth)
-    if isinstance(tokens, str) or truth.ndim != 2:
+    if isinstance(tokens, str) or truth.ndim != 2 or truth.shape[1] < 3:
         return ""
+    right = accuracy(got.output, truth)
+    for shift, side in ((1, N_("after")), (-1, N_("before"))):
+        mine = tokens[:, :-1] if shift == 1 else tokens[:, 1:]
+        theirs = truth[:, 1:] if shift == 1 else truth[:, :-1]
+        scored = (theirs >= 0) & ((truth[:, :-1] if shift == 1 else truth[:, 1:]) >= 0)
+        if scored.sum() < 10:
+            continue
+        shifted = float(np.mean(mine[scored] == theirs[scored]))
+        if shifted >= SHIFTED_AT and shifted >= right + CHANCE_MARGIN:
+            return _(
+                "Its answer at a position is, in {share:.0%} of the held-out cases, the right "
+                "answer of the position {side} it: the targets it was trained on are shifted by "
+                "one against its outputs. Line them up: the output at position t is trained on "
+                "the answer at t (the targets train_model is given already are)",
+                share=shifted,
+                side=_(side),
+            )
+    return ""
+
+
+def _positions_split(answer, truth) -> tuple[list[int], list[int]]:
+    """The scored positions answered right (≥ FITS_AT), and those near chance."""
+    tokens = predicted_tokens(answer, truth)
+    if isinstance(tokens, str) or truth.ndim != 2:
+        return [], []
     fitted, unfitted = [], []
     for column in range(truth.shape[1]):
         scored = truth[:, column] >= 0
@@ -115,7 +147,20 @@ def _some_positions(part, case, got, truth) -> str:
             fitted.append(column)
         elif right <= base + CHANCE_MARGIN:
             unfitted.append(column)
+    return fitted, unfitted
+
+
+def _some_positions(part, case, got, truth) -> str:
+    fitted, unfitted = _positions_split(got.output, truth)
     if not fitted or not unfitted:
+        return ""
+    # The same positions left out on the rows it trained on: not what it saw too little of, but
+    # what its loss never weighed.
+    rows, answer = case.inputs.get("training_rows"), got.grads.get("training_rows")
+    if rows is None or answer is None or part.training.truth is None:
+        return ""
+    on_rows = _positions_split(answer, np.asarray(part.training.truth(rows)))
+    if set(on_rows[1]) & set(unfitted) != set(unfitted):
         return ""
     return _(
         "Positions {fitted} are answered right (at least {fits:.0%}) while positions {unfitted} "
@@ -130,7 +175,7 @@ def _some_positions(part, case, got, truth) -> str:
 
 def _still_falling(part, case, got, truth) -> str:
     run = losses(got)
-    if run is None:
+    if run is None or run[-1] < SMALL_LOSS:  # a loss near zero fits its targets already
         return ""
     if len(run) == 1:
         return _(
@@ -157,12 +202,67 @@ def _flat(part, case, got, truth) -> str:
     return _(
         "Its training loss barely moved ({first:.3g} → {last:.3g} over {epochs} epochs): the "
         "learning rate may be far too small, the gradients may not reach the weights (a "
-        "stop_gradient, layers frozen), or the loss may not match the targets (sparse or "
-        "one-hot, from_logits)",
+        "stop_gradient, layers frozen), the loss may not match the targets (sparse or one-hot, "
+        "from_logits), the targets may not belong to their inputs (shuffled apart), or the "
+        "model may not see what the answer needs (the token it must copy, the fact's place)",
         first=float(run[0]),
         last=float(run[-1]),
         epochs=len(run),
     )
+
+
+def _learned_other(part, case, got, truth) -> str:
+    """The loss fell well, yet the answers stay at chance: it learned something else."""
+    run = losses(got)
+    found = accuracy(got.output, truth)
+    if run is None or isinstance(found, str) or run[-1] > LEARNED_AT * run[0]:
+        return ""
+    base = chance(truth)
+    if found > base + CHANCE_MARGIN:
+        return ""
+    return _(
+        "Its training loss fell ({first:.3g} → {last:.3g}) but its answers stay at chance "
+        "({found:.0%}): what it learned is not the answers. The loss may weigh other positions "
+        "than the answers (sample weights, a mask), or the targets may not be the answers "
+        "(shifted, taken from another array)",
+        first=float(run[0]),
+        last=float(run[-1]),
+        found=found,
+    )
+
+
+def _converged_short(part, case, got, truth) -> str:
+    """The loss stopped falling, well above zero, and the training rows are answered no better
+    than held-out ones: neither more training nor less memorising would help."""
+    run = losses(got)
+    rows, answer = case.inputs.get("training_rows"), got.grads.get("training_rows")
+    if run is None or len(run) < 3 or rows is None or answer is None or not part.training.truth:
+        return ""
+    drop = (run[-2] - run[-1]) / max(abs(run[-2]), 1e-12)
+    if drop >= STILL_FALLING or run[-1] < SMALL_LOSS or run[-1] > LEARNED_AT * run[0]:
+        return ""
+    fitted = accuracy(answer, np.asarray(part.training.truth(rows)))
+    held = accuracy(got.output, truth)
+    if isinstance(fitted, str) or isinstance(held, str) or fitted - held > MEMORISED_GAP / 2:
+        return ""
+    return _(
+        "Its training converged (the loss no longer falls: {last:.3g} after {epochs} epochs) "
+        "with its own training examples answered no better ({fitted:.0%}) than held-out ones "
+        "({held:.0%}): more training will not help. The model cannot compute the answer: what "
+        "the task needs (which fact or token to read, in what order) does not reach it; the "
+        "gates below say what they can",
+        last=float(run[-1]),
+        epochs=len(run),
+        fitted=fitted,
+        held=held,
+    )
+
+
+def barely_moved(answers: dict) -> bool:
+    """Whether the run's loss barely moved (or no loss was recorded): a gate that an untrained
+    model fails too is then no evidence of a mistake in the model."""
+    run = losses(CaseOutput(None, grads=answers))
+    return run is None or (len(run) >= 2 and run[-1] >= FLAT_AT * run[0])
 
 
 def _memorised(part, case, got, truth) -> str:
@@ -176,9 +276,24 @@ def _memorised(part, case, got, truth) -> str:
         return ""
     return _(
         "It answers {fitted:.0%} of its own training examples right but {held:.0%} of held-out "
-        "ones: it learned its training examples by heart, not the task. A model that cannot see "
-        "what the task needs (positions, the order of the facts, the source token a step "
-        "translates) can still memorise: check those, or train less",
+        "ones: it learned its training examples by heart, not the task. It may have been "
+        "trained on too few of them (train on all the data train_model is given), or it cannot "
+        "see what the task needs (positions, the order of the facts, the source token a step "
+        "translates) and memorises instead: check those, or train less",
         fitted=fitted,
         held=held,
     )
+
+
+# In the order they are tried: the first that applies is told.
+RULES = (
+    _diverged,
+    _source_unread,
+    _shifted,
+    _memorised,
+    _some_positions,
+    _learned_other,
+    _still_falling,
+    _flat,
+    _converged_short,
+)

@@ -16,6 +16,7 @@ from grader.records import get_exercise
 from grader.records.lab_train_transformer import anti_diagonal, causal, uses_positions
 from grader.reference import tasks
 from grader.vocabulary.protocol import CaseOutput
+from grader.vocabulary.spec import RUN_LOSS
 from grader.vocabulary.status import CaseStatus
 from tests.support.planting import from_table, patched_solution
 from tests.support.training import not_learned_table, untrained_evidence
@@ -166,6 +167,10 @@ def test_order_blindness_with_an_attention_still_uniform_names_no_missing_positi
     broken = uses_positions(case, answers)
     assert broken is not None and broken.needs_learning
     assert "does not see order" not in broken.message
+    # Once the training moved the loss, the same blindness is evidence of missing positions.
+    answers[RUN_LOSS] = np.array([2.4, 1.6, 1.5])
+    broken = uses_positions(case, answers)
+    assert broken is not None and "does not see order" in broken.message
 
 
 def test_attention_on_the_diagonal_fails_the_attention_gate():
