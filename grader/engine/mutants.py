@@ -202,6 +202,8 @@ def _edits(node: ast.AST, parameters: set[str], scope: dict) -> Iterator[Edit]:
             yield from _moved_outward_edits(node, ["left", "right"])
         if isinstance(node.op, (ast.Add, ast.Sub, ast.Mult)):
             yield from _name_swap_edits(node, parameters)
+        if isinstance(node.op, ast.Add):
+            yield from _transformed_residual_edits(node)
     elif isinstance(node, ast.Assign):
         yield from _written_swap_edits(node, parameters)
     elif isinstance(node, ast.Compare) and len(node.ops) == 1:
@@ -283,6 +285,52 @@ def _applied_to_one_term_edits(node: ast.Call) -> Iterator[Edit]:
             return total
 
         yield "applied to one term", {"function": short, "side": side}, inward
+
+
+def _transformed_residual_edits(node: ast.BinOp) -> Iterator[Edit]:
+    """a + f(g(a)) taken as g(a) + f(g(a)): a residual that adds the input as transformed for
+    the branch (a pre-LN block's residual from the normalised input, not the input itself).
+    For each side that holds a plain name `a` outside any call while the other side passes
+    g(a), a call on `a` alone, to another call f."""
+    for side, other in (("left", "right"), ("right", "left")):
+        plain = {n.id for n in _outside_calls(getattr(node, side)) if isinstance(n, ast.Name)}
+        nested = [
+            argument
+            for outer in ast.walk(getattr(node, other))
+            if isinstance(outer, ast.Call)
+            for argument in outer.args
+            if isinstance(argument, ast.Call)
+        ]
+        for call in nested:
+            if len(call.args) != 1 or call.keywords:
+                continue
+            argument, short = call.args[0], _call_name(call).split(".")[-1]
+            if not (isinstance(argument, ast.Name) and argument.id in plain and short):
+                continue
+
+            def transformed(n, side=side, call=call, name=argument.id):
+                def swap(term):
+                    if isinstance(term, ast.Name) and term.id == name:
+                        return _copied(call)
+                    if not isinstance(term, ast.Call):
+                        for name_of_field, value in ast.iter_fields(term):
+                            if isinstance(value, ast.AST):
+                                setattr(term, name_of_field, swap(value))
+                    return term
+
+                setattr(n, side, swap(getattr(n, side)))
+                return n
+
+            yield "transformed residual", {"function": short}, transformed
+
+
+def _outside_calls(node: ast.AST) -> Iterator[ast.AST]:
+    """The nodes of `node` that are not inside a call."""
+    yield node
+    if isinstance(node, ast.Call):
+        return
+    for child in ast.iter_child_nodes(node):
+        yield from _outside_calls(child)
 
 
 # The calls that form a product (scores, a weighted sum), where a scale may be added.

@@ -55,6 +55,8 @@ BUDGET = 8.0
 # other single mutant, COMPOSED compositions at most (and within the part's BUDGET).
 ANCHORS = 3
 COMPOSED = 300
+# The most places of one kind whose pairs are tried as the same slip made twice.
+SAME_KIND_MOST = 6
 _OP_WORDS = {
     "softmax": N_("the softmax"),
     "masked_softmax": N_("the softmax"),
@@ -265,8 +267,22 @@ def _search_target(part, usable, failing, budget: _Budget):
                 near.append((distance, len(near), mutant))
     anchors = [mutant for *_order, mutant in sorted(near)[:ANCHORS]]
     singles = [m for m in mutants.mutants(function) if m.recipe is not None]
+    # The same slip made in two places first (both residuals of a block): neither place alone
+    # need be near the student's output. Only kinds of few places, so that this stays small.
+    by_kind: dict[str, list] = {}
+    for mutant in singles:
+        by_kind.setdefault(mutant.kind, []).append(mutant)
+    twice = (
+        pair
+        for group in by_kind.values()
+        if 2 <= len(group) <= SAME_KIND_MOST
+        for pair in itertools.combinations(group, 2)
+    )
     pairs = itertools.islice(
-        ((first, second) for first in anchors for second in singles if second is not first),
+        itertools.chain(
+            twice,
+            ((first, second) for first in anchors for second in singles if second is not first),
+        ),
         COMPOSED,
     )
     for first, second in pairs:
@@ -715,6 +731,17 @@ def _words(mutant, pick, failing) -> str | None:
         return _size_off_words(facts, failing)
     if kind == "extra scale":
         return _extra_scale_words(facts, failing)
+    if kind == "transformed residual":
+        function = facts["function"]
+        return _(
+            "the residual adds the input after {function}: a residual carries the input itself "
+            "past the branch, x + sublayer({short}(x)), not {short}(x) + sublayer({short}(x)) "
+            "(in a pre-LN block the sum takes x, not LN(x))",
+            function=_("the layer norm")
+            if "norm" in function
+            else _(_FUNCTION_WORDS.get(function, function)),
+            short="LN" if "norm" in function else "f",
+        )
     if kind == "axis dropped":
         name = facts.get("name")
         return _(

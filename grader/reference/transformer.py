@@ -156,9 +156,11 @@ def encoder_block(
         return layer_norm(y, norm_2_gamma, norm_2_beta, epsilon)
 
     if norm_first:
-        normalised = norm_1(x)
-        h = attend(normalised) + (normalised if residual_from == "normalised" else x)
-        return ffn(norm_2(h)) + h * ffn_residual
+        if residual_from == "normalised":
+            h = norm_1(x) + attend(norm_1(x))
+        else:
+            h = x + attend(norm_1(x))
+        return h * ffn_residual + ffn(norm_2(h))
     h = norm_1(attend(x) + x * attention_residual)
     return norm_2(ffn(h) + h * ffn_residual)
 

@@ -229,6 +229,18 @@ PATCHES = [
     ),
     ("pre-LN block", "norm_1 used twice", "a layer norm of its own", NORM_1_TWICE),
     (
+        # Both residuals from the normalised input: the same slip in two places, found by the
+        # search as one operator applied twice.
+        "pre-LN block",
+        None,
+        "the same mistake in two places: the residual adds the input after the layer norm",
+        (
+            "h = x + self.attend(self.norm_1(x), mask)\n            return h + self.ffn(",
+            "h = self.norm_1(x) + self.attend(self.norm_1(x), mask)\n"
+            "            return self.norm_2(h) + self.ffn(",
+        ),
+    ),
+    (
         "masked block",
         "padding ignored",
         "build the mask from the lengths",
