@@ -115,13 +115,9 @@ def merge(outcome: Outcome, indices: list[int], answered: Outcome) -> Outcome:
             arrays[grad_key(index, name)] = value
         report["grads"] = names + [name for name in fresh if name not in names]
         reports[index] = report
-    refused = dict(outcome.refused)
-    for kind, count in answered.refused.items():
-        refused[kind] = max(int(refused.get(kind, 0)), int(count))
-    examples = {kind: list(paths) for kind, paths in outcome.refused_examples.items()}
-    for kind, paths in answered.refused_examples.items():
-        examples.setdefault(kind, [])
-        examples[kind] += [path for path in paths if path not in examples[kind]][:5]
+    from grader.grading import refused_counts  # grader.grading runs these jobs
+
+    refused, examples = refused_counts([outcome, answered])
     return replace(
         outcome,
         meta={**outcome.meta, "cases": reports},
