@@ -32,8 +32,8 @@ MEMORISED_GAP = 0.25
 STILL_FALLING = 0.02
 # The loss at the end at least this share of the first epoch's: it barely moved.
 FLAT_AT = 0.95
-# A loss at the end at most this share of the first epoch's has learned something.
-LEARNED_AT = 0.7
+# A loss at the end at most this share of the first epoch's has fitted something.
+LEARNED_AT = 0.9
 # A final loss below this fits its targets (a cross-entropy near 0): not "still falling".
 SMALL_LOSS = 0.05
 # The answers that are the neighbour position's right answer: targets shifted by one.
@@ -182,7 +182,7 @@ def _still_falling(part, case, got, truth) -> str:
             "It was trained for one epoch only (loss {last:.3g}): train for more epochs",
             last=float(run[-1]),
         )
-    drop = (run[-2] - run[-1]) / max(abs(run[-2]), 1e-12)
+    drop = _last_drop(run)
     if drop < STILL_FALLING:
         return ""
     return _(
@@ -212,23 +212,37 @@ def _flat(part, case, got, truth) -> str:
 
 
 def _learned_other(part, case, got, truth) -> str:
-    """The loss fell well, yet the answers stay at chance: it learned something else."""
+    """The loss fell and settled, yet the answers stay at chance, on the training rows too: what
+    the training fitted is not the answers."""
     run = losses(got)
     found = accuracy(got.output, truth)
-    if run is None or isinstance(found, str) or run[-1] > LEARNED_AT * run[0]:
+    if run is None or len(run) < 2 or isinstance(found, str) or run[-1] > LEARNED_AT * run[0]:
+        return ""
+    if _last_drop(run) >= STILL_FALLING:  # still learning: the next rule tells
         return ""
     base = chance(truth)
+    rows, answer = case.inputs.get("training_rows"), got.grads.get("training_rows")
+    if rows is not None and answer is not None and part.training.truth is not None:
+        rows_truth = np.asarray(part.training.truth(rows))
+        on_rows = accuracy(answer, rows_truth)
+        if isinstance(on_rows, str) or on_rows > chance(rows_truth) + CHANCE_MARGIN:
+            return ""
     if found > base + CHANCE_MARGIN:
         return ""
     return _(
-        "Its training loss fell ({first:.3g} → {last:.3g}) but its answers stay at chance "
-        "({found:.0%}): what it learned is not the answers. The loss may weigh other positions "
-        "than the answers (sample weights, a mask), or the targets may not be the answers "
-        "(shifted, taken from another array)",
+        "Its training loss fell ({first:.3g} → {last:.3g}) and settled, but its answers stay "
+        "at chance ({found:.0%}), on its own training examples too: what it fitted is not the "
+        "answers. The loss may weigh other positions than the answers (sample weights, a "
+        "mask), or the targets may not be the answers (shifted, taken from another array)",
         first=float(run[0]),
         last=float(run[-1]),
         found=found,
     )
+
+
+def _last_drop(run: np.ndarray) -> float:
+    """The share of the loss the last epoch took off."""
+    return float((run[-2] - run[-1]) / max(abs(run[-2]), 1e-12))
 
 
 def _converged_short(part, case, got, truth) -> str:
@@ -238,8 +252,7 @@ def _converged_short(part, case, got, truth) -> str:
     rows, answer = case.inputs.get("training_rows"), got.grads.get("training_rows")
     if run is None or len(run) < 3 or rows is None or answer is None or not part.training.truth:
         return ""
-    drop = (run[-2] - run[-1]) / max(abs(run[-2]), 1e-12)
-    if drop >= STILL_FALLING or run[-1] < SMALL_LOSS or run[-1] > LEARNED_AT * run[0]:
+    if _last_drop(run) >= STILL_FALLING or run[-1] < SMALL_LOSS:
         return ""
     fitted = accuracy(answer, np.asarray(part.training.truth(rows)))
     held = accuracy(got.output, truth)
