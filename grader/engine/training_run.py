@@ -18,7 +18,7 @@ import numpy as np
 from grader.engine.training import accuracy, chance, predicted_tokens
 from grader.i18n import N_, _, tr
 from grader.vocabulary.protocol import CaseOutput
-from grader.vocabulary.spec import RUN_LOSS, Case, Part
+from grader.vocabulary.spec import RUN_LOSS, RUN_MOVED, Case, Part
 
 # Answers that stay the same in at least this share of the scored positions when the source is
 # swapped for another example's do not read the source (an honest model's agree by chance).
@@ -34,6 +34,9 @@ STILL_FALLING = 0.02
 FLAT_AT = 0.95
 # A loss at the end at most this share of the first epoch's has fitted something.
 LEARNED_AT = 0.9
+# Trainable weights moved by less than this share of their size: not trained (an honest
+# training moves them by 100% and more; Adam at 1e-4 for 70 steps, 3%).
+MOVED_LITTLE = 0.05
 # A final loss below this fits its targets (a cross-entropy near 0): not "still falling".
 SMALL_LOSS = 0.05
 # The answers that are the neighbour position's right answer: targets shifted by one.
@@ -67,6 +70,18 @@ def losses(got: CaseOutput) -> np.ndarray | None:
     return value.astype(float)
 
 
+def weights_moved(grads: dict) -> float | None:
+    """How far the training moved the trainable weights, relative to their first values, as
+    the child recorded it; None where it did not (or reported something else)."""
+    value = grads.get(RUN_MOVED)
+    if value is None:
+        return None
+    value = np.asarray(value)
+    if value.shape != (1,) or value.dtype.kind != "f" or not np.isfinite(value[0]):
+        return None
+    return float(value[0])
+
+
 def _diverged(part, case, got, truth) -> str:
     run = losses(got)
     if run is None or np.all(np.isfinite(run)):
@@ -79,6 +94,24 @@ def _diverged(part, case, got, truth) -> str:
         value=float(run[epoch - 1]),
         epoch=epoch,
     )
+
+
+def _barely_trained(part, case, got, truth) -> str:
+    """The weights hardly moved: whatever the model does, it does as it was drawn."""
+    moved = weights_moved(got.grads)
+    if moved is None or moved >= MOVED_LITTLE:
+        return ""
+    run = losses(got)
+    said = _(
+        "Its weights barely moved in training (by {moved:.1%} of their size): the model still "
+        "answers about as it was drawn. The learning rate is far too small (plain SGD's default "
+        "is, for this model), or there are far too few steps, or the gradients do not reach "
+        "the weights (a stop_gradient, layers frozen)",
+        moved=moved,
+    )
+    if run is not None and len(run) >= 2:
+        said += _(" (loss {first:.3g} → {last:.3g})", first=float(run[0]), last=float(run[-1]))
+    return said
 
 
 def _source_unread(part, case, got, truth) -> str:
@@ -154,6 +187,9 @@ def _some_positions(part, case, got, truth) -> str:
     fitted, unfitted = _positions_split(got.output, truth)
     if not fitted or not unfitted:
         return ""
+    run = losses(got)
+    if run is not None and len(run) >= 2 and _last_drop(run) >= STILL_FALLING:
+        return ""  # still learning: some positions are learned before others
     # The same positions left out on the rows it trained on: not what it saw too little of, but
     # what its loss never weighed.
     rows, answer = case.inputs.get("training_rows"), got.grads.get("training_rows")
@@ -163,8 +199,8 @@ def _some_positions(part, case, got, truth) -> str:
     if set(on_rows[1]) & set(unfitted) != set(unfitted):
         return ""
     return _(
-        "Positions {fitted} are answered right (at least {fits:.0%}) while positions {unfitted} "
-        "stay near chance: the loss reaches only some answer positions. Check the sample "
+        "The answers at positions {fitted} are right (at least {fits:.0%}) while those at "
+        "positions {unfitted} stay near chance: the loss reaches only some answer positions. Check the sample "
         "weights or the loss mask (they must weigh every answer position) and that the targets "
         "line up with the outputs (not shifted by one)",
         fitted=", ".join(map(str, fitted)),
@@ -199,6 +235,19 @@ def _flat(part, case, got, truth) -> str:
     run = losses(got)
     if run is None or len(run) < 2 or run[-1] < FLAT_AT * run[0]:
         return ""
+    moved = weights_moved(got.grads)
+    if moved is not None:  # the weights moved (else _barely_trained told): the model cannot fit
+        return _(
+            "Its weights moved in training (by {moved:.0%} of their size) but its loss barely "
+            "did ({first:.3g} → {last:.3g} over {epochs} epochs): the model cannot fit these "
+            "targets. They may not belong to their inputs (inputs and targets shuffled apart, "
+            "or taken from other rows), or the model may not see what the answer needs (the "
+            "token it must copy, the fact's place, the source)",
+            moved=moved,
+            first=float(run[0]),
+            last=float(run[-1]),
+            epochs=len(run),
+        )
     return _(
         "Its training loss barely moved ({first:.3g} → {last:.3g} over {epochs} epochs): the "
         "learning rate may be far too small, the gradients may not reach the weights (a "
@@ -271,11 +320,17 @@ def _converged_short(part, case, got, truth) -> str:
     )
 
 
-def barely_moved(answers: dict) -> bool:
-    """Whether the run's loss barely moved (or no loss was recorded): a gate that an untrained
-    model fails too is then no evidence of a mistake in the model."""
+def barely_moved(answers: dict, unknown: bool = True) -> bool:
+    """Whether the training barely moved the model (its weights, where the child recorded how
+    far; else its loss; `unknown` where neither is known): a gate that an untrained model fails
+    too is then no evidence of a mistake in the model."""
+    moved = weights_moved(answers)
+    if moved is not None:
+        return moved < MOVED_LITTLE
     run = losses(CaseOutput(None, grads=answers))
-    return run is None or (len(run) >= 2 and run[-1] >= FLAT_AT * run[0])
+    if run is None:
+        return unknown
+    return len(run) >= 2 and run[-1] >= FLAT_AT * run[0]
 
 
 def _memorised(part, case, got, truth) -> str:
@@ -301,6 +356,7 @@ def _memorised(part, case, got, truth) -> str:
 # In the order they are tried: the first that applies is told.
 RULES = (
     _diverged,
+    _barely_trained,
     _source_unread,
     _shifted,
     _memorised,

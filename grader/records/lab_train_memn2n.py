@@ -109,7 +109,7 @@ def on_the_supporting_fact(case, answers):
     if np.any(weights < -1e-6) or np.abs(sums - 1).max() > 1e-3:
         return GateFailure.structural(
             _(
-                "attention_weights returned rows that are no distributions (a row sums to "
+                "attention_weights returned rows that are not distributions (a row sums to "
                 "{sum:.3g}): return the weights after the softmax, not the scores",
                 sum=float(sums.flat[np.abs(sums - 1).argmax()]),
             )

@@ -37,6 +37,7 @@ from grader.vocabulary.spec import (
     REDRAWN,
     RESET,
     RUN_LOSS,
+    RUN_MOVED,
     TRAIN,
     TRAINED,
     UNTRAINED,
@@ -394,6 +395,9 @@ def _run_training(module, case, module_path: str) -> tuple[np.ndarray, dict[str,
     for answer, function_name, probe_source in plan["probes"]:
         answers[answer] = answer_of(model, function_name, probe_source)
     trained = _all_values(model)
+    moved = _relative_change(initial)
+    if moved is not None:  # for the run's diagnosis: how far training moved the weights
+        answers[RUN_MOVED] = _asarray([moved], dtype="float64")
     _put_back(model, initial)
     probe(model, RESET)
     del model
@@ -519,6 +523,20 @@ def _trainable_values(model) -> list:
         return [(variable, _copy(variable.numpy(), copy=True)) for variable in variables or []]
     except Exception:  # noqa: BLE001 - no Keras variables: nothing to put back
         return []
+
+
+def _relative_change(initial: list) -> float | None:
+    """How far the training moved the trainable weights: the norm of their change over the
+    norm of their first values (over every variable trainable before it); None without any."""
+    change = start = 0.0
+    for variable, value in initial:
+        now = _asarray(variable.numpy(), dtype="float64")
+        first = value.astype("float64")
+        if now.shape != first.shape:
+            continue
+        change += float(((now - first) ** 2).sum())
+        start += float((first**2).sum())
+    return (change**0.5) / (start**0.5) if start > 0 else None
 
 
 def _put_back(model, initial: list) -> None:

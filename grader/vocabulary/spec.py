@@ -38,6 +38,8 @@ REDRAWN, MOVED, NUDGED = "fresh_redrawn", "weights_moved", "weights_nudged"
 TRAINED, FRESH = "trained_weights", "fresh"
 # The loss of each epoch of the real training, as the child recorded it (for the diagnosis).
 RUN_LOSS = "run_loss"
+# How far the training moved the trainable weights, relative to their first values (the same).
+RUN_MOVED = "run_weights_moved"
 # How far NUDGED moves each trainable weight: this share of the weight's root mean square.
 NUDGE = 0.01
 

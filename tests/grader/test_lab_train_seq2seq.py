@@ -11,6 +11,7 @@ from grader.engine.training import accuracy
 from grader.records import get_exercise
 from grader.records.lab_train_seq2seq import causal, monotone_alignment, query_knows_the_step
 from grader.reference import tasks
+from grader.vocabulary.spec import RUN_MOVED
 from tests.support.planting import from_table, patched_solution
 from tests.support.training import not_learned_table
 
@@ -173,6 +174,10 @@ def test_attention_that_depends_on_the_decoder_input_alone_fails_the_query_gate(
     broken = query_knows_the_step(case, answers)
     assert broken is not None and not broken.needs_learning
     assert "cannot know which step it is at" in broken.message
+    # The same rows from a decoder whose weights training barely moved (3%): it answers as it
+    # was drawn, which is no evidence of the query's design; the accuracy's line tells first.
+    untrained = {**answers, RUN_MOVED: np.array([0.03])}
+    assert query_knows_the_step(case, untrained).needs_learning
     # An untrained decoder's attention, its query from its state: another row at every step.
     count = len(case.inputs["held_out"])
     answers["attention"] = np.random.default_rng(1).dirichlet(

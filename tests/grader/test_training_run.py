@@ -13,7 +13,7 @@ from grader.engine.training import expected_output
 from grader.i18n import speaking
 from grader.records import get_exercise
 from grader.vocabulary.protocol import CaseOutput
-from grader.vocabulary.spec import RUN_LOSS
+from grader.vocabulary.spec import RUN_LOSS, RUN_MOVED
 from grader.vocabulary.status import CaseStatus
 from tests.support.training import untrained_evidence
 
@@ -45,7 +45,7 @@ def _partly(truth, share=0.4):
     return tokens
 
 
-def _accuracy_line(lab, case, answers, loss=None):
+def _accuracy_line(lab, case, answers, loss=None, moved=None):
     """The accuracy's message when the part is graded on these answers (in English)."""
     part = get_exercise(lab).part("train")
     vocabulary = VOCABULARY[lab]
@@ -55,6 +55,8 @@ def _accuracy_line(lab, case, answers, loss=None):
         grads.setdefault(name, held_out)
     if loss is not None:
         grads[RUN_LOSS] = np.asarray(loss, dtype=float)
+    if moved is not None:
+        grads[RUN_MOVED] = np.asarray([moved], dtype=float)
     got = CaseOutput(CaseStatus.OK, output=held_out, grads=grads)
     with speaking("en"):
         checks = judge_case(part, case, expected_output(part, case), got)
@@ -104,7 +106,7 @@ def test_some_positions_fitted_and_others_at_chance_point_at_the_loss_weighting(
     tokens[:, half] = truth[:, half]
     said = _accuracy_line(lab, case, _answers(lab, case, tokens), loss=[2.0, 1.0, 0.99])
     assert "the loss reaches only some answer positions" in said, said
-    assert said.split("Positions ")[1].startswith(", ".join(map(str, half)))
+    assert said.split("The answers at positions ")[1].startswith(", ".join(map(str, half)))
 
 
 @pytest.mark.parametrize(
@@ -220,3 +222,38 @@ def test_a_loss_that_converged_with_nothing_memorised_points_at_the_model():
     answers = _answers(lab, case, _partly(truth, 0.6), training_tokens=_partly(rows_truth, 0.62))
     said = _accuracy_line(lab, case, answers, loss=[2.0, 1.0, 0.8, 0.799])
     assert "more training will not help" in said, said
+
+
+def test_weights_that_barely_moved_say_the_model_was_not_trained_before_anything_else():
+    """Too small a learning rate: the weights moved 3%; the source looks unread too (an
+    untrained model reads little of it), which is no evidence of a model that cannot read it."""
+    lab = "train-seq2seq"
+    case = _case(lab)
+    truth = get_exercise(lab).part("train").training.answers(case)
+    constant = np.where(truth >= 0, 1, 0)
+    answers = _answers(lab, case, constant, shuffled_tokens=constant)
+    said = _accuracy_line(lab, case, answers, loss=[3.07, 2.95, 2.84], moved=0.03)
+    assert said.startswith("Its weights barely moved in training (by 3.0% of their size)"), said
+
+
+@pytest.mark.parametrize(
+    ("moved", "phrase"),
+    [(1.2, "the model cannot fit these targets"), (None, "the learning rate may be far too small")],
+)
+def test_a_flat_loss_with_weights_that_moved_points_at_the_targets_or_the_model(moved, phrase):
+    lab = "train-memn2n"
+    case = _case(lab)
+    truth = get_exercise(lab).part("train").training.answers(case)
+    answers = _answers(lab, case, _partly(truth, 0.2))
+    said = _accuracy_line(lab, case, answers, loss=[1.84, 1.79, 1.79], moved=moved)
+    assert phrase in said, said
+
+
+def test_positions_split_while_the_loss_still_falls_names_no_loss_weighting():
+    lab = "train-seq2seq"
+    case = _case(lab)
+    truth = get_exercise(lab).part("train").training.answers(case)
+    tokens = _wrong(truth)
+    tokens[:, :3] = truth[:, :3]
+    said = _accuracy_line(lab, case, _answers(lab, case, tokens), loss=[2.0, 1.4, 1.0], moved=0.9)
+    assert "only some answer positions" not in said and "still falling" in said, said
