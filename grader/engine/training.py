@@ -288,6 +288,9 @@ def checks(part: Part, case: Case, want: CaseOutput, got: CaseOutput, prefix: st
         result = [CheckResult(name, found >= needed, message)]
     learned = result[0].passed
     result.insert(0, integrity)
+    from grader.engine.training_run import diverged
+
+    run_diverged = diverged(got.grads)
     for gate in part.training.gates:
         broken = gate.check(case, got.grads)
         if broken is not None and not isinstance(broken, GateFailure):
@@ -298,6 +301,10 @@ def checks(part: Part, case: Case, want: CaseOutput, got: CaseOutput, prefix: st
         # while the accuracy fails it names nothing and is read after the accuracy's line,
         # which sends the student to the training first.
         named = None
+        # A training that diverged breaks every gate (NaN weights, rows of zeros): that is the
+        # accuracy's line to tell, not a gate's mistake.
+        if broken is not None and run_diverged:
+            broken = GateFailure.unlearned(broken.message)
         if broken is not None and (learned or not broken.needs_learning):
             named = PROPERTY + gate.name
         message = broken.message if broken else ""

@@ -131,7 +131,9 @@ def query_knows_the_step(case, answers):
         return None
     # A decoder whose weights barely moved answers as it was drawn: its recurrent state may
     # not carry the history yet, whatever the design (the accuracy's line tells first).
-    failure = GateFailure.unlearned if barely_moved(answers, unknown=False) else GateFailure.structural
+    failure = (
+        GateFailure.unlearned if barely_moved(answers, unknown=False) else GateFailure.structural
+    )
     return failure(
         _(
             "two steps of a date that read the same decoder input but translate different "

@@ -32,8 +32,11 @@ def _case(lab):
 
 
 def _wrong(truth):
-    """Answers that are always one token off the right ones (0% right, no rule in them)."""
-    return np.where(truth >= 0, (truth + 1) % truth.max(), 0)
+    """Answers that are never the right ones, off by 1, 2 or 3 tokens in turn (0% right, and no
+    one offset in them)."""
+    offsets = 1 + np.arange(truth.size).reshape(truth.shape) % 3
+    wrong = (truth + offsets) % (truth.max() + 1)
+    return np.where(truth >= 0, np.where(wrong == truth, (wrong + 1) % (truth.max() + 1), wrong), 0)
 
 
 def _partly(truth, share=0.4):
@@ -257,3 +260,43 @@ def test_positions_split_while_the_loss_still_falls_names_no_loss_weighting():
     tokens[:, :3] = truth[:, :3]
     said = _accuracy_line(lab, case, _answers(lab, case, tokens), loss=[2.0, 1.4, 1.0], moved=0.9)
     assert "only some answer positions" not in said and "still falling" in said, said
+
+
+def test_answers_moved_by_one_token_say_the_labels_were_changed():
+    """Labels made "0-based" by subtracting one: the model answers the right token − 1."""
+    lab = "train-memn2n"
+    case = _case(lab)
+    truth = get_exercise(lab).part("train").training.answers(case)
+    said = _accuracy_line(lab, case, _answers(lab, case, truth - 1), loss=[2.0, 0.06, 0.058])
+    assert said.startswith("Its answers are the right tokens -1 in 100%"), said
+
+
+def test_a_loss_that_falls_slowly_and_steadily_is_still_falling():
+    """A learning rate far too small: each epoch takes off a little, the last as much as the
+    others; that is not a training that converged."""
+    lab = "train-memn2n"
+    case = _case(lab)
+    truth = get_exercise(lab).part("train").training.answers(case)
+    loss = list(np.linspace(2.4, 2.21, 12))
+    said = _accuracy_line(lab, case, _answers(lab, case, _partly(truth, 0.2)), loss=loss, moved=0.6)
+    assert "still falling" in said and "converged" not in said, said
+
+
+def test_a_training_that_diverged_names_no_gate_mistake():
+    """Diverged: the attention comes back as rows of zeros, which a gate would read as scores
+    returned before the softmax; the divergence is what the student reads first."""
+    lab = "train-transformer"
+    case = _case(lab)
+    part = get_exercise(lab).part("train")
+    truth = part.training.answers(case)
+    answers = _answers(lab, case, _wrong(truth))
+    count, length = case.inputs["held_out"].shape
+    grads = {**untrained_evidence(answers["held_out"]), **answers}
+    grads.update(later_changed=answers["held_out"], reordered=answers["held_out"])
+    grads["attention"] = np.zeros((count, 1, length, length))
+    grads[RUN_LOSS] = np.array([2.4, float("inf")])
+    got = CaseOutput(CaseStatus.OK, output=answers["held_out"], grads=grads)
+    with speaking("en"):
+        checks = judge_case(part, case, expected_output(part, case), got)
+    first = problems(PartResult("train", 10, FAILED, checks))[0]
+    assert first.message.startswith("The training diverged"), first.message
