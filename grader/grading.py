@@ -28,7 +28,7 @@ from grader.engine.safe_files import RefusedFile, read_plain_path
 from grader.i18n import _
 from grader.records import get_exercise
 from grader.sandbox.processes import Job, run_jobs
-from grader.vocabulary.protocol import Outcome
+from grader.vocabulary.protocol import refused_counts
 from grader.vocabulary.spec import Exercise, Part
 from grader.vocabulary.status import Answer
 
@@ -157,21 +157,6 @@ def part_jobs(
         )
         for part, key in zip(parts, keys, strict=False)  # keys may run on
     }
-
-
-def refused_counts(outcomes: Iterable[Outcome]) -> tuple[dict[str, int], dict[str, list[str]]]:
-    """What the sandbox refused the parts of one exercise: by kind, the count (the most any
-    part saw: the parts share a child, whose counts run on) and examples (a few more from each
-    part that adds new ones)."""
-    counts: dict[str, int] = {}
-    examples: dict[str, list[str]] = {}
-    for outcome in outcomes:
-        for kind, count in outcome.refused.items():
-            counts[kind] = max(counts.get(kind, 0), int(count))
-        for kind, paths in outcome.refused_examples.items():
-            examples.setdefault(kind, [])
-            examples[kind] += [p for p in paths if p not in examples[kind]][:5]
-    return counts, examples
 
 
 def written_answers(record: Exercise, folder: Path) -> list[dict]:

@@ -23,7 +23,7 @@ import numpy as np
 
 from grader.sandbox.processes import Job
 from grader.vocabulary.bundle import BundleError, cases_from_bundle, load_bundle
-from grader.vocabulary.protocol import Outcome, grad_key, output_key
+from grader.vocabulary.protocol import Outcome, grad_key, output_key, refused_counts
 from grader.vocabulary.spec import FRESH, MOVED, NUDGED, REDRAWN, TRAIN, TRAINED, Case
 from grader.vocabulary.status import CaseStatus, RunState
 
@@ -115,8 +115,6 @@ def merge(outcome: Outcome, indices: list[int], answered: Outcome) -> Outcome:
             arrays[grad_key(index, name)] = value
         report["grads"] = names + [name for name in fresh if name not in names]
         reports[index] = report
-    from grader.grading import refused_counts  # grader.grading runs these jobs
-
     refused, examples = refused_counts([outcome, answered])
     return replace(
         outcome,

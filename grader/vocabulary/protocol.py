@@ -15,6 +15,7 @@ Only NumPy and the standard library are imported: the sandboxed child uses this 
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -255,3 +256,18 @@ def _frames(reported) -> tuple[Frame, ...]:
 
 def _is_word(value, vocabulary) -> bool:
     return isinstance(value, str) and value in {member.value for member in vocabulary}
+
+
+def refused_counts(outcomes: Iterable[Outcome]) -> tuple[dict[str, int], dict[str, list[str]]]:
+    """What the sandbox refused the parts of one exercise: by kind, the count (the most any
+    part saw: the parts share a child, whose counts run on) and examples (a few more from each
+    part that adds new ones)."""
+    counts: dict[str, int] = {}
+    examples: dict[str, list[str]] = {}
+    for outcome in outcomes:
+        for kind, count in outcome.refused.items():
+            counts[kind] = max(counts.get(kind, 0), int(count))
+        for kind, paths in outcome.refused_examples.items():
+            examples.setdefault(kind, [])
+            examples[kind] += [p for p in paths if p not in examples[kind]][:5]
+    return counts, examples
