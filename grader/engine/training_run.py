@@ -213,7 +213,8 @@ def _some_positions(part, case, got, truth) -> str:
         return ""
     run = losses(got)
     if run is not None and len(run) >= 2 and _last_drop(run) >= STILL_FALLING:
-        return ""  # still learning: some positions are learned before others
+        if run[-1] >= SMALL_LOSS:  # still learning: some positions are learned before others
+            return ""
     # The same positions left out on the rows it trained on: not what it saw too little of, but
     # what its loss never weighed.
     rows, answer = case.inputs.get("training_rows"), got.grads.get("training_rows")

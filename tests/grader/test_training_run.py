@@ -300,3 +300,21 @@ def test_a_training_that_diverged_names_no_gate_mistake():
         checks = judge_case(part, case, expected_output(part, case), got)
     first = problems(PartResult("train", 10, FAILED, checks))[0]
     assert first.message.startswith("The training diverged"), first.message
+
+
+def test_a_split_of_positions_with_a_loss_near_zero_points_at_the_weighting():
+    """Sample weights that skip the first answer position: the loss falls to about zero on the
+    positions it weighs (relatively still falling, 1e-4 → 5e-5), while that one stays at chance."""
+    lab = "train-transformer"
+    case = _case(lab)
+    part = get_exercise(lab).part("train")
+    truth = part.training.answers(case)
+    first = truth.shape[1] // 2
+    tokens = truth.copy()
+    tokens[:, first] = _wrong(truth)[:, first]
+    rows_truth = part.training.truth(case.inputs["training_rows"])
+    on_rows = rows_truth.copy()
+    on_rows[:, first] = _wrong(rows_truth)[:, first]
+    answers = _answers(lab, case, tokens, training_tokens=on_rows)
+    said = _accuracy_line(lab, case, answers, loss=[0.86, 0.05, 1e-4, 5e-5], moved=2.8)
+    assert f"those at positions {first} stay nearer chance" in said, said
