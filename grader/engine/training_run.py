@@ -37,6 +37,8 @@ LEARNED_AT = 0.9
 # Trainable weights moved by less than this share of their size: not trained (an honest
 # training moves them by 100% and more; Adam at 1e-4 for 70 steps, 3%).
 MOVED_LITTLE = 0.05
+# A loss that ended this many times its first epoch's grew: the training diverged.
+GREW_BY = 1.5
 # A final loss below this fits its targets (a cross-entropy near 0): not "still falling".
 SMALL_LOSS = 0.05
 # The answers that are the neighbour position's right answer: targets shifted by one.
@@ -84,8 +86,18 @@ def weights_moved(grads: dict) -> float | None:
 
 def _diverged(part, case, got, truth) -> str:
     run = losses(got)
-    if run is None or np.all(np.isfinite(run)):
+    if run is None:
         return ""
+    if np.all(np.isfinite(run)):
+        if not _grew(run):
+            return ""
+        return _(
+            "The training diverged: its loss grew from {first:.3g} to {last:.3g}. Lower the "
+            "learning rate, and check that the loss matches the model's last layer "
+            "(from_logits=True only for scores that are not probabilities)",
+            first=float(run[0]),
+            last=float(run[-1]),
+        )
     epoch = int(np.argmin(np.isfinite(run))) + 1
     return _(
         "The training diverged: its loss became {value} at epoch {epoch}. Lower the learning "
@@ -246,6 +258,15 @@ def _still_falling(part, case, got, truth) -> str:
     drop = _last_drop(run)
     if drop < STILL_FALLING and not _steady(run):
         return ""
+    if drop < STILL_FALLING:  # a slow and steady fall: each step too small
+        return _(
+            "Its training loss fell slowly and steadily to the end ({first:.3g} → {last:.3g} "
+            "over {epochs} epochs, about as much each epoch): the steps are far too small. "
+            "Raise the learning rate (then train for more epochs if it still falls)",
+            first=float(run[0]),
+            last=float(run[-1]),
+            epochs=len(run),
+        )
     return _(
         "Its training loss was still falling when the training stopped ({before:.3g} → "
         "{last:.3g} in the last of {epochs} epochs): it needs more training. Train for more "
@@ -314,6 +335,11 @@ def _learned_other(part, case, got, truth) -> str:
     )
 
 
+def _grew(run: np.ndarray) -> bool:
+    """Whether the loss ended well above where it began (a step too large for it)."""
+    return len(run) >= 2 and bool(run[-1] > GREW_BY * max(run[0], 1e-12))
+
+
 def _steady(run: np.ndarray) -> bool:
     """Whether the loss falls at about its own pace to the end (a learning rate far too small
     takes off a little each epoch): its last epoch took off at least half the mean epoch's,
@@ -356,9 +382,10 @@ def _converged_short(part, case, got, truth) -> str:
 
 
 def diverged(grads: dict) -> bool:
-    """Whether the run's loss became NaN or infinite (every gate then fails for that reason)."""
+    """Whether the run's loss became NaN or infinite, or grew (every gate then fails for that
+    reason)."""
     run = losses(CaseOutput(None, grads=grads))
-    return run is not None and not bool(np.all(np.isfinite(run)))
+    return run is not None and (not bool(np.all(np.isfinite(run))) or _grew(run))
 
 
 def barely_moved(answers: dict, unknown: bool = True) -> bool:

@@ -279,7 +279,8 @@ def test_a_loss_that_falls_slowly_and_steadily_is_still_falling():
     truth = get_exercise(lab).part("train").training.answers(case)
     loss = list(np.linspace(2.4, 2.21, 12))
     said = _accuracy_line(lab, case, _answers(lab, case, _partly(truth, 0.2)), loss=loss, moved=0.6)
-    assert "still falling" in said and "converged" not in said, said
+    assert "fell slowly and steadily" in said and "Raise the learning rate" in said, said
+    assert "converged" not in said
 
 
 def test_a_training_that_diverged_names_no_gate_mistake():
@@ -318,3 +319,23 @@ def test_a_split_of_positions_with_a_loss_near_zero_points_at_the_weighting():
     answers = _answers(lab, case, tokens, training_tokens=on_rows)
     said = _accuracy_line(lab, case, answers, loss=[0.86, 0.05, 1e-4, 5e-5], moved=2.8)
     assert f"those at positions {first} stay nearer chance" in said, said
+
+
+def test_a_loss_that_grew_says_the_training_diverged_and_names_no_gate():
+    """A learning rate of 1: the loss ends above where it began, finite; the attention comes
+    back as rows of zeros, which is no gate's mistake."""
+    lab = "train-transformer"
+    case = _case(lab)
+    part = get_exercise(lab).part("train")
+    truth = part.training.answers(case)
+    answers = _answers(lab, case, _wrong(truth))
+    count, length = case.inputs["held_out"].shape
+    grads = {**untrained_evidence(answers["held_out"]), **answers}
+    grads.update(later_changed=answers["held_out"], reordered=answers["held_out"])
+    grads["attention"] = np.zeros((count, 1, length, length))
+    grads[RUN_LOSS] = np.array([2.4, 9.0, 14.5])
+    got = CaseOutput(CaseStatus.OK, output=answers["held_out"], grads=grads)
+    with speaking("en"):
+        checks = judge_case(part, case, expected_output(part, case), got)
+    first = problems(PartResult("train", 10, FAILED, checks))[0]
+    assert first.message.startswith("The training diverged: its loss grew"), first.message
