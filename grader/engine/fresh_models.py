@@ -140,8 +140,13 @@ def _fresh_answers(answered: Outcome, reports, position: int) -> dict[str, np.nd
     return {
         key[len(prefix) :]: value
         for key, value in answered.arrays.items()
-        if key.startswith(prefix) and key[len(prefix) :].split("/")[0] in FRESH_STAGES
+        if key.startswith(prefix) and _fresh_stage(key[len(prefix) :])
     }
+
+
+def _fresh_stage(name: str) -> bool:
+    """Whether an answer's name (`<stage>` or `<stage>/<probe>`) is a fresh model's stage."""
+    return name.split("/")[0] in FRESH_STAGES
 
 
 def in_one_process(run, module, case: Case, path: str):
@@ -156,7 +161,5 @@ def in_one_process(run, module, case: Case, path: str):
     answers = {name: value for name, value in answers.items() if not name.startswith(marker)}
     if weights:
         _output, fresh = run(module, fresh_case(case, weights), path)
-        answers.update(
-            {name: value for name, value in fresh.items() if name.split("/")[0] in FRESH_STAGES}
-        )
+        answers.update({name: value for name, value in fresh.items() if _fresh_stage(name)})
     return output, answers

@@ -254,6 +254,9 @@ def _held_in_weights(part: Part, truth: np.ndarray, got: CaseOutput) -> str | No
 def checks(part: Part, case: Case, want: CaseOutput, got: CaseOutput, prefix: str, label: str):
     """The checks of one training case: that its answers come from training, its accuracy, then
     each gate (named as a mistake where its failure is evidence of one, see `GateFailure`)."""
+    # Here, not at the top: grader.engine.training_run reads this module's measures.
+    from grader.engine.training_run import CAUSES, diagnosis, diverged
+
     truth = np.asarray(want.output)
     unearned = from_training(part, truth, got, case)
     integrity = CheckResult(
@@ -272,8 +275,6 @@ def checks(part: Part, case: Case, want: CaseOutput, got: CaseOutput, prefix: st
         needed = part.training.pass_at
         message = ""
         if found < needed:
-            from grader.engine.training_run import CAUSES, diagnosis
-
             message = _(
                 "the trained model answered {found:.1%} of the {count} held-out tokens right; "
                 "at least {needed:.0%} is needed: it has not learned the task.",
@@ -288,8 +289,6 @@ def checks(part: Part, case: Case, want: CaseOutput, got: CaseOutput, prefix: st
         result = [CheckResult(name, found >= needed, message)]
     learned = result[0].passed
     result.insert(0, integrity)
-    from grader.engine.training_run import diverged
-
     run_diverged = diverged(got.grads)
     for gate in part.training.gates:
         broken = gate.check(case, got.grads)

@@ -18,7 +18,14 @@ import numpy as np
 from grader.engine.training import accuracy, chance, predicted_tokens
 from grader.i18n import N_, _, tr
 from grader.vocabulary.protocol import CaseOutput
-from grader.vocabulary.spec import RUN_LOSS, RUN_MOVED, Case, Part
+from grader.vocabulary.spec import (
+    RUN_LOSS,
+    RUN_MOVED,
+    SOURCE_SHUFFLED,
+    TRAINING_ROWS,
+    Case,
+    Part,
+)
 
 # Answers that stay the same in at least this share of the scored positions when the source is
 # swapped for another example's do not read the source (an honest model's agree by chance).
@@ -84,6 +91,15 @@ def weights_moved(grads: dict) -> float | None:
     return float(value[0])
 
 
+def _on_training_rows(part, case, got) -> tuple[np.ndarray, np.ndarray] | None:
+    """The trained model's answers on its first training rows and their right tokens, or None
+    where the case or the child has none."""
+    rows, answer = case.inputs.get(TRAINING_ROWS), got.grads.get(TRAINING_ROWS)
+    if rows is None or answer is None or part.training.truth is None:
+        return None
+    return answer, np.asarray(part.training.truth(rows))
+
+
 def _diverged(part, case, got, truth) -> str:
     run = losses(got)
     if run is None:
@@ -130,7 +146,7 @@ def _source_unread(part, case, got, truth) -> str:
     if not part.training.source:
         return ""
     held, swapped = (
-        predicted_tokens(got.grads.get(name), truth) for name in ("held_out", "source_shuffled")
+        predicted_tokens(got.grads.get(name), truth) for name in ("held_out", SOURCE_SHUFFLED)
     )
     if held is None or swapped is None or isinstance(held, str) or isinstance(swapped, str):
         return ""
@@ -229,10 +245,10 @@ def _some_positions(part, case, got, truth) -> str:
             return ""
     # The same positions left out on the rows it trained on: not what it saw too little of, but
     # what its loss never weighed.
-    rows, answer = case.inputs.get("training_rows"), got.grads.get("training_rows")
-    if rows is None or answer is None or part.training.truth is None:
+    on_training_rows = _on_training_rows(part, case, got)
+    if on_training_rows is None:
         return ""
-    on_rows = _positions_split(answer, np.asarray(part.training.truth(rows)))
+    on_rows = _positions_split(*on_training_rows)
     if set(on_rows[1]) & set(unfitted) != set(unfitted):
         return ""
     return _(
@@ -316,9 +332,9 @@ def _learned_other(part, case, got, truth) -> str:
     if _last_drop(run) >= STILL_FALLING or _steady(run):  # still learning: the next rule tells
         return ""
     base = chance(truth)
-    rows, answer = case.inputs.get("training_rows"), got.grads.get("training_rows")
-    if rows is not None and answer is not None and part.training.truth is not None:
-        rows_truth = np.asarray(part.training.truth(rows))
+    on_training_rows = _on_training_rows(part, case, got)
+    if on_training_rows is not None:
+        answer, rows_truth = on_training_rows
         on_rows = accuracy(answer, rows_truth)
         if isinstance(on_rows, str) or on_rows > chance(rows_truth) + CHANCE_MARGIN:
             return ""
@@ -359,12 +375,12 @@ def _converged_short(part, case, got, truth) -> str:
     """The loss stopped falling, well above zero, and the training rows are answered no better
     than held-out ones: neither more training nor less memorising would help."""
     run = losses(got)
-    rows, answer = case.inputs.get("training_rows"), got.grads.get("training_rows")
-    if run is None or len(run) < 3 or rows is None or answer is None or not part.training.truth:
+    on_training_rows = _on_training_rows(part, case, got)
+    if run is None or len(run) < 3 or on_training_rows is None:
         return ""
     if _last_drop(run) >= STILL_FALLING or _steady(run) or run[-1] < SMALL_LOSS:
         return ""
-    fitted = accuracy(answer, np.asarray(part.training.truth(rows)))
+    fitted = accuracy(*on_training_rows)
     held = accuracy(got.output, truth)
     if isinstance(fitted, str) or isinstance(held, str) or fitted - held > MEMORISED_GAP / 2:
         return ""
@@ -402,11 +418,10 @@ def barely_moved(answers: dict, unknown: bool = True) -> bool:
 
 
 def _memorised(part, case, got, truth) -> str:
-    rows = case.inputs.get("training_rows")
-    answer = got.grads.get("training_rows")
-    if rows is None or answer is None or part.training.truth is None:
+    on_training_rows = _on_training_rows(part, case, got)
+    if on_training_rows is None:
         return ""
-    fitted = accuracy(answer, np.asarray(part.training.truth(rows)))
+    fitted = accuracy(*on_training_rows)
     held = accuracy(got.output, truth)
     if isinstance(fitted, str) or isinstance(held, str) or fitted - held < MEMORISED_GAP:
         return ""

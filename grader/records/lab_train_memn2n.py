@@ -13,6 +13,7 @@ from grader.vocabulary.labels import label_texts
 from grader.vocabulary.spec import (
     MODEL_OUTPUT_0,
     MODEL_OUTPUT_1,
+    RUN_PROBES,
     TRAIN,
     Case,
     Exercise,
@@ -47,9 +48,6 @@ PROBES = [
     ["moved", MODEL_OUTPUT_0, "moved"],
     ["reordered", MODEL_OUTPUT_0, "reordered"],
     ["attention", MODEL_OUTPUT_1, "held_out"],
-    # For the run's diagnosis only (grader.engine.training_run).
-    ["training_rows", MODEL_OUTPUT_0, "training_rows"],
-    ["source_shuffled", MODEL_OUTPUT_0, "source_shuffled"],
 ]
 
 
@@ -72,7 +70,13 @@ def story_cases(rng, hidden=False):
         f"{FACTS} facts about {PERSONS} persons in {PLACES} places, {TRAIN_COUNT} training "
         f"stories, seed {seed}"
     )
-    plan = {"build": "build_model", "train": "train_model", "seed": seed, "probes": PROBES}
+    plan = {
+        "build": "build_model",
+        "train": "train_model",
+        "seed": seed,
+        "probes": PROBES,
+        "run_probes": RUN_PROBES,
+    }
     params = {"vocab_size": VOCAB_SIZE, "facts": FACTS}
     return [Case("build_model", TRAIN, label, arrays, params, training=plan)]
 

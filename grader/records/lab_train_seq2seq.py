@@ -13,6 +13,7 @@ from grader.vocabulary.labels import label_texts
 from grader.vocabulary.spec import (
     MODEL_OUTPUT_0,
     MODEL_OUTPUT_1,
+    RUN_PROBES,
     TRAIN,
     Case,
     Exercise,
@@ -39,9 +40,6 @@ PROBES = [
     ["held_out", MODEL_OUTPUT_0, "held_out"],
     ["later_changed", MODEL_OUTPUT_0, "later_changed"],
     ["attention", MODEL_OUTPUT_1, "held_out"],
-    # For the run's diagnosis only (grader.engine.training_run).
-    ["training_rows", MODEL_OUTPUT_0, "training_rows"],
-    ["source_shuffled", MODEL_OUTPUT_0, "source_shuffled"],
 ]
 
 
@@ -59,7 +57,13 @@ def date_cases(rng, hidden=False):
     }
     arrays |= tasks.run_probes(rng, inputs, held_out, slice(0, SOURCE))
     label = f"dates to digits, {TRAIN_COUNT} training dates, seed {seed}"
-    plan = {"build": "build_model", "train": "train_model", "seed": seed, "probes": PROBES}
+    plan = {
+        "build": "build_model",
+        "train": "train_model",
+        "seed": seed,
+        "probes": PROBES,
+        "run_probes": RUN_PROBES,
+    }
     params = {
         "vocab_size": tasks.DATE_VOCABULARY,
         "source_length": SOURCE,

@@ -13,6 +13,7 @@ from grader.vocabulary.labels import label_texts
 from grader.vocabulary.spec import (
     MODEL_OUTPUT_0,
     MODEL_OUTPUT_1,
+    RUN_PROBES,
     TRAIN,
     Case,
     Exercise,
@@ -44,9 +45,6 @@ PROBES = [
     ["later_changed", MODEL_OUTPUT_0, "later_changed"],
     ["reordered", MODEL_OUTPUT_0, "reordered"],
     ["attention", MODEL_OUTPUT_1, "held_out"],
-    # For the run's diagnosis only (grader.engine.training_run).
-    ["training_rows", MODEL_OUTPUT_0, "training_rows"],
-    ["source_shuffled", MODEL_OUTPUT_0, "source_shuffled"],
 ]
 
 
@@ -68,7 +66,13 @@ def reversal_cases(rng, hidden=False):
         f"reversal of {SOURCE_LENGTH} tokens, V={VOCAB_SIZE}, {TRAIN_COUNT} training sequences, "
         f"seed {seed}"
     )
-    plan = {"build": "build_model", "train": "train_model", "seed": seed, "probes": PROBES}
+    plan = {
+        "build": "build_model",
+        "train": "train_model",
+        "seed": seed,
+        "probes": PROBES,
+        "run_probes": RUN_PROBES,
+    }
     params = {"vocab_size": VOCAB_SIZE, "length": 2 * SOURCE_LENGTH}
     return [Case("build_model", TRAIN, label, arrays, params, training=plan)]
 

@@ -13,6 +13,8 @@ query at p must look at key 2n − 1 − p, the anti-diagonal of the (L, L) atte
 
 import numpy as np
 
+from grader.vocabulary.spec import SOURCE_SHUFFLED, TRAINING_ROWS
+
 SEPARATOR = 0
 
 
@@ -217,7 +219,7 @@ def decoder_inputs_changed(rng, inputs):
 
 
 # How many of its training rows the trained model is asked about, for the run's diagnosis.
-TRAINING_ROWS = 500
+ROWS_ASKED = 500
 
 
 def run_probes(rng, inputs, held_out, source: slice) -> dict:
@@ -232,6 +234,6 @@ def run_probes(rng, inputs, held_out, source: slice) -> dict:
     swapped = np.array(held_out, copy=True)
     swapped[order[:, None], source] = held_out[others[:, None], source]
     return {
-        "training_rows": np.array(inputs[:TRAINING_ROWS], copy=True),
-        "source_shuffled": swapped.astype(held_out.dtype),
+        TRAINING_ROWS: np.array(inputs[:ROWS_ASKED], copy=True),
+        SOURCE_SHUFFLED: swapped.astype(held_out.dtype),
     }

@@ -334,7 +334,7 @@ def _run_training(module, case, module_path: str) -> tuple[np.ndarray, dict[str,
             raise SubmissionError(RETURNED_NONE.format(what=f"{plan['build']}()"))
         return model
 
-    first, function, source = plan["probes"][0]
+    first = plan["probes"][0][0]
     read = {}  # the model's outputs by probe source, until the model changes
 
     def answer_of(model, function_name, probe_source):
@@ -392,7 +392,8 @@ def _run_training(module, case, module_path: str) -> tuple[np.ndarray, dict[str,
     if losses:  # for the run's diagnosis; a loop of the submission's own records none
         answers[RUN_LOSS] = _asarray(losses[:MOST_EPOCHS], dtype="float64")
     read.clear()
-    for answer, function_name, probe_source in plan["probes"]:
+    # The run's diagnosis probes too, of the trained model alone (no other stage needs them).
+    for answer, function_name, probe_source in plan["probes"] + plan.get("run_probes", []):
         answers[answer] = answer_of(model, function_name, probe_source)
     trained = _all_values(model)
     moved = _relative_change(initial)

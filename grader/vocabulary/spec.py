@@ -38,6 +38,15 @@ REDRAWN, MOVED, NUDGED = "fresh_redrawn", "weights_moved", "weights_nudged"
 TRAINED, FRESH = "trained_weights", "fresh"
 # The loss of each epoch of the real training, as the child recorded it (for the diagnosis).
 RUN_LOSS = "run_loss"
+# The probes asked of the trained model alone, for the run's diagnosis (a case's
+# `training["run_probes"]`, beside its "probes"; grader.engine.training_run): its first training
+# rows, and the held-out inputs with their source swapped between examples
+# (grader.reference.tasks.run_probes makes both). No other stage needs them.
+TRAINING_ROWS, SOURCE_SHUFFLED = "training_rows", "source_shuffled"
+RUN_PROBES = [
+    [TRAINING_ROWS, MODEL_OUTPUT_0, TRAINING_ROWS],
+    [SOURCE_SHUFFLED, MODEL_OUTPUT_0, SOURCE_SHUFFLED],
+]
 # How far the training moved the trainable weights, relative to their first values (the same).
 RUN_MOVED = "run_weights_moved"
 # How far NUDGED moves each trainable weight: this share of the weight's root mean square.
@@ -85,7 +94,8 @@ class Case:
     # The child seeds Keras with `seed`, builds `model = build(**params)`, calls
     # `train(model, inputs["inputs"], inputs["targets"])`, then for each probe
     # `function(model, inputs[input])`, and returns each answer by name (the first one is the
-    # case's output too). Judged by the part's `Training`, in the grader's process.
+    # case's output too). Judged by the part's `Training`, in the grader's process. An optional
+    # "run_probes" (RUN_PROBES) is asked of the trained model alone, for the run's diagnosis.
     training: dict = field(default_factory=dict)
 
 
