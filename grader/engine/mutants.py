@@ -761,7 +761,8 @@ def _subscript_edits(node: ast.Subscript, parameters: set[str]) -> Iterator[Edit
     left out (x for x[:, None]): a broadcast then pairs the array's axes with the wrong ones."""
     index = node.slice
     # Named only where the student knows the name: an input of the function.
-    name = _plain_name(node.value) if _plain_name(node.value) in parameters else ""
+    base = _plain_name(node.value)
+    name = base if base in parameters else ""
     if _is_none(index):
         yield "axis dropped", {"name": name}, lambda n: n.value
     if not isinstance(index, ast.Tuple):

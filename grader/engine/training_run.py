@@ -68,9 +68,10 @@ def diagnosis(part: Part, case: Case, got: CaseOutput, truth: np.ndarray) -> str
     return ""
 
 
-def losses(got: CaseOutput) -> np.ndarray | None:
-    """The losses of the epochs the child recorded, or None (none, or not numbers)."""
-    value = got.grads.get(RUN_LOSS)
+def losses(grads: dict) -> np.ndarray | None:
+    """The losses of the epochs the child recorded among a case's answers (`grads`), or None
+    (none, or not numbers)."""
+    value = grads.get(RUN_LOSS)
     if value is None:
         return None
     value = np.asarray(value)
@@ -101,7 +102,7 @@ def _on_training_rows(part, case, got) -> tuple[np.ndarray, np.ndarray] | None:
 
 
 def _diverged(part, case, got, truth) -> str:
-    run = losses(got)
+    run = losses(got.grads)
     if run is None:
         return ""
     if np.all(np.isfinite(run)):
@@ -129,7 +130,7 @@ def _barely_trained(part, case, got, truth) -> str:
     moved = weights_moved(got.grads)
     if moved is None or moved >= MOVED_LITTLE:
         return ""
-    run = losses(got)
+    run = losses(got.grads)
     said = _(
         "Its weights barely moved in training (by {moved:.1%} of their size): the model still "
         "answers about as it was drawn. The learning rate is far too small (plain SGD's default "
@@ -239,7 +240,7 @@ def _some_positions(part, case, got, truth) -> str:
     fitted, unfitted = _positions_split(got.output, truth)
     if not fitted or not unfitted:
         return ""
-    run = losses(got)
+    run = losses(got.grads)
     if run is not None and len(run) >= 2 and _last_drop(run) >= STILL_FALLING:
         if run[-1] >= SMALL_LOSS:  # still learning: some positions are learned before others
             return ""
@@ -263,7 +264,7 @@ def _some_positions(part, case, got, truth) -> str:
 
 
 def _still_falling(part, case, got, truth) -> str:
-    run = losses(got)
+    run = losses(got.grads)
     if run is None or run[-1] < SMALL_LOSS:  # a loss near zero fits its targets already
         return ""
     if len(run) == 1:
@@ -294,7 +295,7 @@ def _still_falling(part, case, got, truth) -> str:
 
 
 def _flat(part, case, got, truth) -> str:
-    run = losses(got)
+    run = losses(got.grads)
     if run is None or len(run) < 2 or run[-1] < FLAT_AT * run[0]:
         return ""
     moved = weights_moved(got.grads)
@@ -325,7 +326,7 @@ def _flat(part, case, got, truth) -> str:
 def _learned_other(part, case, got, truth) -> str:
     """The loss fell and settled, yet the answers stay at chance, on the training rows too: what
     the training fitted is not the answers."""
-    run = losses(got)
+    run = losses(got.grads)
     found = accuracy(got.output, truth)
     if run is None or len(run) < 2 or isinstance(found, str) or run[-1] > LEARNED_AT * run[0]:
         return ""
@@ -374,7 +375,7 @@ def _last_drop(run: np.ndarray) -> float:
 def _converged_short(part, case, got, truth) -> str:
     """The loss stopped falling, well above zero, and the training rows are answered no better
     than held-out ones: neither more training nor less memorising would help."""
-    run = losses(got)
+    run = losses(got.grads)
     on_training_rows = _on_training_rows(part, case, got)
     if run is None or len(run) < 3 or on_training_rows is None:
         return ""
@@ -400,7 +401,7 @@ def _converged_short(part, case, got, truth) -> str:
 def diverged(grads: dict) -> bool:
     """Whether the run's loss became NaN or infinite, or grew (every gate then fails for that
     reason)."""
-    run = losses(CaseOutput(None, grads=grads))
+    run = losses(grads)
     return run is not None and (not bool(np.all(np.isfinite(run))) or _grew(run))
 
 
@@ -411,7 +412,7 @@ def barely_moved(answers: dict, unknown: bool = True) -> bool:
     moved = weights_moved(answers)
     if moved is not None:
         return moved < MOVED_LITTLE
-    run = losses(CaseOutput(None, grads=answers))
+    run = losses(answers)
     if run is None:
         return unknown
     return len(run) >= 2 and run[-1] >= FLAT_AT * run[0]
