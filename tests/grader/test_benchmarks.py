@@ -13,7 +13,7 @@ from tests.support.backends import jax_on_cpu
 BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
 
 
-@pytest.mark.slow
+@pytest.mark.long
 def test_grader_benchmark_quick_prints_its_table():
     done = subprocess.run(
         [sys.executable, str(BENCHMARKS / "grader_bench.py"), "--quick"],
@@ -94,7 +94,7 @@ def test_no_record_is_longer_than_its_solution_without_its_teaching():
     assert done.stdout.splitlines()[-1].endswith(": none")
 
 
-@pytest.mark.slow
+@pytest.mark.long
 @pytest.mark.skipif(importlib.util.find_spec("jax") is None, reason="JAX is not installed")
 def test_gpu_check_quick_passes_its_checks_and_prints_its_tables():
     """Issue 33: the GPU check, run on the CPU as CI runs it, on JAX (the GPU machine's backend)."""
