@@ -368,7 +368,8 @@ def _run_training(module, case, module_path: str) -> tuple[np.ndarray, dict[str,
     shuffled_inputs, shuffled_targets = _answers_shuffled(case, int(plan["seed"]))
     model = built()
     try:
-        named(plan["train"])(model, shuffled_inputs, shuffled_targets)
+        with _fitting(keras, []):
+            named(plan["train"])(model, shuffled_inputs, shuffled_targets)
     except (SubmissionError, NotImplementedError):
         raise
     except Exception as error:
@@ -387,7 +388,7 @@ def _run_training(module, case, module_path: str) -> tuple[np.ndarray, dict[str,
     # Copies: what one call does to its arguments cannot change what a later call is given.
     inputs, targets = (_copy(case.inputs[name], copy=True) for name in ("inputs", "targets"))
     losses: list[float] = []
-    with _recording_losses(keras, losses):
+    with _fitting(keras, losses):
         named(plan["train"])(model, inputs, targets)
     if losses:  # for the run's diagnosis; a loop of the submission's own records none
         answers[RUN_LOSS] = _asarray(losses[:MOST_EPOCHS], dtype="float64")
@@ -415,15 +416,21 @@ MOST_EPOCHS = 10_000
 
 
 @contextlib.contextmanager
-def _recording_losses(keras, into: list):
-    """While in it, every `fit` of a Keras model adds the loss of each of its epochs to `into`
-    (what the run's diagnosis reads, grader.engine.training_run): never needed for a grade."""
+def _fitting(keras, losses: list):
+    """While in it, every `fit` of a Keras model adds the loss of each of its epochs to
+    `losses` (what the run's diagnosis reads, grader.engine.training_run: never needed for a
+    grade), and first builds the model's optimizer where the model is built and the optimizer
+    is not: Keras builds it inside the first tracing of its training step, and TensorFlow then
+    traces that step a second time, without creating variables (half of a small model's
+    training on this CPU). The optimizer is built with the variables its first step would
+    build it with, its slots zeros: the same training, bit for bit."""
     original = keras.Model.fit
 
     def fit(self, *args, **kwargs):
+        _build_optimizer(self)
         history = original(self, *args, **kwargs)
         try:
-            into.extend(float(value) for value in history.history.get("loss", []))
+            losses.extend(float(value) for value in history.history.get("loss", []))
         except Exception:  # noqa: BLE001 - a history of another shape: nothing to read
             pass
         return history
@@ -433,6 +440,31 @@ def _recording_losses(keras, into: list):
         yield
     finally:
         keras.Model.fit = original
+
+
+def _build_optimizer(model) -> None:
+    """Build `model`'s compiled optimizer with its trainable variables, as its first step
+    would, where the model is built, the optimizer is not and the step is Keras's own (a
+    `train_step` of the submission's may apply the optimizer to other variables); else leave
+    both to Keras."""
+    try:
+        import keras
+
+        optimizer = getattr(model, "optimizer", None)
+        if optimizer is None or getattr(optimizer, "built", True) or not model.built:
+            return
+        if getattr(type(model), "train_step", None) is not keras.Model.train_step:
+            return
+        if not all(layer.built for layer in model._flatten_layers()):
+            return
+        variables = list(model.trainable_weights)  # what Keras's training step applies to
+        if not variables:
+            return
+        with keras.name_scope(optimizer.name, caller=optimizer):
+            optimizer.build(variables)
+        optimizer.built = True
+    except Exception:  # noqa: BLE001 - anything odd: Keras builds it as it always does
+        return
 
 
 def _ask_fresh_model(case, seeded, built, probe_if_it_answers, answers):
