@@ -19,6 +19,7 @@ from grader.engine.training import accuracy, chance, predicted_tokens
 from grader.i18n import N_, _, tr
 from grader.vocabulary.protocol import CaseOutput
 from grader.vocabulary.spec import (
+    RUN_FIT,
     RUN_LOSS,
     RUN_MOVED,
     SOURCE_SHUFFLED,
@@ -50,6 +51,15 @@ GREW_BY = 1.5
 SMALL_LOSS = 0.05
 # The answers that are the neighbour position's right answer: targets shifted by one.
 SHIFTED_AT = 0.6
+# A training on less than this share of the examples train_model was given left data out.
+MOST_LEFT_OUT = 0.5
+# Fewer optimisation steps than this in all cannot train the labs' models (the references
+# take 140 to 940; one epoch of 64-example batches is 47 to 79).
+FEW_STEPS = 30
+# A first epoch's loss this many times a guess's (ln of the number of answers): thrown off.
+THROWN_OFF = 5.0
+# How far an output row may be from a distribution and still count as probabilities.
+PROBABILITIES_WITHIN = 1e-3
 
 CAUSES = N_(
     "The cause is in the model (what it can see: its positions, masks, the memories or context "
@@ -92,6 +102,21 @@ def weights_moved(grads: dict) -> float | None:
     return float(value[0])
 
 
+def fits_asked(grads: dict) -> np.ndarray | None:
+    """What each `fit` of the training was asked, as the child recorded it: rows of (examples
+    it trained on, batch size, epochs), NaN where unknown; None where not recorded (a loop of
+    the student's own) or not such rows."""
+    value = grads.get(RUN_FIT)
+    if value is None:
+        return None
+    value = np.asarray(value)
+    if value.ndim != 2 or value.shape[1] != 3 or not len(value) or value.dtype.kind != "f":
+        return None
+    if np.any(value[np.isfinite(value)] < 0):
+        return None
+    return value.astype(float)
+
+
 def _on_training_rows(part, case, got) -> tuple[np.ndarray, np.ndarray] | None:
     """The trained model's answers on its first training rows and their right tokens, or None
     where the case or the child has none."""
@@ -122,6 +147,88 @@ def _diverged(part, case, got, truth) -> str:
         "for scores that are not probabilities)",
         value=float(run[epoch - 1]),
         epoch=epoch,
+    )
+
+
+def _thrown_off(part, case, got, truth) -> str:
+    """A first epoch's loss far above a guess's: steps so large that the weights were thrown
+    far off at once (a learning rate of 1), whatever the loss did after."""
+    run, answer = losses(got.grads), np.asarray(got.output)
+    if run is None or not np.isfinite(run[0]) or answer.ndim != np.ndim(truth) + 1:
+        return ""
+    classes = answer.shape[-1]
+    if classes < 2 or run[0] <= THROWN_OFF * np.log(classes):
+        return ""
+    return _(
+        "Its loss began at {first:.3g} in its first epoch, far above the {guess:.2g} of a model "
+        "that only guesses (ln {classes}): its first steps threw the weights far off, and the "
+        "training did not recover. Lower the learning rate",
+        first=float(run[0]),
+        guess=float(np.log(classes)),
+        classes=classes,
+    )
+
+
+def _not_probabilities(part, case, got, truth) -> str:
+    """An answer that is not a distribution over the tokens, where the lab asks for the
+    answer's probabilities: a loss for probabilities given scores fits something else."""
+    answer = np.asarray(got.output)
+    if answer.ndim != np.ndim(truth) + 1 or answer.dtype.kind != "f" or not answer.size:
+        return ""
+    with np.errstate(all="ignore"):
+        sums = answer.astype(float).sum(axis=-1)
+        low = float(np.nanmin(answer))
+    off = np.abs(sums - 1.0)
+    if not np.all(np.isfinite(off)):
+        return ""
+    worst = np.unravel_index(int(np.argmax(off)), off.shape)
+    if off[worst] <= PROBABILITIES_WITHIN and low >= -PROBABILITIES_WITHIN:
+        return ""
+    return _(
+        "Its first output is not probabilities (a row sums to {total:.3g}, values go down to "
+        "{low:.3g}); the lab's first output is the answer's probabilities. A loss for "
+        "probabilities (Keras's default, from_logits=False) given scores fits something else: "
+        "end the model with a softmax",
+        total=float(sums[worst]),
+        low=low,
+    )
+
+
+def _fewer_examples(part, case, got, truth) -> str:
+    """Its fit trained on well under the examples train_model was given."""
+    asked, given = fits_asked(got.grads), case.inputs.get("inputs")
+    if asked is None or given is None or not np.any(np.isfinite(asked[:, 0])):
+        return ""
+    used = int(np.nanmax(asked[:, 0]))
+    if used >= MOST_LEFT_OUT * len(given):
+        return ""
+    return _(
+        "Its fit trained on {used} of the {given} training examples train_model was given: a "
+        "slice of them, or a validation_split that keeps only part of them for training (Keras "
+        "trains on the first 1 − validation_split of them). Train on all of them",
+        used=used,
+        given=len(given),
+    )
+
+
+def _few_steps(part, case, got, truth) -> str:
+    """Its fits took too few optimisation steps in all to learn (a batch of all the examples,
+    a handful of epochs)."""
+    asked = fits_asked(got.grads)
+    if asked is None or not np.all(np.isfinite(asked)) or np.any(asked[:, 1] < 1):
+        return ""
+    batches = np.ceil(asked[:, 0] / asked[:, 1])
+    steps = int(np.sum(batches * asked[:, 2]))
+    if steps >= FEW_STEPS or steps < 1:
+        return ""
+    return _(
+        "It took only {steps} optimisation steps in all ({epochs} epochs, {batches} per epoch, "
+        "in batches of {batch} examples): too few for the weights to learn the task. Train in "
+        "mini-batches (a batch_size of 32 to 128) or for more epochs",
+        steps=steps,
+        epochs=int(asked[-1, 2]),
+        batches=int(batches[-1]),
+        batch=int(asked[-1, 1]),
     )
 
 
@@ -440,7 +547,11 @@ def _memorised(part, case, got, truth) -> str:
 # In the order they are tried: the first that applies is told.
 RULES = (
     _diverged,
+    _thrown_off,
+    _fewer_examples,
+    _few_steps,
     _barely_trained,
+    _not_probabilities,
     _shifted,
     _offset,
     _source_unread,

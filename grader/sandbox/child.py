@@ -36,6 +36,7 @@ from grader.vocabulary.spec import (
     NUDGED,
     REDRAWN,
     RESET,
+    RUN_FIT,
     RUN_LOSS,
     RUN_MOVED,
     TRAIN,
@@ -388,10 +389,13 @@ def _run_training(module, case, module_path: str) -> tuple[np.ndarray, dict[str,
     # Copies: what one call does to its arguments cannot change what a later call is given.
     inputs, targets = (_copy(case.inputs[name], copy=True) for name in ("inputs", "targets"))
     losses: list[float] = []
-    with _fitting(keras, losses):
+    fits: list[list[float]] = []
+    with _fitting(keras, losses, fits):
         named(plan["train"])(model, inputs, targets)
     if losses:  # for the run's diagnosis; a loop of the submission's own records none
         answers[RUN_LOSS] = _asarray(losses[:MOST_EPOCHS], dtype="float64")
+    if fits:
+        answers[RUN_FIT] = _asarray(fits[:MOST_FITS], dtype="float64")
     read.clear()
     # The run's diagnosis probes too, of the trained model alone (no other stage needs them).
     for answer, function_name, probe_source in plan["probes"] + plan.get("run_probes", []):
@@ -415,19 +419,26 @@ def _run_training(module, case, module_path: str) -> tuple[np.ndarray, dict[str,
 MOST_EPOCHS = 10_000
 
 
+# The most `fit` calls whose arguments are reported.
+MOST_FITS = 100
+
+
 @contextlib.contextmanager
-def _fitting(keras, losses: list):
+def _fitting(keras, losses: list, fits: list | None = None):
     """While in it, every `fit` of a Keras model adds the loss of each of its epochs to
-    `losses` (what the run's diagnosis reads, grader.engine.training_run: never needed for a
-    grade), and first builds the model's optimizer where the model is built and the optimizer
-    is not: Keras builds it inside the first tracing of its training step, and TensorFlow then
-    traces that step a second time, without creating variables (half of a small model's
-    training on this CPU). The optimizer is built with the variables its first step would
-    build it with, its slots zeros: the same training, bit for bit."""
+    `losses` and what it was asked to `fits` (`_fit_asked`), what the run's diagnosis reads
+    (grader.engine.training_run: never needed for a grade), and first builds the model's
+    optimizer where the model is built and the optimizer is not: Keras builds it inside the
+    first tracing of its training step, and TensorFlow then traces that step a second time,
+    without creating variables (half of a small model's training on this CPU). The optimizer
+    is built with the variables its first step would build it with, its slots zeros: the same
+    training, bit for bit."""
     original = keras.Model.fit
 
     def fit(self, *args, **kwargs):
         _build_optimizer(self)
+        if fits is not None:
+            fits.append(_fit_asked(args, kwargs))
         history = original(self, *args, **kwargs)
         try:
             losses.extend(float(value) for value in history.history.get("loss", []))
@@ -440,6 +451,35 @@ def _fitting(keras, losses: list):
         yield
     finally:
         keras.Model.fit = original
+
+
+def _fit_asked(args: tuple, kwargs: dict) -> list[float]:
+    """(examples it trains on, batch size, epochs) of a call of Keras's `fit`, from its
+    arguments as Keras reads them (the training share of `validation_split` is the first rows);
+    NaN for what they do not say (a dataset, a generator)."""
+    unknown = float("nan")
+    try:
+        names = ("x", "y", "batch_size", "epochs")
+        given = dict(zip(names, args, strict=False)) | kwargs
+        rows = unknown
+        first = given.get("x")
+        while isinstance(first, list | tuple) and first:
+            first = first[0]
+        if isinstance(first, dict) and first:
+            first = next(iter(first.values()))
+        shape = getattr(first, "shape", None)
+        if shape is not None and len(shape) and shape[0] is not None:
+            rows = float(int(shape[0]))
+            split = float(given.get("validation_split") or 0.0)
+            if given.get("validation_data") is None and 0.0 < split < 1.0:
+                rows = float(int(rows * (1.0 - split)))
+        batch = given.get("batch_size")
+        if batch is None and rows == rows:  # arrays: Keras's default batch
+            batch = 32
+        epochs = float(int(given.get("epochs", 1))) - float(int(given.get("initial_epoch", 0)))
+        return [rows, float(batch) if batch is not None else unknown, epochs]
+    except Exception:  # noqa: BLE001 - arguments of another kind: nothing to read
+        return [unknown, unknown, unknown]
 
 
 def _build_optimizer(model) -> None:

@@ -49,6 +49,9 @@ RUN_PROBES = [
 ]
 # How far the training moved the trainable weights, relative to their first values (the same).
 RUN_MOVED = "run_weights_moved"
+# What each `fit` of the real training was asked, as the child recorded it (for the diagnosis):
+# one row per call, (examples it trained on, batch size, epochs), NaN where not known.
+RUN_FIT = "run_fit"
 # How far NUDGED moves each trainable weight: this share of the weight's root mean square.
 NUDGE = 0.01
 

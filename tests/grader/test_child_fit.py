@@ -88,3 +88,26 @@ def test_fit_is_keras_own_again_after(monkeypatch):
     with _fitting(keras, []):
         assert keras.Model.fit is not original
     assert keras.Model.fit is original
+
+
+def test_each_fit_records_the_examples_it_trains_on_its_batch_and_its_epochs():
+    model = _model()
+    inputs, targets = _data()
+    fits = []
+    with _fitting(keras, [], fits):
+        model.fit(inputs, targets, batch_size=10, epochs=2, validation_split=0.75, verbose=0)
+        model.fit(x=inputs[:40], y=targets[:40], epochs=1, verbose=0)
+        model.fit(inputs, targets, 25, 3, verbose=0, validation_data=(inputs, targets))
+    assert fits == [[25.0, 10.0, 2.0], [40.0, 32.0, 1.0], [100.0, 25.0, 3.0]]
+
+
+def test_a_fit_on_a_dataset_records_what_it_cannot_know_as_unknown():
+    import tensorflow as tf
+
+    model = _model()
+    inputs, targets = _data()
+    fits = []
+    with _fitting(keras, [], fits):
+        model.fit(tf.data.Dataset.from_tensor_slices((inputs, targets)).batch(20), verbose=0)
+    rows, batch, epochs = fits[0]
+    assert np.isnan(rows) and np.isnan(batch) and epochs == 1.0

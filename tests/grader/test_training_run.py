@@ -10,10 +10,11 @@ from grader.engine.feedback import problems
 from grader.engine.judging import judge_case
 from grader.engine.results import FAILED, PartResult
 from grader.engine.training import expected_output
+from grader.engine.training_run import fits_asked
 from grader.i18n import speaking
 from grader.records import get_exercise
 from grader.vocabulary.protocol import CaseOutput
-from grader.vocabulary.spec import RUN_LOSS, RUN_MOVED
+from grader.vocabulary.spec import RUN_FIT, RUN_LOSS, RUN_MOVED
 from grader.vocabulary.status import CaseStatus
 from tests.support.training import untrained_evidence
 
@@ -48,7 +49,7 @@ def _partly(truth, share=0.4):
     return tokens
 
 
-def _accuracy_line(lab, case, answers, loss=None, moved=None):
+def _accuracy_line(lab, case, answers, loss=None, moved=None, fits=None):
     """The accuracy's message when the part is graded on these answers (in English)."""
     part = get_exercise(lab).part("train")
     vocabulary = VOCABULARY[lab]
@@ -60,6 +61,8 @@ def _accuracy_line(lab, case, answers, loss=None, moved=None):
         grads[RUN_LOSS] = np.asarray(loss, dtype=float)
     if moved is not None:
         grads[RUN_MOVED] = np.asarray([moved], dtype=float)
+    if fits is not None:
+        grads[RUN_FIT] = np.asarray(fits, dtype=float)
     got = CaseOutput(CaseStatus.OK, output=held_out, grads=grads)
     with speaking("en"):
         checks = judge_case(part, case, expected_output(part, case), got)
@@ -339,3 +342,88 @@ def test_a_loss_that_grew_says_the_training_diverged_and_names_no_gate():
         checks = judge_case(part, case, expected_output(part, case), got)
     first = problems(PartResult("train", 10, FAILED, checks))[0]
     assert first.message.startswith("The training diverged: its loss grew"), first.message
+
+
+def test_a_first_epoch_far_above_a_guess_says_the_steps_threw_the_weights_off():
+    """A learning rate of 1: the first epoch's loss at 120 where a guess's is ln 11; the loss
+    then settles near a guess's, which alone would read as a model that cannot learn."""
+    lab = "train-memn2n"
+    case = _case(lab)
+    truth = get_exercise(lab).part("train").training.answers(case)
+    said = _accuracy_line(
+        lab, case, _answers(lab, case, _partly(truth, 0.3)), loss=[120.0, 1.9, 1.72, 1.72]
+    )
+    assert said.startswith("Its loss began at 120 in its first epoch, far above the 2.4"), said
+    assert "Lower the learning rate" in said
+
+
+@pytest.mark.parametrize("lab", LABS)
+def test_a_fit_on_a_share_of_the_examples_says_how_many_it_trained_on(lab):
+    """A validation_split of 0.9, or a slice left from debugging: the run is otherwise one of a
+    model still learning, or of one that learned its few examples by heart."""
+    case = _case(lab)
+    part = get_exercise(lab).part("train")
+    truth = part.training.answers(case)
+    fitted = part.training.truth(case.inputs["training_rows"])
+    given = len(case.inputs["inputs"])
+    answers = _answers(lab, case, _partly(truth, 0.5), training_tokens=fitted)
+    said = _accuracy_line(
+        lab, case, answers, loss=[2.0, 1.0, 0.8], fits=[[given // 10, 64, 10]], moved=1.0
+    )
+    assert said.startswith(f"Its fit trained on {given // 10} of the {given} training"), said
+    assert "validation_split" in said
+
+
+def test_a_handful_of_steps_says_how_few_and_asks_for_mini_batches():
+    lab = "train-seq2seq"
+    case = _case(lab)
+    truth = get_exercise(lab).part("train").training.answers(case)
+    given = len(case.inputs["inputs"])
+    said = _accuracy_line(
+        lab,
+        case,
+        _answers(lab, case, _partly(truth, 0.2)),
+        loss=[2.68, 2.4, 2.2],
+        fits=[[given, given, 3]],
+        moved=0.3,
+    )
+    assert said.startswith("It took only 3 optimisation steps in all (3 epochs, 1 per epoch"), said
+    assert "batch_size" in said
+
+
+def test_a_fit_of_all_the_examples_in_mini_batches_is_not_told_about_its_data():
+    """The reference's own fit: neither rule on the data or the steps applies, the loss tells."""
+    lab = "train-memn2n"
+    case = _case(lab)
+    truth = get_exercise(lab).part("train").training.answers(case)
+    given = len(case.inputs["inputs"])
+    said = _accuracy_line(
+        lab,
+        case,
+        _answers(lab, case, _partly(truth)),
+        loss=[2.3, 1.9, 1.5],
+        fits=[[given, 64, 12]],
+        moved=1.0,
+    )
+    assert "still falling when the training stopped" in said, said
+    assert "training examples train_model was given" not in said
+    assert "optimisation steps" not in said
+
+
+def test_fits_that_are_not_rows_of_three_numbers_are_not_read():
+    assert fits_asked({RUN_FIT: np.array([[5000.0, 64.0, 12.0]])}) is not None
+    for fits in ([[10.0, 64.0]], [[-5.0, 64.0, 12.0]], [["10", "64", "1"]], [10.0, 64.0, 1.0]):
+        assert fits_asked({RUN_FIT: np.array(fits)}) is None, fits
+
+
+@pytest.mark.parametrize("lab", LABS)
+def test_scores_where_probabilities_are_asked_say_the_output_needs_a_softmax(lab):
+    """An output without its softmax under Keras's default loss for probabilities: whatever
+    else the run shows (here, answers that do not move with the source), the output is told."""
+    case = _case(lab)
+    truth = get_exercise(lab).part("train").training.answers(case)
+    answers = _answers(lab, case, _partly(truth, 0.3))
+    answers["held_out"] = answers["held_out"] * 6.0 - 2.0  # scores, not probabilities
+    said = _accuracy_line(lab, case, answers, loss=[2.0, 1.9, 1.89], moved=1.0)
+    assert said.startswith("Its first output is not probabilities (a row sums to"), said
+    assert "end the model with a softmax" in said
