@@ -19,7 +19,9 @@ from grader.engine.training import accuracy, chance, predicted_tokens
 from grader.i18n import N_, _, tr
 from grader.vocabulary.protocol import CaseOutput
 from grader.vocabulary.spec import (
+    FIT_COLUMNS,
     RUN_FIT,
+    RUN_FROZEN,
     RUN_LOSS,
     RUN_MOVED,
     SOURCE_SHUFFLED,
@@ -104,13 +106,16 @@ def weights_moved(grads: dict) -> float | None:
 
 def fits_asked(grads: dict) -> np.ndarray | None:
     """What each `fit` of the training was asked, as the child recorded it: rows of (examples
-    it trained on, batch size, epochs), NaN where unknown; None where not recorded (a loop of
-    the student's own) or not such rows."""
+    it trained on, batch size, epochs, trained the given model, weighed by sample_weight, share
+    of its pairs kept; spec.RUN_FIT), NaN where unknown; None where not recorded (a loop of the
+    student's own) or not such rows."""
     value = grads.get(RUN_FIT)
     if value is None:
         return None
     value = np.asarray(value)
-    if value.ndim != 2 or value.shape[1] != 3 or not len(value) or value.dtype.kind != "f":
+    if value.ndim != 2 or value.shape[1] != FIT_COLUMNS or not len(value):
+        return None
+    if value.dtype.kind != "f":
         return None
     if np.any(value[np.isfinite(value)] < 0):
         return None
@@ -211,11 +216,71 @@ def _fewer_examples(part, case, got, truth) -> str:
     )
 
 
+def _another_model(part, case, got, truth) -> str:
+    """Every fit trained a model that holds none of the given model's weights, and the given
+    one did not move: the model graded was never trained."""
+    asked = fits_asked(got.grads)
+    if asked is None or not np.all(asked[:, 3] == 0):
+        return ""
+    moved = weights_moved(got.grads)
+    if moved is not None and moved >= MOVED_LITTLE:
+        return ""
+    return _(
+        "train_model's fit trained a model that holds none of the weights of the model it was "
+        "given (a model built again inside train_model, or a copy): the model graded was never "
+        "trained. Train the model train_model is given, and return nothing else"
+    )
+
+
+def _frozen(part, case, got, truth) -> str:
+    """train_model made most of the weights that were trainable untrainable: they kept their
+    random first values."""
+    value = np.asarray(got.grads.get(RUN_FROZEN, []))
+    if value.shape != (2,) or value.dtype.kind != "f" or not np.all(np.isfinite(value)):
+        return ""
+    frozen, arrays = int(value[0]), int(value[1])
+    if not 0 < frozen <= arrays or frozen < arrays / 2:
+        return ""
+    return _(
+        "train_model made {frozen} of the model's {arrays} trainable weight arrays untrainable "
+        "(trainable = False): they kept their random first values, and only the rest learned. "
+        "Leave them trainable",
+        frozen=frozen,
+        arrays=arrays,
+    )
+
+
+def _pairs_apart(part, case, got, truth) -> str:
+    """The targets its fit trained on are, for most of its examples, not the ones given with
+    those inputs: shuffled apart, or changed."""
+    asked = fits_asked(got.grads)
+    if asked is None:
+        return ""
+    kept = asked[:, 5]
+    if not np.any(np.isfinite(kept)) or np.nanmin(kept) >= 0.5:
+        return ""
+    return _(
+        "For {apart:.0%} of the examples its fit trained on, the target is not the one "
+        "train_model was given with that input: inputs and targets were shuffled apart (two "
+        "different orders) or the targets changed. Keep each input with its own target",
+        apart=1.0 - float(np.nanmin(kept)),
+    )
+
+
+def weighed(grads: dict) -> bool:
+    """Whether a fit of the training weighed its loss with sample_weight."""
+    asked = fits_asked(grads)
+    return asked is not None and bool(np.any(asked[:, 4] == 1))
+
+
 def _few_steps(part, case, got, truth) -> str:
     """Its fits took too few optimisation steps in all to learn (a batch of all the examples,
     a handful of epochs)."""
     asked = fits_asked(got.grads)
-    if asked is None or not np.all(np.isfinite(asked)) or np.any(asked[:, 1] < 1):
+    if asked is None:
+        return ""
+    asked = asked[:, :3]
+    if not np.all(np.isfinite(asked)) or np.any(asked[:, 1] < 1):
         return ""
     batches = np.ceil(asked[:, 0] / asked[:, 1])
     steps = int(np.sum(batches * asked[:, 2]))
@@ -406,6 +471,18 @@ def _flat(part, case, got, truth) -> str:
     if run is None or len(run) < 2 or run[-1] < FLAT_AT * run[0]:
         return ""
     moved = weights_moved(got.grads)
+    if moved is not None and weighed(got.grads):
+        return _(
+            "Its weights moved in training (by {moved:.0%} of their size) but its loss barely "
+            "did ({first:.3g} → {last:.3g} over {epochs} epochs), and its fit weighs the loss "
+            "with sample_weight: the loss may weigh positions whose targets cannot be learned "
+            "(the source's random tokens) and not the answers. Put the weight on the answer "
+            "positions",
+            moved=moved,
+            first=float(run[0]),
+            last=float(run[-1]),
+            epochs=len(run),
+        )
     if moved is not None:  # the weights moved (else _barely_trained told): the model cannot fit
         return _(
             "Its weights moved in training (by {moved:.0%} of their size) but its loss barely "
@@ -547,13 +624,16 @@ def _memorised(part, case, got, truth) -> str:
 # In the order they are tried: the first that applies is told.
 RULES = (
     _diverged,
+    _another_model,
     _thrown_off,
     _fewer_examples,
     _few_steps,
+    _frozen,
     _barely_trained,
     _not_probabilities,
     _shifted,
     _offset,
+    _pairs_apart,
     _source_unread,
     _memorised,
     _some_positions,

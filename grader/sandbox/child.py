@@ -37,6 +37,7 @@ from grader.vocabulary.spec import (
     REDRAWN,
     RESET,
     RUN_FIT,
+    RUN_FROZEN,
     RUN_LOSS,
     RUN_MOVED,
     TRAIN,
@@ -390,12 +391,17 @@ def _run_training(module, case, module_path: str) -> tuple[np.ndarray, dict[str,
     inputs, targets = (_copy(case.inputs[name], copy=True) for name in ("inputs", "targets"))
     losses: list[float] = []
     fits: list[list[float]] = []
-    with _fitting(keras, losses, fits):
+    given = (model, case.inputs["inputs"], case.inputs["targets"])
+    with _fitting(keras, losses, fits, given):
         named(plan["train"])(model, inputs, targets)
     if losses:  # for the run's diagnosis; a loop of the submission's own records none
         answers[RUN_LOSS] = _asarray(losses[:MOST_EPOCHS], dtype="float64")
     if fits:
         answers[RUN_FIT] = _asarray(fits[:MOST_FITS], dtype="float64")
+    if initial:
+        still = {id(variable) for variable in getattr(model, "trainable_variables", None) or []}
+        frozen = sum(id(variable) not in still for variable, _value in initial)
+        answers[RUN_FROZEN] = _asarray([frozen, len(initial)], dtype="float64")
     read.clear()
     # The run's diagnosis probes too, of the trained model alone (no other stage needs them).
     for answer, function_name, probe_source in plan["probes"] + plan.get("run_probes", []):
@@ -424,7 +430,7 @@ MOST_FITS = 100
 
 
 @contextlib.contextmanager
-def _fitting(keras, losses: list, fits: list | None = None):
+def _fitting(keras, losses: list, fits: list | None = None, given: tuple | None = None):
     """While in it, every `fit` of a Keras model adds the loss of each of its epochs to
     `losses` and what it was asked to `fits` (`_fit_asked`), what the run's diagnosis reads
     (grader.engine.training_run: never needed for a grade), and first builds the model's
@@ -434,11 +440,12 @@ def _fitting(keras, losses: list, fits: list | None = None):
     is built with the variables its first step would build it with, its slots zeros: the same
     training, bit for bit."""
     original = keras.Model.fit
+    rows: dict = {}  # the given inputs' rows, by their bytes (made at the first fit)
 
     def fit(self, *args, **kwargs):
         _build_optimizer(self)
         if fits is not None:
-            fits.append(_fit_asked(args, kwargs))
+            fits.append(_fit_asked(args, kwargs) + _fit_data(self, args, kwargs, given, rows))
         history = original(self, *args, **kwargs)
         try:
             losses.extend(float(value) for value in history.history.get("loss", []))
@@ -480,6 +487,67 @@ def _fit_asked(args: tuple, kwargs: dict) -> list[float]:
         return [rows, float(batch) if batch is not None else unknown, epochs]
     except Exception:  # noqa: BLE001 - arguments of another kind: nothing to read
         return [unknown, unknown, unknown]
+
+
+# How many of a fit's examples are looked up among the inputs train_model was given.
+PAIRS_LOOKED_AT = 1000
+
+
+def _first_array(value):
+    while isinstance(value, list | tuple) and value:
+        value = value[0]
+    if isinstance(value, dict) and value:
+        value = next(iter(value.values()))
+    return value
+
+
+def _fit_data(model, args: tuple, kwargs: dict, given: tuple | None, rows: dict) -> list[float]:
+    """(whether the fitted model holds a weight of the model train_model was given, whether the
+    loss is weighed with sample_weight, the share of the examples looked at whose target is the
+    one given for that input) of a call of `fit`; NaN where not known."""
+    unknown = float("nan")
+    if given is None:
+        return [unknown, unknown, unknown]
+    graded, inputs, targets = given
+    try:
+        mine = {id(variable) for variable in graded.trainable_variables}
+        theirs = {id(variable) for variable in model.trainable_variables}
+        shares = float(bool(mine & theirs)) if mine else unknown
+    except Exception:  # noqa: BLE001
+        shares = unknown
+    named = dict(zip(("x", "y"), args, strict=False)) | kwargs
+    weighed = named.get("sample_weight", args[10] if len(args) > 10 else None)
+    return [shares, float(weighed is not None), _pairs_kept(named, inputs, targets, rows)]
+
+
+def _pairs_kept(named: dict, inputs, targets, rows: dict) -> float:
+    """The share of a fit's first examples (the training share of a validation_split) that are
+    inputs train_model was given and whose target is the one given with it; NaN where its
+    inputs are not among them (changed, a dataset) or its targets not of their shape."""
+    try:
+        x, y = _first_array(named.get("x")), _first_array(named.get("y"))
+        x, y = _asarray(x), _asarray(y)
+        if len(x) != len(y) or not len(x):
+            return float("nan")
+        wanted = _asarray(targets).reshape(len(targets), -1)
+        y = y.reshape(len(y), -1)
+        if y.shape[1] != wanted.shape[1]:
+            return float("nan")
+        if not rows:
+            given_inputs = _asarray(inputs)
+            rows.update((row.tobytes(), index) for index, row in enumerate(given_inputs))
+        found = kept = 0
+        for example in range(min(len(x), PAIRS_LOOKED_AT)):
+            index = rows.get(x[example].astype(_asarray(inputs).dtype).tobytes())
+            if index is None:
+                continue
+            found += 1
+            kept += bool(np.array_equal(y[example].astype(float), wanted[index].astype(float)))
+        if found < min(len(x), PAIRS_LOOKED_AT) // 2:
+            return float("nan")
+        return kept / found
+    except Exception:  # noqa: BLE001 - inputs of another kind: nothing to read
+        return float("nan")
 
 
 def _build_optimizer(model) -> None:

@@ -50,8 +50,15 @@ RUN_PROBES = [
 # How far the training moved the trainable weights, relative to their first values (the same).
 RUN_MOVED = "run_weights_moved"
 # What each `fit` of the real training was asked, as the child recorded it (for the diagnosis):
-# one row per call, (examples it trained on, batch size, epochs), NaN where not known.
+# one row per call, (examples it trained on, batch size, epochs, whether it trained the model
+# train_model was given (1) or one sharing none of its weights (0), whether it weighed the loss
+# with sample_weight, the share of its examples whose target is the one given for that input),
+# NaN where not known.
 RUN_FIT = "run_fit"
+FIT_COLUMNS = 6
+# How many of the weight arrays trainable when the model was built train_model made untrainable,
+# and how many there were (the same).
+RUN_FROZEN = "run_frozen"
 # How far NUDGED moves each trainable weight: this share of the weight's root mean square.
 NUDGE = 0.01
 

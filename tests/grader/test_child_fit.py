@@ -98,7 +98,8 @@ def test_each_fit_records_the_examples_it_trains_on_its_batch_and_its_epochs():
         model.fit(inputs, targets, batch_size=10, epochs=2, validation_split=0.75, verbose=0)
         model.fit(x=inputs[:40], y=targets[:40], epochs=1, verbose=0)
         model.fit(inputs, targets, 25, 3, verbose=0, validation_data=(inputs, targets))
-    assert fits == [[25.0, 10.0, 2.0], [40.0, 32.0, 1.0], [100.0, 25.0, 3.0]]
+    assert [row[:3] for row in fits] == [[25.0, 10.0, 2.0], [40.0, 32.0, 1.0], [100.0, 25.0, 3.0]]
+    assert all(np.isnan(row[3:]).all() for row in fits)  # no given model: not known
 
 
 def test_a_fit_on_a_dataset_records_what_it_cannot_know_as_unknown():
@@ -109,5 +110,19 @@ def test_a_fit_on_a_dataset_records_what_it_cannot_know_as_unknown():
     fits = []
     with _fitting(keras, [], fits):
         model.fit(tf.data.Dataset.from_tensor_slices((inputs, targets)).batch(20), verbose=0)
-    rows, batch, epochs = fits[0]
+    rows, batch, epochs = fits[0][:3]
     assert np.isnan(rows) and np.isnan(batch) and epochs == 1.0
+
+
+def test_a_fit_records_whether_it_trained_the_given_model_its_weights_and_its_pairs():
+    given_model = _model()
+    inputs, targets = _data()
+    fits = []
+    with _fitting(keras, [], fits, (given_model, inputs, targets)):
+        given_model.fit(inputs, targets, epochs=1, verbose=0)
+        apart = np.random.default_rng(1).permutation(len(inputs))
+        given_model.fit(inputs, targets[apart], epochs=1, verbose=0, sample_weight=np.ones(100))
+        _model().fit(inputs, targets, epochs=1, verbose=0)  # another model
+    assert fits[0][3:] == [1.0, 0.0, 1.0]
+    assert fits[1][3:5] == [1.0, 1.0] and fits[1][5] < 0.1
+    assert fits[2][3] == 0.0

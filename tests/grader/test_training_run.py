@@ -368,7 +368,7 @@ def test_a_fit_on_a_share_of_the_examples_says_how_many_it_trained_on(lab):
     given = len(case.inputs["inputs"])
     answers = _answers(lab, case, _partly(truth, 0.5), training_tokens=fitted)
     said = _accuracy_line(
-        lab, case, answers, loss=[2.0, 1.0, 0.8], fits=[[given // 10, 64, 10]], moved=1.0
+        lab, case, answers, loss=[2.0, 1.0, 0.8], fits=[[given // 10, 64, 10, 1, 0, 1]], moved=1.0
     )
     assert said.startswith(f"Its fit trained on {given // 10} of the {given} training"), said
     assert "validation_split" in said
@@ -384,7 +384,7 @@ def test_a_handful_of_steps_says_how_few_and_asks_for_mini_batches():
         case,
         _answers(lab, case, _partly(truth, 0.2)),
         loss=[2.68, 2.4, 2.2],
-        fits=[[given, given, 3]],
+        fits=[[given, given, 3, 1, 0, 1]],
         moved=0.3,
     )
     assert said.startswith("It took only 3 optimisation steps in all (3 epochs, 1 per epoch"), said
@@ -402,7 +402,7 @@ def test_a_fit_of_all_the_examples_in_mini_batches_is_not_told_about_its_data():
         case,
         _answers(lab, case, _partly(truth)),
         loss=[2.3, 1.9, 1.5],
-        fits=[[given, 64, 12]],
+        fits=[[given, 64, 12, 1, 0, 1]],
         moved=1.0,
     )
     assert "still falling when the training stopped" in said, said
@@ -411,8 +411,13 @@ def test_a_fit_of_all_the_examples_in_mini_batches_is_not_told_about_its_data():
 
 
 def test_fits_that_are_not_rows_of_three_numbers_are_not_read():
-    assert fits_asked({RUN_FIT: np.array([[5000.0, 64.0, 12.0]])}) is not None
-    for fits in ([[10.0, 64.0]], [[-5.0, 64.0, 12.0]], [["10", "64", "1"]], [10.0, 64.0, 1.0]):
+    assert fits_asked({RUN_FIT: np.array([[5000.0, 64.0, 12.0, 1.0, 0.0, np.nan]])}) is not None
+    for fits in (
+        [[10.0, 64.0, 1.0]],
+        [[-5.0, 64.0, 12.0, 1.0, 0.0, 1.0]],
+        [["10", "64", "1", "1", "0", "1"]],
+        [10.0, 64.0, 1.0, 1.0, 0.0, 1.0],
+    ):
         assert fits_asked({RUN_FIT: np.array(fits)}) is None, fits
 
 
@@ -427,3 +432,69 @@ def test_scores_where_probabilities_are_asked_say_the_output_needs_a_softmax(lab
     said = _accuracy_line(lab, case, answers, loss=[2.0, 1.9, 1.89], moved=1.0)
     assert said.startswith("Its first output is not probabilities (a row sums to"), said
     assert "end the model with a softmax" in said
+
+
+def test_a_fit_of_another_model_says_the_graded_one_was_never_trained():
+    """build_model called again inside train_model: the fit ran, on a model holding none of the
+    given model's weights, which did not move."""
+    lab = "train-transformer"
+    case = _case(lab)
+    truth = get_exercise(lab).part("train").training.answers(case)
+    given = len(case.inputs["inputs"])
+    said = _accuracy_line(
+        lab,
+        case,
+        _answers(lab, case, _wrong(truth)),
+        loss=[2.3, 1.2, 0.4],
+        fits=[[given, 64, 10, 0, 0, 1]],
+        moved=0.0,
+    )
+    assert said.startswith("train_model's fit trained a model that holds none of the"), said
+
+
+def test_weight_arrays_made_untrainable_are_told_with_their_count():
+    from grader.vocabulary.spec import RUN_FROZEN
+
+    lab = "train-transformer"
+    case = _case(lab)
+    part = get_exercise(lab).part("train")
+    truth = part.training.answers(case)
+    answers = _answers(lab, case, _partly(truth, 0.2))
+    answers[RUN_FROZEN] = np.array([9.0, 11.0])
+    said = _accuracy_line(lab, case, answers, loss=[2.0, 1.2, 1.19], moved=0.4)
+    assert said.startswith("train_model made 9 of the model's 11 trainable weight arrays"), said
+    answers[RUN_FROZEN] = np.array([1.0, 11.0])  # an embedding kept frozen: not told
+    said = _accuracy_line(lab, case, answers, loss=[2.0, 1.2, 1.19], moved=0.4)
+    assert "untrainable" not in said, said
+
+
+def test_targets_apart_from_their_inputs_in_the_fit_are_told_with_their_share():
+    lab = "train-memn2n"
+    case = _case(lab)
+    truth = get_exercise(lab).part("train").training.answers(case)
+    given = len(case.inputs["inputs"])
+    said = _accuracy_line(
+        lab,
+        case,
+        _answers(lab, case, _partly(truth, 0.3)),
+        loss=[1.85, 1.79, 1.78],
+        fits=[[given, 64, 12, 1, 0, 0.17]],
+        moved=2.5,
+    )
+    assert said.startswith("For 83% of the examples its fit trained on, the target is not"), said
+
+
+def test_a_flat_loss_under_sample_weights_points_at_the_weights():
+    lab = "train-transformer"
+    case = _case(lab)
+    truth = get_exercise(lab).part("train").training.answers(case)
+    given = len(case.inputs["inputs"])
+    said = _accuracy_line(
+        lab,
+        case,
+        _answers(lab, case, _partly(truth, 0.1)),
+        loss=[1.04, 1.0, 0.992],
+        fits=[[given, 64, 10, 1, 1, 1]],
+        moved=1.1,
+    )
+    assert "its fit weighs the loss with sample_weight" in said, said
