@@ -591,6 +591,20 @@ def _binop_edits(node: ast.BinOp, parameters: set[str]) -> Iterator[Edit]:
     if op is ast.Mult:
         yield "factor dropped", {"names": named(right)}, lambda n: n.left
         yield "factor dropped", {"names": named(left)}, lambda n: n.right
+        # A factor that is an argument of its own (β, a scale) used as a divisor: a temperature
+        # where the formula has an inverse temperature.
+        for side, other in (("right", "left"), ("left", "right")):
+            operand = getattr(node, side)
+            if isinstance(operand, ast.IfExp):  # (1.0 if outside else beta): the value's names
+                names = named(_free_names(operand.body) + _free_names(operand.orelse))
+            else:
+                names = [operand.id] if isinstance(operand, ast.Name) else []
+            if names and all(name in parameters for name in names):
+
+                def divided(n, side=side, other=other):
+                    return ast.BinOp(getattr(n, other), ast.Div(), getattr(n, side))
+
+                yield "divided", {"names": names}, divided
     if op is ast.Div:
         yield "division dropped", {"names": named(right)}, lambda n: n.left
 

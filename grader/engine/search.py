@@ -631,6 +631,11 @@ def _words(mutant, pick, failing) -> str | None:
             "you multiplied where the formula divides{by}",
             by=_(" by {names}", names=_names(names)) if names else "",
         )
+    if kind == "divided":
+        return _(
+            "you divided by {names} where the formula multiplies by it",
+            names=_names(names),
+        )
     if kind == "integer division":
         return _(
             "a division drops its fraction: // (or int()) where the formula divides exactly "

@@ -196,6 +196,12 @@ PLANTED = [
     ),
     (
         "HopfieldAttention",
+        attention_layer(scale="(1.0 / self.beta)"),
+        "found: divided",
+        "you divided by beta where the formula multiplies by it",
+    ),
+    (
+        "HopfieldAttention",
         attention_layer(queries="ops.stop_gradient(queries)"),
         "gradient cut",
         "gradient with respect to queries is zero",
