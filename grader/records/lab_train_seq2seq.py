@@ -93,18 +93,34 @@ def causal(case, answers):
     )
     if leak <= CAUSAL_TOLERANCE:
         return None
-    return GateFailure.structural(
-        _(
-            "the output of step {step} changed (by {leak:.3g}) when only the decoder's inputs "
-            "from step {first} on were changed (held-out date {sequence}): the decoder reads later "
-            "inputs. With teacher forcing the next digit is among them, so such a decoder fits its "
-            "data and still cannot translate; run the decoder forward only (no Bidirectional)",
-            step=step,
-            leak=leak,
-            first=first,
-            sequence=sequence,
-        )
+    seen = _(
+        "the output of step {step} changed (by {leak:.3g}) when only the decoder's inputs from "
+        "step {first} on were changed (held-out date {sequence}): the decoder reads later inputs",
+        step=step,
+        leak=leak,
+        first=first,
+        sequence=sequence,
     )
+    weights = np.asarray(answers.get("attention", []), dtype=float)
+    over_steps = (
+        weights.shape == (len(held_out), TARGET, SOURCE)
+        and np.all(np.isfinite(weights))
+        and np.abs(weights.sum(axis=-1) - 1).max() > tasks.WEIGHTS_WITHIN
+        and np.abs(weights.sum(axis=1) - 1).max() <= tasks.WEIGHTS_WITHIN
+    )
+    if over_steps:
+        cause = _(
+            "Its attention weights sum to 1 over the target steps, not over the source tokens: "
+            "a softmax over the wrong axis normalises each step's weights with the later steps' "
+            "scores. Take the softmax over the source tokens (the last axis)"
+        )
+    else:
+        cause = _(
+            "With teacher forcing the next digit is among them, so such a decoder fits its data "
+            "and still cannot translate; run the decoder forward only (no Bidirectional, no "
+            "go_backwards), and let nothing mix the target steps"
+        )
+    return GateFailure.structural(_("{seen}. {cause}", seen=seen, cause=cause))
 
 
 def query_knows_the_step(case, answers):

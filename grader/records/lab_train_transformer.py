@@ -114,19 +114,43 @@ def causal(case, answers):
     )
     if leak <= CAUSAL_TOLERANCE:
         return None
-    return GateFailure.structural(
-        _(
-            "the output at position {position} changed (by {leak:.3g}) when only tokens from "
-            "position {first} on were changed (held-out sequence {sequence}): the model looks at "
-            "later tokens. With teacher forcing the next token is in the input, so a model that "
-            "peeks fits its data and still cannot generate; mask the attention causally "
-            "(use_causal_mask=True, or a mask with zeros above the diagonal)",
-            position=position,
-            leak=leak,
-            first=first,
-            sequence=sequence,
-        )
+    seen = _(
+        "the output at position {position} changed (by {leak:.3g}) when only tokens from "
+        "position {first} on were changed (held-out sequence {sequence}): the model looks at "
+        "later tokens",
+        position=position,
+        leak=leak,
+        first=first,
+        sequence=sequence,
     )
+    where = tasks.self_attention_leak(answers.get("attention", []))
+    if where == "over queries":
+        cause = _(
+            "Its attention weights sum to 1 over the queries (each column), not over the keys: "
+            "a softmax over the wrong axis divides each weight by the later positions' scores. "
+            "Take the softmax over the keys (the last axis)"
+        )
+    elif where == "after softmax":
+        cause = _(
+            "Its attention gives later tokens no weight, but its rows sum to less than 1: the "
+            "mask was applied after the softmax, whose sums still hold the later tokens' scores. "
+            "Mask the scores before the softmax (−∞ or −1e9 above the diagonal)"
+        )
+    elif where == "elsewhere":
+        cause = _(
+            "Its attention gives later tokens no weight and its rows are distributions, so "
+            "something else mixes the positions: a normalisation over the positions "
+            "(LayerNormalization(axis=1) on (batch, positions, features) normalises each feature "
+            "over the sequence), a pooling, or a layer that reads across positions. Normalise "
+            "over the features (the last axis)"
+        )
+    else:
+        cause = _(
+            "With teacher forcing the next token is in the input, so a model that peeks fits its "
+            "data and still cannot generate; mask the attention causally (use_causal_mask=True, "
+            "or a mask with zeros above the diagonal)"
+        )
+    return GateFailure.structural(_("{seen}. {cause}", seen=seen, cause=cause))
 
 
 def uses_positions(case, answers):

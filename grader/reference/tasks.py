@@ -70,6 +70,36 @@ def causal_leak(outputs, changed_outputs, inputs, changed):
     return float(change[sequence, position]), (int(sequence), int(position), int(first[sequence]))
 
 
+# How far an attention row may be from a distribution, or weigh later keys, and still count.
+WEIGHTS_WITHIN = 1e-3
+
+
+def self_attention_leak(weights) -> str | None:
+    """Where the self-attention weights (N, L, L) or (N, H, L, L) of a model whose outputs read
+    later tokens say the leak is: "later keys" (weight on keys after the query), "over queries"
+    (columns that sum to 1, not rows: a softmax over the queries), "after softmax" (no weight on
+    later keys, rows that sum to less than 1: a mask applied to the weights), "elsewhere" (causal
+    rows that are distributions: something else mixes the positions); None where the weights are
+    not such an array."""
+    weights = np.asarray(weights, dtype=float)
+    if weights.ndim == 3:
+        weights = weights[:, None]
+    if weights.ndim != 4 or weights.shape[-1] != weights.shape[-2] or not weights.size:
+        return None
+    if not np.all(np.isfinite(weights)):
+        return None
+    length = weights.shape[-1]
+    later = np.triu(np.ones((length, length), bool), k=1)
+    rows, columns = weights.sum(axis=-1), weights.sum(axis=-2)
+    if np.abs(rows - 1).max() > WEIGHTS_WITHIN and np.abs(columns - 1).max() <= WEIGHTS_WITHIN:
+        return "over queries"
+    if np.abs(weights[..., later]).max() > WEIGHTS_WITHIN:
+        return "later keys"
+    if np.abs(rows - 1).max() > WEIGHTS_WITHIN:
+        return "after softmax"
+    return "elsewhere"
+
+
 def reordered_sources(rng, inputs):
     """Each sequence with its source tokens put in another order whose last token differs
     (the rest of the sequence kept): the first answer, the last source token, must follow. A

@@ -150,7 +150,14 @@ def test_outputs_read_from_the_next_decoder_input_fail_causality():
         answers[name] = np.eye(tasks.DATE_VOCABULARY)[following]
     broken = causal(case, answers)
     assert broken is not None and "the decoder reads later inputs" in broken.message
+    assert "run the decoder forward only" in broken.message
     assert not broken.needs_learning
+    # The same leak with attention weights normalised over the target steps: that softmax.
+    count = len(case.inputs["held_out"])
+    scores = np.random.default_rng(0).random((count, tasks.DATE_TARGET, tasks.DATE_SOURCE))
+    answers["attention"] = np.exp(scores) / np.exp(scores).sum(axis=1, keepdims=True)
+    broken = causal(case, answers)
+    assert "sum to 1 over the target steps, not over the source tokens" in broken.message
 
 
 def test_attention_on_the_first_source_token_fails_the_alignment():

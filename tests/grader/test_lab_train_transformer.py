@@ -243,3 +243,38 @@ def test_with_the_accuracy_reached_a_learned_gate_names_its_mistake():
     answers["attention"] = np.broadcast_to(np.eye(length), (count, 1, length, length))
     first, _checks = _first_problem(case, answers)
     assert first.mistake == "property: attention on the anti-diagonal"
+
+
+def _leaking(case, weights):
+    answers = _perfect_answers(case)
+    for name in ("held_out", "later_changed"):
+        inputs = case.inputs[name]
+        answers[name] = _one_hot(np.concatenate([inputs[:, 1:], inputs[:, -1:]], axis=1))
+    answers["attention"] = weights
+    return causal(case, answers).message
+
+
+@pytest.mark.parametrize(
+    ("kind", "phrase"),
+    [
+        ("uniform", "mask the attention causally"),
+        ("over queries", "sum to 1 over the queries (each column)"),
+        ("after softmax", "the mask was applied after the softmax"),
+        ("causal", "something else mixes the positions"),
+    ],
+)
+def test_a_leak_is_told_with_what_the_attention_weights_show(kind, phrase):
+    """No mask (weight on later keys), a softmax over the queries, a mask multiplied after the
+    softmax, and causal weights with the leak elsewhere (a LayerNormalization over positions)."""
+    case = _case()
+    count, length = case.inputs["held_out"].shape
+    ones = np.ones((length, length))
+    lower = np.tril(ones)
+    weights = {
+        "uniform": ones / length,
+        "over queries": np.triu(ones) / np.triu(ones).sum(0, keepdims=True),
+        "after softmax": lower / length,
+        "causal": lower / lower.sum(-1, keepdims=True),
+    }[kind]
+    said = _leaking(case, np.broadcast_to(weights, (count, 1, length, length)))
+    assert "looks at later tokens" in said and phrase in said, said
