@@ -20,6 +20,7 @@ from grader.i18n import N_, _, tr
 from grader.vocabulary.protocol import CaseOutput
 from grader.vocabulary.spec import (
     FIT_COLUMNS,
+    QUERY_SHUFFLED,
     RUN_FIT,
     RUN_FROZEN,
     RUN_LOSS,
@@ -339,6 +340,32 @@ def _source_unread(part, case, got, truth) -> str:
     )
 
 
+def _query_unread(part, case, got, truth) -> str:
+    """Answers that stay the same when the question asked of the source is swapped: the model
+    answers without reading the question (the person asked)."""
+    if not part.training.query:
+        return ""
+    held, swapped = (
+        predicted_tokens(got.grads.get(name), truth) for name in ("held_out", QUERY_SHUFFLED)
+    )
+    if held is None or swapped is None or isinstance(held, str) or isinstance(swapped, str):
+        return ""
+    scored = truth >= 0
+    unchanged = float(np.mean(held[scored] == swapped[scored]))
+    if unchanged < UNCHANGED_AT:
+        return ""
+    query = tr(part.training.query)
+    return _(
+        "Its answers stayed the same in {share:.0%} of the answers when the {query} of each "
+        "held-out example was swapped for another example's: the model does not read the "
+        "{query}. What it embeds for it never reaches the attention's scores (another column or "
+        "row of the inputs taken for it, or a constant): follow the {query} from the inputs to "
+        "the scores",
+        share=unchanged,
+        query=query,
+    )
+
+
 def _shifted(part, case, got, truth) -> str:
     """The answer at each position is the right answer of its neighbour: targets shifted."""
     tokens = predicted_tokens(got.output, truth)
@@ -635,6 +662,7 @@ RULES = (
     _offset,
     _pairs_apart,
     _source_unread,
+    _query_unread,
     _memorised,
     _some_positions,
     _learned_other,

@@ -13,6 +13,7 @@ from grader.vocabulary.labels import label_texts
 from grader.vocabulary.spec import (
     MODEL_OUTPUT_0,
     MODEL_OUTPUT_1,
+    QUERY_SHUFFLED,
     RUN_PROBES,
     TRAIN,
     Case,
@@ -65,7 +66,7 @@ def story_cases(rng, hidden=False):
         "moved": tasks.moved_away(rng, held_out, PERSONS, PLACES).astype("int32"),
         "reordered": tasks.facts_reordered(rng, held_out).astype("int32"),
     }
-    arrays |= tasks.run_probes(rng, inputs, held_out, slice(0, FACTS))
+    arrays |= tasks.run_probes(rng, inputs, held_out, slice(0, FACTS), slice(FACTS, FACTS + 1))
     label = (
         f"{FACTS} facts about {PERSONS} persons in {PLACES} places, {TRAIN_COUNT} training "
         f"stories, seed {seed}"
@@ -75,7 +76,7 @@ def story_cases(rng, hidden=False):
         "train": "train_model",
         "seed": seed,
         "probes": PROBES,
-        "run_probes": RUN_PROBES,
+        "run_probes": RUN_PROBES + [[QUERY_SHUFFLED, MODEL_OUTPUT_0, QUERY_SHUFFLED]],
     }
     params = {"vocab_size": VOCAB_SIZE, "facts": FACTS}
     return [Case("build_model", TRAIN, label, arrays, params, training=plan)]
@@ -238,6 +239,7 @@ RECORD = Exercise(
                 pass_at=PASS_AT,
                 truth=_story_truth,
                 source=N_("story"),
+                query=N_("question"),
                 gates=(
                     Gate(
                         N_("temporal encoding: the answer changes with the order of the facts"),

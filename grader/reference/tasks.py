@@ -13,7 +13,7 @@ query at p must look at key 2n − 1 − p, the anti-diagonal of the (L, L) atte
 
 import numpy as np
 
-from grader.vocabulary.spec import SOURCE_SHUFFLED, TRAINING_ROWS
+from grader.vocabulary.spec import QUERY_SHUFFLED, SOURCE_SHUFFLED, TRAINING_ROWS
 
 SEPARATOR = 0
 
@@ -252,18 +252,27 @@ def decoder_inputs_changed(rng, inputs):
 ROWS_ASKED = 500
 
 
-def run_probes(rng, inputs, held_out, source: slice) -> dict:
+def run_probes(rng, inputs, held_out, source: slice, query: slice | None = None) -> dict:
     """The inputs the grader asks a trained model to read what its training did
     (grader.engine.training_run): its first training rows (does it fit what it was trained
     on?), and the held-out inputs with their source (`source`, a slice of axis 1: what the
     answer must be read from) swapped between examples, the rest kept (does it read the
-    source at all?)."""
+    source at all?); with `query` (the question asked of the source), the held-out inputs with
+    their query swapped between examples too (does it read the question?)."""
     held_out = np.asarray(held_out)
-    order = rng.permutation(len(held_out))
-    others = order[np.roll(np.arange(len(order)), 1)]  # every row another row's source
-    swapped = np.array(held_out, copy=True)
-    swapped[order[:, None], source] = held_out[others[:, None], source]
-    return {
+    probes = {
         TRAINING_ROWS: np.array(inputs[:ROWS_ASKED], copy=True),
-        SOURCE_SHUFFLED: swapped.astype(held_out.dtype),
+        SOURCE_SHUFFLED: _swapped(rng, held_out, source),
     }
+    if query is not None:
+        probes[QUERY_SHUFFLED] = _swapped(rng, held_out, query)
+    return probes
+
+
+def _swapped(rng, held_out, part: slice) -> np.ndarray:
+    """`held_out` with `part` (a slice of axis 1) of every row another row's."""
+    order = rng.permutation(len(held_out))
+    others = order[np.roll(np.arange(len(order)), 1)]  # every row another row's part
+    swapped = np.array(held_out, copy=True)
+    swapped[order[:, None], part] = held_out[others[:, None], part]
+    return swapped.astype(held_out.dtype)

@@ -43,6 +43,7 @@ RUN_LOSS = "run_loss"
 # rows, and the held-out inputs with their source swapped between examples
 # (grader.reference.tasks.run_probes makes both). No other stage needs them.
 TRAINING_ROWS, SOURCE_SHUFFLED = "training_rows", "source_shuffled"
+QUERY_SHUFFLED = "query_shuffled"
 RUN_PROBES = [
     [TRAINING_ROWS, MODEL_OUTPUT_0, TRAINING_ROWS],
     [SOURCE_SHUFFLED, MODEL_OUTPUT_0, SOURCE_SHUFFLED],
@@ -306,9 +307,11 @@ class Training:
     # What the run's diagnosis reads (grader.engine.training_run), when the accuracy fails:
     # `truth(inputs)`, the right tokens of any inputs of the task (the training rows' too), and
     # the name of what the answer must be read from, whose swap between examples is the probe
-    # "source_shuffled" (tasks.run_probes).
+    # "source_shuffled" (tasks.run_probes); where the task also asks a question of the source
+    # (the person asked of a story), its name: its swap is the probe "query_shuffled".
     truth: Callable[[np.ndarray], np.ndarray] | None = None
     source: str = ""
+    query: str = ""
 
 
 @dataclass(frozen=True)

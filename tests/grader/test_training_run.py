@@ -498,3 +498,24 @@ def test_a_flat_loss_under_sample_weights_points_at_the_weights():
         moved=1.1,
     )
     assert "its fit weighs the loss with sample_weight" in said, said
+
+
+def test_answers_that_do_not_move_with_the_question_say_it_is_not_read():
+    """A question read from the padding column: the story is read (answers move with it), the
+    person asked is not."""
+    from grader.vocabulary.spec import QUERY_SHUFFLED
+
+    lab = "train-memn2n"
+    case = _case(lab)
+    truth = get_exercise(lab).part("train").training.answers(case)
+    tokens = _partly(truth, 0.3)
+    answers = _answers(lab, case, tokens)
+    answers[QUERY_SHUFFLED] = answers["held_out"]
+    said = _accuracy_line(lab, case, answers, loss=[1.8, 1.3, 1.29], moved=1.0)
+    assert said.startswith(
+        "Its answers stayed the same in 100% of the answers when the question"
+    ), said
+    assert "the model does not read the question" in said
+    answers[QUERY_SHUFFLED] = _answers(lab, case, _wrong(truth))["held_out"]  # they move
+    said = _accuracy_line(lab, case, answers, loss=[1.8, 1.3, 1.29], moved=1.0)
+    assert "does not read the question" not in said, said
