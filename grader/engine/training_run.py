@@ -316,17 +316,20 @@ def _barely_trained(part, case, got, truth) -> str:
     return said
 
 
-def _source_unread(part, case, got, truth) -> str:
-    if not part.training.source:
-        return ""
-    held, swapped = (
-        predicted_tokens(got.grads.get(name), truth) for name in ("held_out", SOURCE_SHUFFLED)
-    )
-    if held is None or swapped is None or isinstance(held, str) or isinstance(swapped, str):
-        return ""
+def _unchanged_when_swapped(got, truth, probe: str) -> float | None:
+    """The share of the scored answers that stayed the same on the held-out inputs with a part
+    swapped between examples (`probe`), where at least UNCHANGED_AT did; else None."""
+    held, swapped = (predicted_tokens(got.grads.get(name), truth) for name in ("held_out", probe))
+    if isinstance(held, str) or isinstance(swapped, str):
+        return None
     scored = truth >= 0
     unchanged = float(np.mean(held[scored] == swapped[scored]))
-    if unchanged < UNCHANGED_AT:
+    return unchanged if unchanged >= UNCHANGED_AT else None
+
+
+def _source_unread(part, case, got, truth) -> str:
+    unchanged = _unchanged_when_swapped(got, truth, SOURCE_SHUFFLED)
+    if not part.training.source or unchanged is None:
         return ""
     source = tr(part.training.source)
     return _(
@@ -343,16 +346,8 @@ def _source_unread(part, case, got, truth) -> str:
 def _query_unread(part, case, got, truth) -> str:
     """Answers that stay the same when the question asked of the source is swapped: the model
     answers without reading the question (the person asked)."""
-    if not part.training.query:
-        return ""
-    held, swapped = (
-        predicted_tokens(got.grads.get(name), truth) for name in ("held_out", QUERY_SHUFFLED)
-    )
-    if held is None or swapped is None or isinstance(held, str) or isinstance(swapped, str):
-        return ""
-    scored = truth >= 0
-    unchanged = float(np.mean(held[scored] == swapped[scored]))
-    if unchanged < UNCHANGED_AT:
+    unchanged = _unchanged_when_swapped(got, truth, QUERY_SHUFFLED)
+    if not part.training.query or unchanged is None:
         return ""
     query = tr(part.training.query)
     return _(
