@@ -167,6 +167,15 @@ def difference(
                 count=count,
                 size=size,
             )
+        elif masks_something(case) and _in_rows_of_zeros(expected, finite):
+            words = _(
+                "{count} of {size} values are NaN or infinite, all in rows the reference gives "
+                "zeros, where every position is masked: a softmax of only masked scores is 0/0. "
+                "Give such rows zeros (select with the mask, ops.where, rather than multiplying "
+                "by it or leaving -inf to the softmax)",
+                count=count,
+                size=size,
+            )
         elif _overflow_possible(case):
             words = _(
                 "{count} of {size} values are NaN or infinite; an exp() that overflows or a "
@@ -427,6 +436,26 @@ def _shape_difference(expected: np.ndarray, received: np.ndarray) -> Difference:
 # Inputs of no larger magnitude than this cannot make an exp() of a few sums of their products
 # overflow (e^709 is float64's largest): a NaN there has another cause.
 OVERFLOW_MAGNITUDE = 50.0
+
+
+def masks_something(case: Case) -> bool:
+    """Whether the case masks something (a mask, lengths, or a label that says so)."""
+    label = case.label.lower()
+    given = any(
+        case.inputs.get(name) is not None or case.params.get(name) is not None
+        for name in ("mask", "valid_lens", "keep", "lengths")
+    )
+    return given or "mask" in label or "valid_lens" in label
+
+
+def _in_rows_of_zeros(expected: np.ndarray, finite: np.ndarray) -> bool:
+    """Whether every non-finite value lies in a row (the last axis) that the expected output
+    gives as all zeros, as a masked softmax gives a row with no position kept."""
+    if expected.ndim < 2 or expected.shape[-1] < 2:
+        return False
+    zero_rows = np.all(expected == 0, axis=-1)
+    bad_rows = np.any(~finite, axis=-1)
+    return bool(bad_rows.any() and np.all(zero_rows[bad_rows]))
 
 
 def _overflow_possible(case: Case) -> bool:

@@ -885,15 +885,6 @@ def _queries_keys_differ(case: Case) -> bool | None:
     return None if tq is None or tk is None else tq != tk
 
 
-def _masked(case: Case) -> bool:
-    label = case.label.lower()
-    given = any(
-        case.inputs.get(name) is not None or case.params.get(name) is not None
-        for name in ("mask", "valid_lens", "keep", "lengths")
-    )
-    return given or "mask" in label or "valid_lens" in label
-
-
 def _single(case: Case) -> bool | None:
     found = [value for _name, value in named_sizes(case)]
     return None if not found else 1 in found
@@ -920,7 +911,7 @@ SEPARATORS = (
         ),
     ),
     (
-        _masked,
+        compare.masks_something,
         N_(
             "it fails only on the cases with a mask or lengths and passes the others: the "
             "masking is wrong, the rest is right"
