@@ -352,10 +352,10 @@ def _query_unread(part, case, got, truth) -> str:
     query = tr(part.training.query)
     return _(
         "Its answers stayed the same in {share:.0%} of the answers when the {query} of each "
-        "held-out example was swapped for another example's: the model does not read the "
-        "{query}. What it embeds for it never reaches the attention's scores (another column or "
-        "row of the inputs taken for it, or a constant): follow the {query} from the inputs to "
-        "the scores",
+        "held-out example was swapped for another example's: the {query} does not reach the "
+        "answer. Either the model does not read it (another column or row of the inputs taken "
+        "for it, a constant), or what it is matched against holds nothing of it (the memories "
+        "leave out the token the {query} names)",
         share=unchanged,
         query=query,
     )
@@ -475,6 +475,19 @@ def _still_falling(part, case, got, truth) -> str:
             "over {epochs} epochs, about as much each epoch): the steps are far too small. "
             "Raise the learning rate (then train for more epochs if it still falls)",
             first=float(run[0]),
+            last=float(run[-1]),
+            epochs=len(run),
+        )
+    asked = fits_asked(got.grads)
+    trained = int(np.nansum(asked[:, 2])) if asked is not None else 0
+    if part.training.epochs and trained >= part.training.epochs:
+        return _(
+            "Its training loss was still falling when the training stopped ({before:.3g} → "
+            "{last:.3g} in the last of {epochs} epochs), but that many epochs train the lab's "
+            "own model: this one learns more slowly. With the lab's learning rate, something in "
+            "the model makes the task harder than it is (a nonlinearity or a scale missing from "
+            "the scores, an input a layer does not get): find it before training longer",
+            before=float(run[-2]),
             last=float(run[-1]),
             epochs=len(run),
         )

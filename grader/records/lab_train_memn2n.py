@@ -239,6 +239,7 @@ RECORD = Exercise(
                 pass_at=PASS_AT,
                 truth=_story_truth,
                 source=N_("story"),
+                epochs=12,
                 query=N_("question"),
                 gates=(
                     Gate(

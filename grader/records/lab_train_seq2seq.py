@@ -108,6 +108,7 @@ def causal(case, answers):
         and np.abs(weights.sum(axis=-1) - 1).max() > tasks.WEIGHTS_WITHIN
         and np.abs(weights.sum(axis=1) - 1).max() <= tasks.WEIGHTS_WITHIN
     )
+    generic = not over_steps
     if over_steps:
         cause = _(
             "Its attention weights sum to 1 over the target steps, not over the source tokens: "
@@ -120,7 +121,11 @@ def causal(case, answers):
             "and still cannot translate; run the decoder forward only (no Bidirectional, no "
             "go_backwards), and let nothing mix the target steps"
         )
-    return GateFailure.structural(_("{seen}. {cause}", seen=seen, cause=cause))
+    return GateFailure.structural(
+        _("{seen}. {cause}", seen=seen, cause=cause)
+        if generic
+        else _("{cause} ({seen})", seen=seen, cause=cause)
+    )
 
 
 def query_knows_the_step(case, answers):
@@ -245,6 +250,7 @@ RECORD = Exercise(
                 pass_at=PASS_AT,
                 truth=tasks.dates_answers,
                 source=N_("source date"),
+                epochs=3,
                 gates=(
                     Gate(
                         N_("causal: later decoder inputs leave earlier outputs unchanged"), causal

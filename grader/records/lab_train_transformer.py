@@ -124,6 +124,8 @@ def causal(case, answers):
         sequence=sequence,
     )
     where = tasks.self_attention_leak(answers.get("attention", []))
+    # What the weights single out leads; the mask, the usual cause, follows what was seen.
+    generic = where not in ("over queries", "after softmax", "elsewhere")
     if where == "over queries":
         cause = _(
             "Its attention weights sum to 1 over the queries (each column), not over the keys: "
@@ -150,7 +152,11 @@ def causal(case, answers):
             "data and still cannot generate; mask the attention causally (use_causal_mask=True, "
             "or a mask with zeros above the diagonal)"
         )
-    return GateFailure.structural(_("{seen}. {cause}", seen=seen, cause=cause))
+    return GateFailure.structural(
+        _("{seen}. {cause}", seen=seen, cause=cause)
+        if generic
+        else _("{cause} ({seen})", seen=seen, cause=cause)
+    )
 
 
 def uses_positions(case, answers):
@@ -280,6 +286,7 @@ RECORD = Exercise(
                 pass_at=PASS_AT,
                 truth=tasks.reversal_answers,
                 source=N_("source sequence"),
+                epochs=10,
                 gates=(
                     Gate(N_("causal: later tokens leave earlier outputs unchanged"), causal),
                     Gate(

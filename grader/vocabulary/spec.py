@@ -312,6 +312,9 @@ class Training:
     truth: Callable[[np.ndarray], np.ndarray] | None = None
     source: str = ""
     query: str = ""
+    # The epochs the lab's own model (the reference solution) trains for: a loss still falling
+    # after as many is a model that learns slower, not one trained too little.
+    epochs: int = 0
 
 
 @dataclass(frozen=True)
