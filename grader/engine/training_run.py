@@ -351,11 +351,11 @@ def _query_unread(part, case, got, truth) -> str:
         return ""
     query = tr(part.training.query)
     return _(
-        "Its answers stayed the same in {share:.0%} of the answers when the {query} of each "
-        "held-out example was swapped for another example's: the {query} does not reach the "
-        "answer. Either the model does not read it (another column or row of the inputs taken "
-        "for it, a constant), or what it is matched against holds nothing of it (the memories "
-        "leave out the token the {query} names)",
+        "The {query} does not reach the answer: the answers stayed the same in {share:.0%} of "
+        "the answers when the {query} of each held-out example was swapped for another "
+        "example's. Either the model does not read it (another column or row of the inputs "
+        "taken for it, a constant), or what it is matched against holds nothing of it (the "
+        "memories leave out the token the {query} names)",
         share=unchanged,
         query=query,
     )
@@ -482,11 +482,11 @@ def _still_falling(part, case, got, truth) -> str:
     trained = int(np.nansum(asked[:, 2])) if asked is not None else 0
     if part.training.epochs and trained >= part.training.epochs:
         return _(
-            "Its training loss was still falling when the training stopped ({before:.3g} → "
-            "{last:.3g} in the last of {epochs} epochs), but that many epochs train the lab's "
-            "own model: this one learns more slowly. With the lab's learning rate, something in "
-            "the model makes the task harder than it is (a nonlinearity or a scale missing from "
-            "the scores, an input a layer does not get): find it before training longer",
+            "This model learns more slowly than the lab's: {epochs} epochs train the lab's own "
+            "model, and its loss was still falling after them ({before:.3g} → {last:.3g} in the "
+            "last). With the lab's learning rate, something in the model makes the task harder "
+            "than it is (a nonlinearity or a scale missing from the scores, an input a layer does "
+            "not get): find it before training longer",
             before=float(run[-2]),
             last=float(run[-1]),
             epochs=len(run),
