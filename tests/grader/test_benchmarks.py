@@ -29,7 +29,7 @@ def test_grader_benchmark_quick_prints_its_table():
     assert "imports TensorFlow: False" in done.stdout
 
 
-@pytest.mark.slow
+@pytest.mark.long
 def test_attention_benchmark_quick_prints_its_tables():
     done = subprocess.run(
         [sys.executable, str(BENCHMARKS / "attention_bench.py"), "--quick"],

@@ -28,6 +28,7 @@ def run_checks(backend, **extra):
     assert f"{backend} backend: ok" in done.stdout
 
 
+@pytest.mark.long
 @pytest.mark.skipif(importlib.util.find_spec("jax") is None, reason="JAX is not installed")
 def test_multi_head_attention_on_jax_eager_and_jitted_and_float64_on_every_path(tmp_path):
     """And the float64 output on JAX of the layers built on Keras's own equal to TensorFlow's,
