@@ -478,9 +478,9 @@ def _still_falling(part, case, got, truth) -> str:
             last=float(run[-1]),
             epochs=len(run),
         )
-    asked = fits_asked(got.grads)
-    trained = int(np.nansum(asked[:, 2])) if asked is not None else 0
-    if part.training.epochs and trained >= part.training.epochs:
+    # The epochs that ran (an early stop ends them before those asked): as many as the lab's
+    # own model needs, and still falling, is a model that learns more slowly.
+    if part.training.epochs and len(run) >= part.training.epochs:
         return _(
             "This model learns more slowly than the lab's: {epochs} epochs train the lab's own "
             "model, and its loss was still falling after them ({before:.3g} → {last:.3g} in the "
@@ -489,7 +489,7 @@ def _still_falling(part, case, got, truth) -> str:
             "not get): find it before training longer",
             before=float(run[-2]),
             last=float(run[-1]),
-            epochs=len(run),
+            epochs=part.training.epochs,
         )
     return _(
         "Its training loss was still falling when the training stopped ({before:.3g} → "

@@ -541,3 +541,21 @@ def test_a_loss_still_falling_after_the_labs_own_epochs_points_at_the_model(epoc
         moved=1.0,
     )
     assert phrase in said, said
+
+
+def test_an_early_stop_before_the_labs_epochs_is_told_as_too_little_training():
+    """EarlyStopping that ends a 12-epoch fit after 3: the loss still falls; the epochs that
+    ran, not those asked, are compared with the lab's own."""
+    lab = "train-memn2n"
+    case = _case(lab)
+    truth = get_exercise(lab).part("train").training.answers(case)
+    given = len(case.inputs["inputs"])
+    said = _accuracy_line(
+        lab,
+        case,
+        _answers(lab, case, _partly(truth, 0.5)),
+        loss=[0.9, 0.441, 0.333],
+        fits=[[given, 64, 12, 1, 0, 1]],
+        moved=1.0,
+    )
+    assert said.startswith("Its training loss was still falling when the training stopped"), said
