@@ -268,7 +268,7 @@ def _pairs_apart(part, case, got, truth) -> str:
     )
 
 
-def weighed(grads: dict) -> bool:
+def _weighed(grads: dict) -> bool:
     """Whether a fit of the training weighed its loss with sample_weight."""
     asked = fits_asked(grads)
     return asked is not None and bool(np.any(asked[:, 4] == 1))
@@ -506,7 +506,7 @@ def _flat(part, case, got, truth) -> str:
     if run is None or len(run) < 2 or run[-1] < FLAT_AT * run[0]:
         return ""
     moved = weights_moved(got.grads)
-    if moved is not None and weighed(got.grads):
+    if moved is not None and _weighed(got.grads):
         return _(
             "Its weights moved in training (by {moved:.0%} of their size) but its loss barely "
             "did ({first:.3g} → {last:.3g} over {epochs} epochs), and its fit weighs the loss "

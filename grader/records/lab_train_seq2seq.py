@@ -105,8 +105,7 @@ def causal(case, answers):
     over_steps = (
         weights.shape == (len(held_out), TARGET, SOURCE)
         and np.all(np.isfinite(weights))
-        and np.abs(weights.sum(axis=-1) - 1).max() > tasks.WEIGHTS_WITHIN
-        and np.abs(weights.sum(axis=1) - 1).max() <= tasks.WEIGHTS_WITHIN
+        and tasks.normalised_over_queries(weights)
     )
     generic = not over_steps
     if over_steps:

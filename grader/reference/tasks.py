@@ -74,6 +74,15 @@ def causal_leak(outputs, changed_outputs, inputs, changed):
 WEIGHTS_WITHIN = 1e-3
 
 
+def normalised_over_queries(weights) -> bool:
+    """Whether attention weights (…, queries, keys) sum to 1 over the queries (each column) and
+    not over the keys (each row): a softmax over the wrong axis."""
+    rows, columns = weights.sum(axis=-1), weights.sum(axis=-2)
+    return bool(
+        np.abs(rows - 1).max() > WEIGHTS_WITHIN and np.abs(columns - 1).max() <= WEIGHTS_WITHIN
+    )
+
+
 def self_attention_leak(weights) -> str | None:
     """Where the self-attention weights (N, L, L) or (N, H, L, L) of a model whose outputs read
     later tokens say the leak is: "later keys" (weight on keys after the query), "over queries"
@@ -90,12 +99,11 @@ def self_attention_leak(weights) -> str | None:
         return None
     length = weights.shape[-1]
     later = np.triu(np.ones((length, length), bool), k=1)
-    rows, columns = weights.sum(axis=-1), weights.sum(axis=-2)
-    if np.abs(rows - 1).max() > WEIGHTS_WITHIN and np.abs(columns - 1).max() <= WEIGHTS_WITHIN:
+    if normalised_over_queries(weights):
         return "over queries"
     if np.abs(weights[..., later]).max() > WEIGHTS_WITHIN:
         return "later keys"
-    if np.abs(rows - 1).max() > WEIGHTS_WITHIN:
+    if np.abs(weights.sum(axis=-1) - 1).max() > WEIGHTS_WITHIN:
         return "after softmax"
     return "elsewhere"
 

@@ -445,7 +445,8 @@ def _fitting(keras, losses: list, fits: list | None = None, given: tuple | None 
     def fit(self, *args, **kwargs):
         _build_optimizer(self)
         if fits is not None:
-            fits.append(_fit_asked(args, kwargs) + _fit_data(self, args, kwargs, given, rows))
+            named = dict(zip(_FIT_ARGUMENTS, args, strict=False)) | kwargs
+            fits.append(_fit_asked(named) + _fit_data(self, named, given, rows))
         history = original(self, *args, **kwargs)
         try:
             losses.extend(float(value) for value in history.history.get("loss", []))
@@ -460,37 +461,21 @@ def _fitting(keras, losses: list, fits: list | None = None, given: tuple | None 
         keras.Model.fit = original
 
 
-def _fit_asked(args: tuple, kwargs: dict) -> list[float]:
-    """(examples it trains on, batch size, epochs) of a call of Keras's `fit`, from its
-    arguments as Keras reads them (the training share of `validation_split` is the first rows);
-    NaN for what they do not say (a dataset, a generator)."""
-    unknown = float("nan")
-    try:
-        names = ("x", "y", "batch_size", "epochs")
-        given = dict(zip(names, args, strict=False)) | kwargs
-        rows = unknown
-        first = given.get("x")
-        while isinstance(first, list | tuple) and first:
-            first = first[0]
-        if isinstance(first, dict) and first:
-            first = next(iter(first.values()))
-        shape = getattr(first, "shape", None)
-        if shape is not None and len(shape) and shape[0] is not None:
-            rows = float(int(shape[0]))
-            split = float(given.get("validation_split") or 0.0)
-            if given.get("validation_data") is None and 0.0 < split < 1.0:
-                rows = float(int(rows * (1.0 - split)))
-        batch = given.get("batch_size")
-        if batch is None and rows == rows:  # arrays: Keras's default batch
-            batch = 32
-        epochs = float(int(given.get("epochs", 1))) - float(int(given.get("initial_epoch", 0)))
-        return [rows, float(batch) if batch is not None else unknown, epochs]
-    except Exception:  # noqa: BLE001 - arguments of another kind: nothing to read
-        return [unknown, unknown, unknown]
-
-
-# How many of a fit's examples are looked up among the inputs train_model was given.
-PAIRS_LOOKED_AT = 1000
+# Keras's `fit`, its arguments in their positional order.
+_FIT_ARGUMENTS = (
+    "x",
+    "y",
+    "batch_size",
+    "epochs",
+    "verbose",
+    "callbacks",
+    "validation_split",
+    "validation_data",
+    "shuffle",
+    "class_weight",
+    "sample_weight",
+    "initial_epoch",
+)
 
 
 def _first_array(value):
@@ -501,10 +486,36 @@ def _first_array(value):
     return value
 
 
-def _fit_data(model, args: tuple, kwargs: dict, given: tuple | None, rows: dict) -> list[float]:
+def _fit_asked(named: dict) -> list[float]:
+    """(examples it trains on, batch size, epochs) of a call of Keras's `fit`, from its
+    arguments by name as Keras reads them (the training share of `validation_split` is the
+    first rows); NaN for what they do not say (a dataset, a generator)."""
+    unknown = float("nan")
+    try:
+        rows = unknown
+        shape = getattr(_first_array(named.get("x")), "shape", None)
+        if shape is not None and len(shape) and shape[0] is not None:
+            rows = float(int(shape[0]))
+            split = float(named.get("validation_split") or 0.0)
+            if named.get("validation_data") is None and 0.0 < split < 1.0:
+                rows = float(int(rows * (1.0 - split)))
+        batch = named.get("batch_size")
+        if batch is None and rows == rows:  # arrays: Keras's default batch
+            batch = 32
+        epochs = float(int(named.get("epochs", 1))) - float(int(named.get("initial_epoch", 0)))
+        return [rows, float(batch) if batch is not None else unknown, epochs]
+    except Exception:  # noqa: BLE001 - arguments of another kind: nothing to read
+        return [unknown, unknown, unknown]
+
+
+# How many of a fit's examples are looked up among the inputs train_model was given.
+PAIRS_LOOKED_AT = 1000
+
+
+def _fit_data(model, named: dict, given: tuple | None, rows: dict) -> list[float]:
     """(whether the fitted model holds a weight of the model train_model was given, whether the
     loss is weighed with sample_weight, the share of the examples looked at whose target is the
-    one given for that input) of a call of `fit`; NaN where not known."""
+    one given for that input) of a call of `fit`, its arguments by name; NaN where not known."""
     unknown = float("nan")
     if given is None:
         return [unknown, unknown, unknown]
@@ -515,9 +526,8 @@ def _fit_data(model, args: tuple, kwargs: dict, given: tuple | None, rows: dict)
         shares = float(bool(mine & theirs)) if mine else unknown
     except Exception:  # noqa: BLE001
         shares = unknown
-    named = dict(zip(("x", "y"), args, strict=False)) | kwargs
-    weighed = named.get("sample_weight", args[10] if len(args) > 10 else None)
-    return [shares, float(weighed is not None), _pairs_kept(named, inputs, targets, rows)]
+    weighed = named.get("sample_weight") is not None
+    return [shares, float(weighed), _pairs_kept(named, inputs, targets, rows)]
 
 
 def _pairs_kept(named: dict, inputs, targets, rows: dict) -> float:
@@ -525,25 +535,25 @@ def _pairs_kept(named: dict, inputs, targets, rows: dict) -> float:
     inputs train_model was given and whose target is the one given with it; NaN where its
     inputs are not among them (changed, a dataset) or its targets not of their shape."""
     try:
-        x, y = _first_array(named.get("x")), _first_array(named.get("y"))
-        x, y = _asarray(x), _asarray(y)
+        x, y = _asarray(_first_array(named.get("x"))), _asarray(_first_array(named.get("y")))
         if len(x) != len(y) or not len(x):
             return float("nan")
         wanted = _asarray(targets).reshape(len(targets), -1)
         y = y.reshape(len(y), -1)
         if y.shape[1] != wanted.shape[1]:
             return float("nan")
+        given_inputs = _asarray(inputs)
         if not rows:
-            given_inputs = _asarray(inputs)
             rows.update((row.tobytes(), index) for index, row in enumerate(given_inputs))
+        looked_at = min(len(x), PAIRS_LOOKED_AT)
         found = kept = 0
-        for example in range(min(len(x), PAIRS_LOOKED_AT)):
-            index = rows.get(x[example].astype(_asarray(inputs).dtype).tobytes())
+        for example, row in enumerate(x[:looked_at].astype(given_inputs.dtype)):
+            index = rows.get(row.tobytes())
             if index is None:
                 continue
             found += 1
             kept += bool(np.array_equal(y[example].astype(float), wanted[index].astype(float)))
-        if found < min(len(x), PAIRS_LOOKED_AT) // 2:
+        if found < looked_at // 2:
             return float("nan")
         return kept / found
     except Exception:  # noqa: BLE001 - inputs of another kind: nothing to read
