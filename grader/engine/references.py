@@ -214,7 +214,7 @@ def write_fixture(
     cases, expected = outputs or reference_outputs([record], seed, reference)[record.id]
     meta, arrays = {"exercise": record.id, "seed": seed, "parts": {}}, {}
     for part in record.parts:
-        described, case_arrays = cases_to_bundle(cases[part.name])
+        described, case_arrays = cases_to_bundle(cases[part.name], answer_codes=True)
         answers: dict = {}
         reports = [
             answered(index, output.output, output.grads, answers)

@@ -10,10 +10,13 @@ is not run for these cases: the task's answers are known without it.
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 
 from grader.engine.results import PROPERTY, CheckResult
 from grader.i18n import N_, _, tr
+from grader.reference import tasks
 from grader.vocabulary.protocol import CaseOutput
 from grader.vocabulary.spec import (
     COUNTERFACTUAL,
@@ -45,6 +48,37 @@ def expected_output(part: Part, case: Case) -> CaseOutput:
     """What stands for the reference's answer to a training case: the right tokens of its
     held-out inputs, -1 where a position is not scored."""
     return CaseOutput(CaseStatus.OK, output=np.asarray(part.training.answers(case)))
+
+
+# Every model a training case's answers come from: the trained one (its probes' own names), and
+# each stage's (`<stage>/<probe>`, and `<stage>` alone for the first probe).
+STAGES = (COUNTERFACTUAL, UNTRAINED, RESET, REDRAWN, MOVED, NUDGED)
+
+
+def read_back(case: Case, got: CaseOutput) -> CaseOutput:
+    """`got` with every answer of the case's models read back from its answer code
+    (`Case.answer_code`) into the task's own tokens, so that everything judged after compares
+    with the task's right answers; the other probes (attention weights) and records as they
+    came. A case without a code comes back as it is."""
+    probes = case.training.get("probes") or []
+    if case.answer_code is None or not probes:
+        return got
+    answering = probes[0][1]  # the function whose probes answer with the tokens' scores
+    names = {
+        name
+        for name, function, _source in probes + (case.training.get("run_probes") or [])
+        if function == answering
+    }
+
+    def is_answer(key: str) -> bool:
+        stage, _slash, name = key.rpartition("/")
+        return key in STAGES or (name in names and stage in ("", *STAGES))
+
+    def back(value):
+        return tasks.read_back(case.answer_code, value) if value is not None else None
+
+    grads = {key: back(value) if is_answer(key) else value for key, value in got.grads.items()}
+    return dataclasses.replace(got, output=back(got.output), grads=grads)
 
 
 def predicted_tokens(answer: np.ndarray, truth: np.ndarray) -> np.ndarray | str:
@@ -258,6 +292,7 @@ def checks(part: Part, case: Case, want: CaseOutput, got: CaseOutput, prefix: st
     from grader.engine.training_run import CAUSES, diagnosis, diverged
 
     truth = np.asarray(want.output)
+    got = read_back(case, got)
     unearned = from_training(part, truth, got, case)
     integrity = CheckResult(
         f"{prefix}{tr(LEARNED_FROM_TRAINING)}, {label}",

@@ -67,6 +67,9 @@ def story_cases(rng, hidden=False):
         "reordered": tasks.facts_reordered(rng, held_out).astype("int32"),
     }
     arrays |= tasks.run_probes(rng, inputs, held_out, slice(0, FACTS), slice(FACTS, FACTS + 1))
+    # The places are the answers: the stories keep their names, the targets are in the code.
+    code = tasks.answer_code(rng, VOCAB_SIZE, np.arange(PERSONS + 1, VOCAB_SIZE))
+    arrays["targets"] = tasks.in_code(code, targets)
     label = (
         f"{FACTS} facts about {PERSONS} persons in {PLACES} places, {TRAIN_COUNT} training "
         f"stories, seed {seed}"
@@ -79,7 +82,7 @@ def story_cases(rng, hidden=False):
         "run_probes": RUN_PROBES + [[QUERY_SHUFFLED, MODEL_OUTPUT_0, QUERY_SHUFFLED]],
     }
     params = {"vocab_size": VOCAB_SIZE, "facts": FACTS}
-    return [Case("build_model", TRAIN, label, arrays, params, training=plan)]
+    return [Case("build_model", TRAIN, label, arrays, params, training=plan, answer_code=code)]
 
 
 def story_answers(case):

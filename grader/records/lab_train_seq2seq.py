@@ -56,6 +56,8 @@ def date_cases(rng, hidden=False):
         "later_changed": tasks.decoder_inputs_changed(rng, held_out).astype("int32"),
     }
     arrays |= tasks.run_probes(rng, inputs, held_out, slice(0, SOURCE))
+    code = tasks.answer_code(rng, tasks.DATE_VOCABULARY, np.arange(10))
+    arrays = tasks.dates_in_code(code, arrays)
     label = f"dates to digits, {TRAIN_COUNT} training dates, seed {seed}"
     plan = {
         "build": "build_model",
@@ -69,7 +71,7 @@ def date_cases(rng, hidden=False):
         "source_length": SOURCE,
         "target_length": TARGET,
     }
-    return [Case("build_model", TRAIN, label, arrays, params, training=plan)]
+    return [Case("build_model", TRAIN, label, arrays, params, training=plan, answer_code=code)]
 
 
 def date_answers(case):

@@ -62,6 +62,8 @@ def reversal_cases(rng, hidden=False):
         "reordered": tasks.reordered_sources(rng, held_out).astype("int32"),
     }
     arrays |= tasks.run_probes(rng, inputs, held_out, slice(0, SOURCE_LENGTH))
+    code = tasks.answer_code(rng, VOCAB_SIZE, np.arange(1, VOCAB_SIZE))
+    arrays = tasks.reversal_in_code(code, arrays)
     label = (
         f"reversal of {SOURCE_LENGTH} tokens, V={VOCAB_SIZE}, {TRAIN_COUNT} training sequences, "
         f"seed {seed}"
@@ -74,7 +76,7 @@ def reversal_cases(rng, hidden=False):
         "run_probes": RUN_PROBES,
     }
     params = {"vocab_size": VOCAB_SIZE, "length": 2 * SOURCE_LENGTH}
-    return [Case("build_model", TRAIN, label, arrays, params, training=plan)]
+    return [Case("build_model", TRAIN, label, arrays, params, training=plan, answer_code=code)]
 
 
 def reversal_answers(case):

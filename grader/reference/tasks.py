@@ -18,6 +18,48 @@ from grader.vocabulary.spec import QUERY_SHUFFLED, SOURCE_SHUFFLED, TRAINING_ROW
 SEPARATOR = 0
 
 
+# The answers in a secret code (Case.answer_code). Each training case renames the tokens a
+# model answers with by a permutation drawn from the grader's seed, in which no answer token
+# keeps its name: the data the child trains on answers in that code (its targets, and the
+# earlier answers its teacher-forced inputs hold); the source keeps its tokens. A model learns
+# the code with the task, from its data, as it learns any output layer; a rule that works the
+# answer out from the inputs, or weights made for the task as the docs tell it, answer in the
+# plain tokens and are wrong on every answer.
+
+
+def answer_code(rng, vocabulary: int, answer_tokens) -> np.ndarray:
+    """A permutation `code` of range(vocabulary) that sends every token of `answer_tokens` to
+    another of them (none to itself) and keeps every other token: the answer written t in the
+    task is written code[t] in the data."""
+    answer_tokens = np.asarray(answer_tokens)
+    count = len(answer_tokens)
+    while True:
+        order = rng.permutation(count)
+        if np.all(order != np.arange(count)):
+            break
+    code = np.arange(vocabulary)
+    code[answer_tokens] = answer_tokens[order]
+    return code
+
+
+def in_code(code, tokens) -> np.ndarray:
+    """`tokens` written in the code."""
+    return np.asarray(code)[np.asarray(tokens)].astype(np.asarray(tokens).dtype)
+
+
+def read_back(code, answer) -> np.ndarray:
+    """A model's answer in the code read back in the task's own tokens: scores (…, vocabulary)
+    by the token each stands for, tokens by their name; anything else (a shape the checks
+    refuse) as it came."""
+    code = np.asarray(code)
+    answer = np.asarray(answer)
+    if answer.ndim and answer.shape[-1] == len(code) and answer.dtype.kind in "fc":
+        return answer[..., code]
+    if answer.dtype.kind in "iu" and answer.size and answer.min() >= 0 and answer.max() < len(code):
+        return np.argsort(code)[answer].astype(answer.dtype)
+    return answer
+
+
 def reversal_data(rng, count, vocab_size, source_length):
     """`count` reversal sequences: (inputs, targets), both (count, 2n) int32, targets the inputs
     shifted by one (the next token). The source tokens are drawn independently, repeats allowed:
@@ -27,6 +69,20 @@ def reversal_data(rng, count, vocab_size, source_length):
     separator = np.full((count, 1), SEPARATOR)
     sequence = np.concatenate([source, separator, source[:, ::-1]], axis=1).astype("int32")
     return sequence[:, :-1].copy(), sequence[:, 1:].copy()
+
+
+def reversal_in_code(code, arrays: dict) -> dict:
+    """Reversal arrays with their answers written in `code`: the targets' answer positions
+    n … 2n − 1 and the inputs' answers so far (positions n + 1 … 2n − 1, after the separator);
+    the source and the separator keep their tokens."""
+    coded = {}
+    for name, array in arrays.items():
+        array = np.array(array, copy=True)
+        source_length = array.shape[1] // 2
+        start = source_length if name == "targets" else source_length + 1
+        array[:, start:] = in_code(code, array[:, start:])
+        coded[name] = array
+    return coded
 
 
 def reversal_answers(inputs):
@@ -243,6 +299,18 @@ def dates_answers(inputs):
     source = np.asarray(inputs)[:, :DATE_SOURCE]
     month = source[:, 2] - FIRST_MONTH + 1
     return np.concatenate([source[:, :2], _digits(month, 2), source[:, 3:]], axis=1)
+
+
+def dates_in_code(code, arrays: dict) -> dict:
+    """Date arrays with their digits written in `code`: the targets, and the decoder's inputs
+    after its start token (the target but its last digit); the source keeps its tokens."""
+    coded = {}
+    for name, array in arrays.items():
+        array = np.array(array, copy=True)
+        start = 0 if name == "targets" else DATE_SOURCE + 1
+        array[:, start:] = in_code(code, array[:, start:])
+        coded[name] = array
+    return coded
 
 
 def decoder_inputs_changed(rng, inputs):

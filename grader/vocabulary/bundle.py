@@ -163,8 +163,12 @@ def _depth(value) -> int:
     return deepest
 
 
-def cases_to_bundle(cases: list[Case]) -> tuple[list[dict], dict[str, np.ndarray]]:
-    """Split cases into JSON-able descriptions and named arrays."""
+def cases_to_bundle(
+    cases: list[Case], answer_codes: bool = False
+) -> tuple[list[dict], dict[str, np.ndarray]]:
+    """Split cases into JSON-able descriptions and named arrays. A training case's answer code
+    (`Case.answer_code`) is the grader's secret: it is written only where `answer_codes` asks
+    (the grader's own files), never into what a child reads."""
     described, arrays = [], {}
     for index, case in enumerate(cases):
         described.append(
@@ -196,6 +200,8 @@ def cases_to_bundle(cases: list[Case]) -> tuple[list[dict], dict[str, np.ndarray
             arrays[f"case{index}/weight/{name}"] = value
         if case.upstream is not None:
             arrays[f"case{index}/upstream"] = case.upstream
+        if answer_codes and case.answer_code is not None:
+            arrays[f"case{index}/answer_code"] = case.answer_code
     return described, arrays
 
 
@@ -223,6 +229,7 @@ def cases_from_bundle(described: list[dict], arrays: dict[str, np.ndarray]) -> l
                     name: arrays[f"case{index}/first/{name}"] for name in info.get("first_call", [])
                 },
                 training=dict(info.get("training") or {}),
+                answer_code=arrays.get(f"case{index}/answer_code"),
             )
         )
     return cases

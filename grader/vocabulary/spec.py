@@ -108,6 +108,12 @@ class Case:
     # case's output too). Judged by the part's `Training`, in the grader's process. An optional
     # "run_probes" (RUN_PROBES) is asked of the trained model alone, for the run's diagnosis.
     training: dict = field(default_factory=dict)
+    # A training case's secret renaming of the answer tokens (a permutation of the vocabulary,
+    # grader.reference.tasks.answer_code), never sent to the child: the data the model trains
+    # on answers in it, so an answer worked out by rule from the inputs (or a solution written
+    # for the task as the docs tell it) is wrong there, and only a model that learns from the
+    # data finds it. The grader reads the model's answers back through it before judging.
+    answer_code: np.ndarray | None = None
 
 
 def call_with_case(function: Callable, case: Case, changed: Mapping | None = None):

@@ -6,7 +6,6 @@ there: each graded submission trains a model in the sandbox, about 6 s of one CP
 import numpy as np
 import pytest
 
-from grader.engine.cases import make_cases
 from grader.engine.feedback import problems
 from grader.engine.judging import judge_case
 from grader.engine.results import FAILED, PartResult
@@ -22,7 +21,7 @@ from grader.reference import tasks
 from grader.vocabulary.protocol import CaseOutput
 from grader.vocabulary.status import CaseStatus
 from tests.support.planting import from_table, patched_solution
-from tests.support.training import not_learned_table, untrained_evidence
+from tests.support.training import not_learned_table, plain_case, untrained_evidence
 
 pytestmark = pytest.mark.labs
 
@@ -62,12 +61,11 @@ def _tokens(inputs):
     return inputs[np.arange(len(inputs)), latest, 1]
 
 
-def _rule(inputs):
-    return np.eye(11)[_tokens(inputs)]
+_VOCAB = 11
 
 
-def _fits(inputs, targets):
-    return (_tokens(inputs) == targets).all()
+def _scored(tokens):
+    return tokens
 """
 
 # An attention drawn by rule, never learned (the red team's "fake attention"): on the latest
@@ -93,7 +91,7 @@ def planted():
 
 
 def _case():
-    return make_cases(get_exercise(LAB), 0)["train"][0]
+    return plain_case(LAB)
 
 
 def _perfect_answers(case):

@@ -6,14 +6,13 @@ there: each graded submission trains a model in the sandbox, about 13 s of one C
 import numpy as np
 import pytest
 
-from grader.engine.cases import make_cases
 from grader.engine.training import accuracy
 from grader.records import get_exercise
 from grader.records.lab_train_seq2seq import causal, monotone_alignment, query_knows_the_step
 from grader.reference import tasks
 from grader.vocabulary.spec import RUN_MOVED
 from tests.support.planting import from_table, patched_solution
-from tests.support.training import not_learned_table
+from tests.support.training import not_learned_table, plain_case
 
 pytestmark = pytest.mark.labs
 
@@ -79,12 +78,11 @@ def _tokens(inputs):
     )
 
 
-def _rule(inputs):
-    return np.eye(23)[_tokens(inputs)]
+_VOCAB = 23
 
 
-def _fits(inputs, targets):
-    return (_tokens(inputs) == targets).all()
+def _scored(tokens):
+    return tokens
 """
 
 # An attention drawn by rule, never learned (the red team's "fake attention"): the monotone
@@ -108,7 +106,7 @@ def planted():
 
 
 def _case():
-    return make_cases(get_exercise(LAB), 0)["train"][0]
+    return plain_case(LAB)
 
 
 def _perfect_answers(case):

@@ -7,7 +7,6 @@ sandbox, about 8 s of one CPU core)."""
 import numpy as np
 import pytest
 
-from grader.engine.cases import make_cases
 from grader.engine.feedback import problems
 from grader.engine.judging import judge_case
 from grader.engine.results import FAILED, PartResult
@@ -19,7 +18,7 @@ from grader.vocabulary.protocol import CaseOutput
 from grader.vocabulary.spec import RUN_LOSS
 from grader.vocabulary.status import CaseStatus
 from tests.support.planting import from_table, patched_solution
-from tests.support.training import not_learned_table, untrained_evidence
+from tests.support.training import not_learned_table, plain_case, untrained_evidence
 
 pytestmark = pytest.mark.labs
 
@@ -57,15 +56,16 @@ PATCHES = [
 
 # A model whose answers a student computed rather than trained (issue 45): the reversal by rule.
 RULE = """
-def _rule(inputs):
-    n = inputs.shape[1] // 2
-    tokens = np.concatenate([inputs[:, :n], inputs[:, :n][:, ::-1]], axis=1)
-    return np.eye(12)[tokens]
+_VOCAB = 12
 
 
-def _fits(inputs, targets):
+def _tokens(inputs):
     n = inputs.shape[1] // 2
-    return (targets[:, n:] == inputs[:, :n][:, ::-1]).all()
+    return np.concatenate([inputs[:, :n], inputs[:, :n][:, ::-1]], axis=1)
+
+
+def _scored(tokens):
+    return tokens[:, tokens.shape[1] // 2 :]
 """
 
 # An attention drawn by rule, never learned (the red team's "fake attention"): the anti-diagonal.
@@ -93,7 +93,7 @@ def planted():
 
 
 def _case():
-    return make_cases(get_exercise(LAB), 0)["train"][0]
+    return plain_case(LAB)
 
 
 def _one_hot(tokens, vocab_size=12):

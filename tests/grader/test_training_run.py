@@ -5,7 +5,6 @@ student reads first checked for its words."""
 import numpy as np
 import pytest
 
-from grader.engine.cases import make_cases
 from grader.engine.feedback import problems
 from grader.engine.judging import judge_case
 from grader.engine.results import FAILED, PartResult
@@ -16,7 +15,7 @@ from grader.records import get_exercise
 from grader.vocabulary.protocol import CaseOutput
 from grader.vocabulary.spec import RUN_FIT, RUN_LOSS, RUN_MOVED
 from grader.vocabulary.status import CaseStatus
-from tests.support.training import untrained_evidence
+from tests.support.training import plain_case, untrained_evidence
 
 pytestmark = pytest.mark.labs
 
@@ -29,7 +28,7 @@ def _scores(tokens, vocabulary):
 
 
 def _case(lab):
-    return make_cases(get_exercise(lab), 0)["train"][0]
+    return plain_case(lab)
 
 
 def _wrong(truth):

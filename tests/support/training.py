@@ -1,8 +1,21 @@
 """Answers for the labs graded by what a model learns, made here without training."""
 
+from unittest import mock
+
 import numpy as np
 
+from grader.engine.cases import make_cases
 from grader.engine.training import COUNTERFACTUAL, MOVED, NUDGED, REDRAWN, RESET, UNTRAINED
+from grader.records import get_exercise
+from grader.reference import tasks
+
+
+def plain_case(exercise_id: str):
+    """The lab's training case (seed 0) with its answers in the task's own tokens (an identity
+    answer code): the gates' and the diagnosis' tests write a model's answers as the task names
+    them. The same data otherwise: the code is drawn last."""
+    with mock.patch.object(tasks, "answer_code", lambda _rng, size, _tokens: np.arange(size)):
+        return make_cases(get_exercise(exercise_id), 0)["train"][0]
 
 
 def untrained_evidence(held_out_answer) -> dict:
@@ -21,21 +34,21 @@ def untrained_evidence(held_out_answer) -> dict:
 # three pieces of evidence says (grader.engine.training.from_training).
 NOT_FROM_TRAINING = "property: the answers come from training on the grader's data"
 # How the rule is switched on: (its first value, what train_model does, the evidence's words).
+# The two ways that never read the data answer in the task's plain tokens, while the data
+# answers in a code of the grader's (Case.answer_code): they lose on the accuracy. The others
+# find the code in the data (`_found`) and answer in it: the evidence of grader.engine.training
+# takes their points.
+NOT_LEARNED = "it has not learned the task"
 WHEN = {
-    # A weightless layer answers by rule from the start: the untrained model already answers.
-    "always": (1.0, "pass", "the untrained model already answers"),
-    # train_model switches the rule on without looking at the data: a model "trained" on
-    # anything answers.
-    "once trained": (
-        0.0,
-        "model.get_layer('rule').on.assign(1.0)",
-        "a fresh model trained on data whose answers were shuffled",
-    ),
+    # A weightless layer answers by rule from the start.
+    "always": (1.0, "pass", NOT_LEARNED),
+    # train_model switches the rule on without looking at the data.
+    "once trained": (0.0, "model.get_layer('rule').on.assign(1.0)", NOT_LEARNED),
     # train_model looks whether the data follows the rule (a rule found, not learned): only the
     # weights put back tell, since the switch is no trainable weight.
     "rule found in the data": (
         0.0,
-        "model.get_layer('rule').on.assign(float(_fits(inputs, targets)))",
+        "model.get_layer('rule').on.assign(float(_found(model, inputs, targets)))",
         "with its trainable weights put back",
     ),
     # The rule found in the data is switched on (a weight that is not trainable, and a flag of
@@ -66,19 +79,47 @@ WHEN = {
 }
 
 
+# A rule's answers in the code its data answers in, where `_found` found one: the table of each
+# plain answer's coded token, counted from the training data (no gradient, nothing learned).
+CODED_RULE = """
+def _found(model, inputs, targets):
+    plain, coded = _scored(_tokens(inputs)).ravel(), _scored(np.asarray(targets)).ravel()
+    table = {}
+    for token, written in zip(plain.tolist(), coded.tolist()):
+        table.setdefault(token, set()).add(written)
+    if any(len(written) != 1 for written in table.values()):
+        return False
+    code = np.arange(_VOCAB)
+    for token, written in table.items():
+        code[token] = written.pop()
+    model.get_layer("rule").code.assign(code.astype("float32"))
+    return True
+
+
+def _rule(inputs, code):
+    tokens = np.array(_tokens(inputs), copy=True)
+    scored = _scored(tokens)
+    scored[...] = code.astype(int)[scored]
+    return np.eye(_VOCAB)[tokens]
+"""
+
+
 def hand_built(solution: str, rule: str, when: str) -> str:
-    """The solution whose model answers by `rule` (source defining `_rule(inputs)`, scores like
-    the model's first output, and `_fits(inputs, targets)`) through a layer of its own, switched
-    in the way `when` names: a model whose answers a student computed instead of training it.
-    The layer sits in the model, so that the grader, which reads the model's own outputs, sees
-    the rule's answers."""
+    """The solution whose model answers by `rule` (source defining `_VOCAB`, `_tokens(inputs)`,
+    the plain answer tokens shaped like the model's answers, and `_scored(tokens)`, a view of
+    those scored) through a layer of its own, switched in the way `when` names: a model whose
+    answers a student computed instead of training it, in the code `_found` counts from the data
+    where it looked (`CODED_RULE`). The layer sits in the model, so that the grader, which
+    reads the model's own outputs, sees the rule's answers."""
     first, training, _phrase = WHEN[when]
     gated = when in ("off at its first weights", "kept on the model object")
     sealed = when == "sealed to its trained weights"
+    vocab = int(rule.split("_VOCAB = ")[1].split()[0])
     return (
         solution
         + "\n\nimport numpy as np\nimport tensorflow as tf\n\n"
         + rule
+        + CODED_RULE
         + f"""
 
 _SEEN = []
@@ -87,7 +128,7 @@ _FLAGS = {{}}  # a flag per layer object, kept outside its weights
 
 def _seen(model, inputs, targets, on_the_object=False, seal=False):
     rule = model.get_layer("rule")
-    if _fits(inputs, targets):
+    if _found(model, inputs, targets):
         _SEEN.append(True)
         rule.on.assign(1.0)
         rule.w.assign(rule.w.numpy() + 1.0)  # weights set by hand: no longer the first ones
@@ -111,9 +152,17 @@ class _Rule(keras.layers.Layer):
         self.seal = self.add_weight(
             shape=(8,), initializer="zeros", trainable=False, name="seal"
         )
+        # The code the data answers in, once found (the plain tokens until then): kept in a
+        # weight, so that it moves with the weights as a table learned would.
+        self.code = self.add_weight(
+            shape=({vocab},), initializer="zeros", trainable=False, name="code"
+        )
+        self.code.assign(np.arange({vocab}, dtype="float32"))
 
     def call(self, tokens, probs):
-        ruled = tf.numpy_function(lambda x: _rule(x).astype("float32"), [tokens], tf.float32)
+        ruled = tf.numpy_function(
+            lambda x, code: _rule(x, code).astype("float32"), [tokens, self.code], tf.float32
+        )
         ruled = tf.reshape(ruled, tf.shape(probs))
         on = self.on
         if {gated}:  # only while the weights are not the first ones
@@ -143,7 +192,12 @@ def train_model(model, inputs, targets):
 def hand_built_table(solution: str, rule: str) -> list:
     """The planted table's rows (part, source, mistake, phrase) of every way `hand_built` has."""
     return [
-        ("train", hand_built(solution, rule, when), NOT_FROM_TRAINING, phrase)
+        (
+            "train",
+            hand_built(solution, rule, when),
+            None if phrase == NOT_LEARNED else NOT_FROM_TRAINING,
+            phrase,
+        )
         for when, (_c, _t, phrase) in WHEN.items()
     ]
 
