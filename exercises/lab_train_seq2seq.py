@@ -13,6 +13,13 @@ At step t the decoder's state s_t (after reading its inputs up to t) scores ever
 h_j with Bahdanau's additive score e_tj = vᵀ tanh(W s_t + U h_j), attends a_tj = softmax_j(e_tj),
 and predicts the digit from s_t and the context Σ_j a_tj h_j.
 
+The digits the decoder writes are in a code: each grading renames the digits 0 … 9 of the
+targets (and of the decoder's inputs, which hold them) by a permutation σ drawn from its seed,
+which no digit escapes and your code never sees; the source keeps its tokens. A model that
+learns finds σ with the task, as its output layer learns any mapping; a rule that rewrites the
+date itself answers in the plain digits and is wrong. Train on the targets as they are given;
+to try your model, make data of your own in plain digits.
+
 The grader makes the data from a seed it keeps, calls `build_model` and then `train_model` in
 the sandbox, and asks the trained model itself (its two outputs, which `predict` and
 `attention_weights` below read) about held-out dates it made. It also asks the model

@@ -14,6 +14,13 @@ A memory network embeds each fact as a memory m_i (and an output c_i), the quest
 attends p_i = softmax_i(u · m_i) and answers from o + u with o = Σ_i p_i c_i. Which fact is the
 latest about a person depends on the order of the facts: the memories need a temporal encoding.
 
+The answers are in a code: each grading renames the places by a permutation σ drawn from its
+seed, which no place escapes and your code never sees, so a story's target is σ(place); the
+stories keep their tokens. A model that learns finds σ with the task, as its output layer
+learns any mapping; a rule that reads the place out of the story answers in the plain tokens
+and is wrong. Train on the targets as they are given; to try your model, make data of your own
+in plain tokens.
+
 The grader makes the data from a seed it keeps, calls `build_model` and then `train_model` in
 the sandbox, and asks the trained model itself (its two outputs, which `predict` and
 `attention_weights` below read) about held-out stories it made. It also asks the model

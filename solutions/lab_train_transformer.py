@@ -11,6 +11,13 @@ position, the next token (teacher forcing). Only the answer positions p = n … 
 predicted: the answer at p is the source token at position 2n − 1 − p. Your model must be a
 decoder: its output at position p may depend on tokens 0 … p only (a causal mask).
 
+The answers are in a code: each grading renames the answer tokens 1 … V − 1 by a permutation σ
+drawn from its seed, which no token escapes and your code never sees, so the data answers
+σ(x_{n−1}) … σ(x_0) (the answers so far in the inputs too); the source and the separator keep
+their tokens. A model that learns finds σ with the task, as its output layer learns any
+mapping; a rule that reverses the tokens itself answers in the plain tokens and is wrong. Train
+on the targets as they are given; to try your model, make data of your own in plain tokens.
+
 The grader makes the data from a seed it keeps, calls `build_model` and then `train_model` in
 the sandbox, and asks the trained model itself (its two outputs, which `predict` and
 `attention_weights` below read) about held-out sequences it made. It also asks the model

@@ -16,7 +16,6 @@ import numpy as np
 
 from grader.engine.results import PROPERTY, CheckResult
 from grader.i18n import N_, _, tr
-from grader.reference import tasks
 from grader.vocabulary.protocol import CaseOutput
 from grader.vocabulary.spec import (
     COUNTERFACTUAL,
@@ -75,10 +74,23 @@ def read_back(case: Case, got: CaseOutput) -> CaseOutput:
         return key in STAGES or (name in names and stage in ("", *STAGES))
 
     def back(value):
-        return tasks.read_back(case.answer_code, value) if value is not None else None
+        return _in_plain_tokens(case.answer_code, value) if value is not None else None
 
     grads = {key: back(value) if is_answer(key) else value for key, value in got.grads.items()}
     return dataclasses.replace(got, output=back(got.output), grads=grads)
+
+
+def _in_plain_tokens(code, answer) -> np.ndarray:
+    """A model's answer in the code read back in the task's own tokens: scores (…, vocabulary)
+    by the token each stands for, tokens by their name; anything else (a shape the checks
+    refuse) as it came."""
+    code = np.asarray(code)
+    answer = np.asarray(answer)
+    if answer.ndim and answer.shape[-1] == len(code) and answer.dtype.kind in "fc":
+        return answer[..., code]
+    if answer.dtype.kind in "iu" and answer.size and answer.min() >= 0 and answer.max() < len(code):
+        return np.argsort(code)[answer].astype(answer.dtype)
+    return answer
 
 
 def predicted_tokens(answer: np.ndarray, truth: np.ndarray) -> np.ndarray | str:

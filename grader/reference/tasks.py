@@ -47,19 +47,6 @@ def in_code(code, tokens) -> np.ndarray:
     return np.asarray(code)[np.asarray(tokens)].astype(np.asarray(tokens).dtype)
 
 
-def read_back(code, answer) -> np.ndarray:
-    """A model's answer in the code read back in the task's own tokens: scores (…, vocabulary)
-    by the token each stands for, tokens by their name; anything else (a shape the checks
-    refuse) as it came."""
-    code = np.asarray(code)
-    answer = np.asarray(answer)
-    if answer.ndim and answer.shape[-1] == len(code) and answer.dtype.kind in "fc":
-        return answer[..., code]
-    if answer.dtype.kind in "iu" and answer.size and answer.min() >= 0 and answer.max() < len(code):
-        return np.argsort(code)[answer].astype(answer.dtype)
-    return answer
-
-
 def reversal_data(rng, count, vocab_size, source_length):
     """`count` reversal sequences: (inputs, targets), both (count, 2n) int32, targets the inputs
     shifted by one (the next token). The source tokens are drawn independently, repeats allowed:
