@@ -602,7 +602,17 @@ def _words(mutant, pick, failing) -> str | None:
             "out)",
             names=_names(names),
         )
-    if kind in ("term dropped", "factor dropped"):
+    if kind == "factor dropped":
+        if not names:
+            return _(
+                "a factor of one term is missing: your computation counts that term once where "
+                "the formula counts it several times (once per pair, per position, per item)"
+            )
+        return _(
+            "a term is missing its factor {names}: the formula multiplies that term by {names}",
+            names=_names(names),
+        )
+    if kind == "term dropped":
         if not names:
             return _("a term of the formula is missing from your computation")
         return _(

@@ -93,6 +93,48 @@ def _in_plain_tokens(code, answer) -> np.ndarray:
     return answer
 
 
+def rows_not_distributions(weights: np.ndarray, axes: dict[int, str]) -> GateFailure | None:
+    """None where every row of attention weights (…, keys) is a distribution over the keys
+    (no negative weight, summing to 1); else the failure, naming the axis the weights do sum to
+    1 over where one does (`axes`: the words of each axis by index, "the examples of the batch"
+    for 0), the one mistake that evidence leaves; without it, the causes the symptom has."""
+    sums = weights.sum(axis=-1)
+    if not (np.any(weights < -1e-6) or np.abs(sums - 1).max() > 1e-3):
+        return None
+    row = float(sums.flat[np.abs(sums - 1).argmax()])
+    if weights.min() >= -1e-6:
+        for axis, words in axes.items():
+            if weights.shape[axis] > 1 and np.abs(weights.sum(axis=axis) - 1).max() <= 1e-3:
+                return GateFailure.structural(
+                    _(
+                        "the attention's softmax ran over {axis} (axis {index}), not over the "
+                        "keys: its weights sum to 1 over that axis, and a row over the keys sums "
+                        "to {sum:.3g}. Take the softmax over the last axis (axis=-1)",
+                        axis=tr(words),
+                        index=axis,
+                        sum=row,
+                    )
+                )
+        return GateFailure.structural(
+            _(
+                "attention_weights returned rows that are not distributions over the keys (a "
+                "row sums to {sum:.3g}): a softmax over another axis, or weights taken before "
+                "the softmax (or masked after it). Return the softmax over the last axis",
+                sum=row,
+            )
+        )
+    return GateFailure.structural(
+        _(
+            "attention_weights returned negative weights (a row sums to {sum:.3g}): those are "
+            "scores, taken before the softmax. Return the weights after the softmax",
+            sum=row,
+        )
+    )
+
+
+BATCH_AXIS = N_("the examples of the batch")
+
+
 def predicted_tokens(answer: np.ndarray, truth: np.ndarray) -> np.ndarray | str:
     """The tokens an answer predicts (the argmax of scores over the last axis, or the tokens
     themselves), or what is wrong with its shape or values."""

@@ -21,6 +21,7 @@ from grader.vocabulary.protocol import CaseOutput
 from grader.vocabulary.spec import (
     FIT_COLUMNS,
     QUERY_SHUFFLED,
+    QUERY_SHUFFLED_ATTENTION,
     RUN_FIT,
     RUN_FROZEN,
     RUN_LOSS,
@@ -316,10 +317,10 @@ def _barely_trained(part, case, got, truth) -> str:
     return said
 
 
-def _unchanged_when_swapped(got, truth, probe: str) -> float | None:
+def unchanged_when_swapped(answers: dict, truth, probe: str) -> float | None:
     """The share of the scored answers that stayed the same on the held-out inputs with a part
     swapped between examples (`probe`), where at least UNCHANGED_AT did; else None."""
-    held, swapped = (predicted_tokens(got.grads.get(name), truth) for name in ("held_out", probe))
+    held, swapped = (predicted_tokens(answers.get(name), truth) for name in ("held_out", probe))
     if isinstance(held, str) or isinstance(swapped, str):
         return None
     scored = truth >= 0
@@ -328,7 +329,7 @@ def _unchanged_when_swapped(got, truth, probe: str) -> float | None:
 
 
 def _source_unread(part, case, got, truth) -> str:
-    unchanged = _unchanged_when_swapped(got, truth, SOURCE_SHUFFLED)
+    unchanged = unchanged_when_swapped(got.grads, truth, SOURCE_SHUFFLED)
     if not part.training.source or unchanged is None:
         return ""
     source = tr(part.training.source)
@@ -343,10 +344,39 @@ def _source_unread(part, case, got, truth) -> str:
     )
 
 
+def _attention_unchanged(answers: dict) -> float:
+    """The share of the held-out examples whose attention weights stayed the same (to 1e-5) with
+    the question swapped, where most did; else 0."""
+    before, after = (answers.get(name) for name in ("attention", QUERY_SHUFFLED_ATTENTION))
+    if before is None or after is None:
+        return 0.0
+    before, after = np.asarray(before, dtype=float), np.asarray(after, dtype=float)
+    if before.shape != after.shape or not before.size or not np.all(np.isfinite(before)):
+        return 0.0
+    same = float(np.mean(np.abs(before - after).reshape(len(before), -1).max(axis=1) <= 1e-5))
+    return same if same >= UNCHANGED_AT else 0.0
+
+
+def _attention_ignores_query(part, case, got, truth) -> str:
+    """Attention weights that stay the same when the question is swapped: the attention's
+    scores do not read the question, whatever else does."""
+    share = _attention_unchanged(got.grads)
+    if not part.training.query or not share:
+        return ""
+    return _(
+        "Its attention does not read the {query}: its weights stayed the same (to 1e-5) for "
+        "{share:.0%} of the held-out examples when the {query} was swapped for another "
+        "example's. The attention's scores must match the {query} against each memory "
+        "(p_i = softmax(u · m_i), u the {query}'s embedding)",
+        share=share,
+        query=tr(part.training.query),
+    )
+
+
 def _query_unread(part, case, got, truth) -> str:
     """Answers that stay the same when the question asked of the source is swapped: the model
     answers without reading the question (the person asked)."""
-    unchanged = _unchanged_when_swapped(got, truth, QUERY_SHUFFLED)
+    unchanged = unchanged_when_swapped(got.grads, truth, QUERY_SHUFFLED)
     if not part.training.query or unchanged is None:
         return ""
     query = tr(part.training.query)
@@ -508,11 +538,10 @@ def _flat(part, case, got, truth) -> str:
     moved = weights_moved(got.grads)
     if moved is not None and _weighed(got.grads):
         return _(
-            "Its weights moved in training (by {moved:.0%} of their size) but its loss barely "
-            "did ({first:.3g} → {last:.3g} over {epochs} epochs), and its fit weighs the loss "
-            "with sample_weight: the loss may weigh positions whose targets cannot be learned "
-            "(the source's random tokens) and not the answers. Put the weight on the answer "
-            "positions",
+            "The sample_weight of its fit may sit on positions whose targets cannot be learned "
+            "(the source's random tokens) rather than on the answers: its loss barely moved "
+            "({first:.3g} → {last:.3g} over {epochs} epochs) while its weights moved (by "
+            "{moved:.0%} of their size). Put the weight on the answer positions",
             moved=moved,
             first=float(run[0]),
             last=float(run[-1]),
@@ -670,6 +699,7 @@ RULES = (
     _offset,
     _pairs_apart,
     _source_unread,
+    _attention_ignores_query,
     _query_unread,
     _memorised,
     _some_positions,

@@ -202,6 +202,15 @@ RECORD = Exercise(
                     advanced=False,
                 ),
                 Mistake.of(
+                    "attended before written",
+                    "Each step attended with token t's query before writing its key and value "
+                    "into the cache, so position t still held zeros (a score of 0, a zero "
+                    "value) instead of the token itself: write the cache first (update_cache), "
+                    "then attend.",
+                    ref.incremental_attention,
+                    written_first=False,
+                ),
+                Mistake.of(
                     "no causal mask",
                     "Output t attended to the whole sequence, later tokens included: in "
                     "decoding, token t sees the positions 0..t only.",

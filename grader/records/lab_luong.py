@@ -222,6 +222,15 @@ RECORD = Exercise(
                     doubled=False,
                 ),
                 Mistake.of(
+                    "Gaussian inside the softmax",
+                    "The weights times the Gaussian were normalised again to sum to 1 (the "
+                    "Gaussian put inside the softmax): Luong's local-p multiplies the window's "
+                    "softmax weights by the Gaussian after the softmax, and the product does not "
+                    "sum to 1.",
+                    ref.local_p_weights,
+                    renormalised=True,
+                ),
+                Mistake.of(
                     "softmax over every position",
                     "The softmax ran over all S source positions and the window was applied "
                     "afterwards: normalise over the positions inside the window only.",

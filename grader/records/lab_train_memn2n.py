@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from grader.engine.training import BATCH_AXIS, rows_not_distributions
 from grader.i18n import N_, _
 from grader.reference import tasks
 from grader.vocabulary.labels import label_texts
@@ -14,6 +15,7 @@ from grader.vocabulary.spec import (
     MODEL_OUTPUT_0,
     MODEL_OUTPUT_1,
     QUERY_SHUFFLED,
+    QUERY_SHUFFLED_ATTENTION,
     RUN_PROBES,
     TRAIN,
     Case,
@@ -79,7 +81,11 @@ def story_cases(rng, hidden=False):
         "train": "train_model",
         "seed": seed,
         "probes": PROBES,
-        "run_probes": RUN_PROBES + [[QUERY_SHUFFLED, MODEL_OUTPUT_0, QUERY_SHUFFLED]],
+        "run_probes": RUN_PROBES
+        + [
+            [QUERY_SHUFFLED, MODEL_OUTPUT_0, QUERY_SHUFFLED],
+            [QUERY_SHUFFLED_ATTENTION, MODEL_OUTPUT_1, QUERY_SHUFFLED],
+        ],
     }
     params = {"vocab_size": VOCAB_SIZE, "facts": FACTS}
     return [Case("build_model", TRAIN, label, arrays, params, training=plan, answer_code=code)]
@@ -113,15 +119,9 @@ def on_the_supporting_fact(case, answers):
     # Weights that are not finite come from a training that diverged, which the accuracy tells.
     if not np.all(np.isfinite(weights)):
         return GateFailure.unlearned(expected)
-    sums = weights.sum(axis=-1)
-    if np.any(weights < -1e-6) or np.abs(sums - 1).max() > 1e-3:
-        return GateFailure.structural(
-            _(
-                "attention_weights returned rows that are not distributions (a row sums to "
-                "{sum:.3g}): return the weights after the softmax, not the scores",
-                sum=float(sums.flat[np.abs(sums - 1).argmax()]),
-            )
-        )
+    not_rows = rows_not_distributions(weights, {0: BATCH_AXIS, 1: N_("the hops")})
+    if not_rows is not None:
+        return not_rows
     support = tasks.whereabouts_answers(case.inputs["held_out"])[1]
     hits = (weights.argmax(axis=-1) == support[:, None]).mean(axis=0)  # per hop
     best = int(np.argmax(hits))

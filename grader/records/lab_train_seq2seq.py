@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from grader.engine.training_run import barely_moved
+from grader.engine.training import BATCH_AXIS, rows_not_distributions
+from grader.engine.training_run import barely_moved, unchanged_when_swapped
 from grader.i18n import N_, _
 from grader.reference import tasks
 from grader.vocabulary.labels import label_texts
@@ -14,6 +15,7 @@ from grader.vocabulary.spec import (
     MODEL_OUTPUT_0,
     MODEL_OUTPUT_1,
     RUN_PROBES,
+    SOURCE_SHUFFLED,
     TRAIN,
     Case,
     Exercise,
@@ -32,6 +34,9 @@ PASS_AT = 0.95
 # The share of target steps whose largest attention weight must be on their source token.
 ALIGNED_AT = 0.8
 CAUSAL_TOLERANCE = 1e-4
+# How far apart a step's largest and smallest weight must be, on average, for the weights to pick
+# source tokens (uniform weights pick none: the alignment gate tells those).
+PICKS_BY = 0.05
 # How far two attention rows may differ and still count as the same (float32 rounding).
 SAME_TO = 1e-5
 SOURCE, TARGET = tasks.DATE_SOURCE, tasks.DATE_TARGET
@@ -109,8 +114,20 @@ def causal(case, answers):
         and np.all(np.isfinite(weights))
         and tasks.normalised_over_queries(weights)
     )
-    generic = not over_steps
-    if over_steps:
+    unread = unchanged_when_swapped(answers, date_answers(case), SOURCE_SHUFFLED)
+    generic = not over_steps and unread is None
+    if unread is not None:
+        cause = _(
+            "The digits come from the decoder's later inputs, not from the source: either the "
+            "encoder reads the decoder's inputs (inputs[:, {source}:]) instead of the source "
+            "(inputs[:, :{source}]), or the decoder reads its inputs in both directions "
+            "(Bidirectional, go_backwards). With each held-out date's source swapped for "
+            "another's, {share:.0%} of its answers stayed the same. Encode the source, and run "
+            "the decoder forward only",
+            share=unread,
+            source=SOURCE,
+        )
+    elif over_steps:
         cause = _(
             "Its attention weights sum to 1 over the target steps, not over the source tokens: "
             "a softmax over the wrong axis normalises each step's weights with the later steps' "
@@ -140,6 +157,9 @@ def query_knows_the_step(case, answers):
     weights = np.asarray(weights, dtype=float)
     if not np.all(np.isfinite(weights)):
         return None
+    steady = _the_same_at_every_step(weights)
+    if steady is not None:
+        return steady
     reads = case.inputs["held_out"][:, SOURCE:]  # (N, T) the decoder's input at each step
     same = {True: [], False: []}  # by whether the two steps read the same input
     for first in range(TARGET):
@@ -172,6 +192,27 @@ def query_knows_the_step(case, answers):
     )
 
 
+def _the_same_at_every_step(weights) -> GateFailure | None:
+    """Structural where every step of most dates attends alike (to 1e-5) while the weights do
+    pick source tokens (not uniform): the score does not depend on the decoder's state. In
+    vᵀ tanh(W s_t + U h_j) the tanh is what lets s_t change which token wins; without it, vᵀ W s_t
+    adds the same to every source token's score and the softmax cancels it."""
+    alike = np.abs(weights - weights[:, :1]).max(axis=(1, 2)) <= SAME_TO  # (N,)
+    picks = (weights.max(axis=-1) - weights.min(axis=-1)).mean(axis=1) > PICKS_BY  # (N,)
+    if alike.mean() <= 0.9 or picks.mean() <= 0.5:
+        return None
+    return GateFailure.structural(
+        _(
+            "the attention weights are the same at every target step of {share:.0%} of the "
+            "dates (to 1e-5), though they differ between source tokens: the score does not "
+            "depend on the decoder's state s_t. Either s_t is not in the score, or it enters "
+            "linearly: without the tanh of vᵀ tanh(W s_t + U h_j), vᵀ W s_t adds the same to "
+            "every source token's score and the softmax cancels it",
+            share=float(alike.mean()),
+        )
+    )
+
+
 def monotone_alignment(case, answers):
     count = len(case.inputs["held_out"])
     weights = answers.get("attention")
@@ -196,15 +237,9 @@ def monotone_alignment(case, answers):
                 expected=shape,
             )
         )
-    sums = weights.sum(axis=-1)
-    if np.any(weights < -1e-6) or np.abs(sums - 1).max() > 1e-3:
-        return GateFailure.structural(
-            _(
-                "attention_weights returned rows that are not distributions (a row sums to "
-                "{sum:.3g}): return the weights after the softmax, not the scores",
-                sum=float(sums.flat[np.abs(sums - 1).argmax()]),
-            )
-        )
+    not_rows = rows_not_distributions(weights, {0: BATCH_AXIS, 1: N_("the target steps")})
+    if not_rows is not None:
+        return not_rows
     aligned = weights.argmax(axis=-1) == tasks.DATE_ALIGNMENT  # (N, T)
     if aligned.mean() >= ALIGNED_AT:
         return None

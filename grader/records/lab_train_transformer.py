@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from grader.engine.training import BATCH_AXIS, rows_not_distributions
 from grader.engine.training_run import barely_moved
 from grader.i18n import N_, _
 from grader.reference import tasks
@@ -236,15 +237,9 @@ def anti_diagonal(case, answers):
                 single=(count, length, length),
             )
         )
-    sums = weights.sum(axis=-1)
-    if np.any(weights < -1e-6) or np.abs(sums - 1).max() > 1e-3:
-        return GateFailure.structural(
-            _(
-                "attention_weights returned rows that are not distributions (a row sums to "
-                "{sum:.3g}): return the weights after the softmax, not the scores",
-                sum=float(sums.flat[np.abs(sums - 1).argmax()]),
-            )
-        )
+    not_rows = rows_not_distributions(weights, {0: BATCH_AXIS, weights.ndim - 2: N_("the queries")})
+    if not_rows is not None:
+        return not_rows
     hits, mass = tasks.anti_diagonal_hits(weights)
     best = int(np.argmax(hits))
     if hits[best] >= ANTI_DIAGONAL_AT:

@@ -66,11 +66,14 @@ def causal_attention(query, key, value, causal=True):
     return out
 
 
-def incremental_attention(query, key, value, max_length, kept=True, advanced=True):
+def incremental_attention(
+    query, key, value, max_length, kept=True, advanced=True, written_first=True
+):
     """The sequence (B, T, H, d) decoded one token at a time: from an empty (zero) cache of
     `max_length` positions, token t's key and value written at position t, then its query
     attended over positions ≤ t. Known mistakes: the cache not `kept` from one step to the
-    next (a new empty cache each step), the index not `advanced` (always 0)."""
+    next (a new empty cache each step), the index not `advanced` (always 0), the token's key
+    and value not `written_first` (its query attends before they are in the cache)."""
     query, key, value = as64(query), as64(key), as64(value)
     batch, steps, heads, depth = query.shape
     cache = np.zeros((batch, 2, max_length, heads, depth))
@@ -79,8 +82,11 @@ def incremental_attention(query, key, value, max_length, kept=True, advanced=Tru
         index = t if advanced else 0
         if not kept:
             cache = np.zeros_like(cache)
-        cache = update_cache(cache, key[:, t : t + 1], value[:, t : t + 1], index)
+        if written_first:
+            cache = update_cache(cache, key[:, t : t + 1], value[:, t : t + 1], index)
         outputs.append(attend_cached(query[:, t : t + 1], cache, index))
+        if not written_first:
+            cache = update_cache(cache, key[:, t : t + 1], value[:, t : t + 1], index)
     return np.concatenate(outputs, axis=1)
 
 

@@ -273,13 +273,15 @@ def local_p_weights(
     doubled=True,
     masking="before",
     origin=0,
+    renormalised=False,
 ):
     """Local attention weights (B, Tq, S): the softmax of `scores` over the window
     |s - p_t| <= D (and `keep`, the valid positions), zero elsewhere, times the Gaussian
     exp(-(s - p_t)²/(2σ²)), σ = D/2, s = 0 .. S-1.
 
     Known mistakes: another `sigma`, no Gaussian, σ² for 2σ² (not `doubled`), masking "after"
-    (softmax over every position, then the window), None (no window), positions from `origin` 1.
+    (softmax over every position, then the window), None (no window), positions from `origin` 1,
+    the weights times the Gaussian `renormalised` to sum to 1 (the Gaussian inside the softmax).
     """
     distance = np.arange(np.shape(scores)[-1]) + origin - as64(positions)[..., None]
     inside = np.abs(distance) <= window
@@ -290,7 +292,10 @@ def local_p_weights(
     if not gaussian:
         return aligned
     sigma = window / 2 if sigma is None else sigma
-    return aligned * np.exp(-(distance**2) / ((2.0 if doubled else 1.0) * sigma**2))
+    weighted = aligned * np.exp(-(distance**2) / ((2.0 if doubled else 1.0) * sigma**2))
+    if renormalised:
+        return weighted / weighted.sum(axis=-1, keepdims=True)
+    return weighted
 
 
 def zero_outside_window(positions, window, scores, output, dtype="float64"):

@@ -44,6 +44,9 @@ RUN_LOSS = "run_loss"
 # (grader.reference.tasks.run_probes makes both). No other stage needs them.
 TRAINING_ROWS, SOURCE_SHUFFLED = "training_rows", "source_shuffled"
 QUERY_SHUFFLED = "query_shuffled"
+# The model's attention weights on those inputs too (the question swapped): an attention that
+# does not change with the question does not read it.
+QUERY_SHUFFLED_ATTENTION = "query_shuffled_attention"
 RUN_PROBES = [
     [TRAINING_ROWS, MODEL_OUTPUT_0, TRAINING_ROWS],
     [SOURCE_SHUFFLED, MODEL_OUTPUT_0, SOURCE_SHUFFLED],

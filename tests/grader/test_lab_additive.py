@@ -149,6 +149,15 @@ PLANTED = [
     (
         "additive_multiplications",
         COST.format(
+            first="tq * d_q * units + tk * d_k * units + units",
+            naive="tq * tk * (d_q + d_k + 1) * units",
+        ),
+        "found: factor dropped",
+        "a factor of one term is missing",
+    ),
+    (
+        "additive_multiplications",
+        COST.format(
             first="tq * tk * (d_q + d_k + 1) * units",
             naive="(tq * d_q + tk * d_k + tq * tk) * units",
         ),

@@ -142,6 +142,16 @@ PATCHES = [
     ),
     (
         "incremental_attention",
+        "attended before written",
+        ("write the cache first (update_cache), then attend", FULL_PASS),
+        (
+            LOOP,
+            "outputs.append(attend_cached(query[:, t : t + 1], cache, t))\n"
+            "        cache = update_cache(cache, key[:, t : t + 1], value[:, t : t + 1], t)",
+        ),
+    ),
+    (
+        "incremental_attention",
         "no causal mask",
         ("token t sees the positions 0..t only", FULL_PASS),
         ("return ops.concatenate(outputs, axis=1)", UNMASKED_FULL_PASS),

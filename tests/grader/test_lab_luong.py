@@ -294,6 +294,15 @@ PLANTED = [
     ),
     (
         "local_p_weights",
+        weights_function(
+            gaussian=" * np.exp(-distance ** 2 / (2 * sigma ** 2)) / (aligned * np.exp("
+            "-distance ** 2 / (2 * sigma ** 2))).sum(-1, keepdims=True)"
+        ),
+        "Gaussian inside the softmax",
+        "normalised again to sum to 1",
+    ),
+    (
+        "local_p_weights",
         weights_function(masked="scores", after=" * inside"),
         "softmax over every position",
         "inside the window only",

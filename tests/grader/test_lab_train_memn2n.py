@@ -214,3 +214,17 @@ def test_a_network_that_has_not_learned_is_told_the_accuracy_first():
     attention = [check for check in checks if "attention on the supporting fact" in check.name]
     assert not attention[0].passed and attention[0].mistake is None
     assert all(check.passed for check in checks if "temporal encoding" in check.name)
+
+
+def test_weights_that_sum_to_one_over_the_batch_name_that_axis():
+    """A softmax over the stories of the batch (axis 0), not over the facts: the rows over the
+    facts are not distributions, and the axis the weights do sum over is named."""
+    case = _case()
+    answers = _perfect_answers(case)
+    count, facts = len(case.inputs["held_out"]), case.inputs["held_out"].shape[1] - 1
+    scores = np.random.default_rng(0).random((count, facts))
+    answers["attention"] = np.exp(scores) / np.exp(scores).sum(axis=0, keepdims=True)
+    broken = on_the_supporting_fact(case, answers)
+    assert broken is not None and not broken.needs_learning
+    assert "softmax ran over the examples of the batch (axis 0)" in broken.message
+    assert "return the weights after the softmax" not in broken.message

@@ -10,7 +10,7 @@ from grader.engine.training import accuracy
 from grader.records import get_exercise
 from grader.records.lab_train_seq2seq import causal, monotone_alignment, query_knows_the_step
 from grader.reference import tasks
-from grader.vocabulary.spec import RUN_MOVED
+from grader.vocabulary.spec import RUN_MOVED, SOURCE_SHUFFLED
 from tests.support.planting import from_table, patched_solution
 from tests.support.training import not_learned_table, plain_case
 
@@ -192,3 +192,51 @@ def test_attention_that_depends_on_the_decoder_input_alone_fails_the_query_gate(
     # Weights the same at every step (uniform) come from no input: the alignment tells them.
     answers["attention"] = np.full_like(answers["attention"], 1 / tasks.DATE_SOURCE)
     assert query_knows_the_step(case, answers) is None
+
+
+def test_attention_the_same_at_every_step_says_the_score_misses_the_decoder_state():
+    """Bahdanau's score without its tanh: vᵀ(W s_t + U h_j) = vᵀ W s_t + vᵀ U h_j, whose first
+    term the softmax over j cancels, so every step attends alike; the weights still pick source
+    tokens (from vᵀ U h_j). Uniform weights pick none and are the alignment's to tell."""
+    case = _case()
+    answers = _perfect_answers(case)
+    count = len(case.inputs["held_out"])
+    per_date = np.random.default_rng(2).dirichlet(np.full(tasks.DATE_SOURCE, 0.3), count)
+    answers["attention"] = np.repeat(per_date[:, None], tasks.DATE_TARGET, axis=1)
+    broken = query_knows_the_step(case, answers)
+    assert broken is not None and not broken.needs_learning
+    assert "the same at every target step" in broken.message
+    assert "without the tanh" in broken.message
+
+
+def test_a_leak_with_the_source_unread_names_the_encoders_input_and_the_decoders_direction():
+    """Outputs read from the next decoder input, and the same answers with the source swapped
+    between dates: the digits come from the decoder's later inputs."""
+    case = _case()
+    answers = _perfect_answers(case)
+    for name in ("held_out", "later_changed", SOURCE_SHUFFLED):
+        following = np.roll(case.inputs[name][:, tasks.DATE_SOURCE :], -1, axis=1) % 10
+        answers[name] = np.eye(tasks.DATE_VOCABULARY)[following]
+    broken = causal(case, answers)
+    assert broken is not None and not broken.needs_learning
+    assert broken.message.startswith("The digits come from the decoder's later inputs")
+    assert "inputs[:, :7]" in broken.message and "both directions" in broken.message
+    # Where the answers follow the source, the leak alone is told, as before.
+    answers[SOURCE_SHUFFLED] = np.eye(tasks.DATE_VOCABULARY)[
+        tasks.dates_answers(case.inputs[SOURCE_SHUFFLED])
+    ]
+    assert "The digits come from" not in causal(case, answers).message
+
+
+def test_weights_that_sum_to_one_over_the_batch_name_that_axis():
+    case = _case()
+    answers = _perfect_answers(case)
+    count = len(case.inputs["held_out"])
+    scores = np.random.default_rng(3).random((count, tasks.DATE_TARGET, tasks.DATE_SOURCE))
+    answers["attention"] = np.exp(scores) / np.exp(scores).sum(axis=0, keepdims=True)
+    broken = monotone_alignment(case, answers)
+    assert broken is not None and not broken.needs_learning
+    assert "softmax ran over the examples of the batch (axis 0)" in broken.message
+    # Scores, not weights: negative values say so.
+    answers["attention"] = scores - 0.5
+    assert "before the softmax" in monotone_alignment(case, answers).message

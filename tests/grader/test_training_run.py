@@ -496,7 +496,7 @@ def test_a_flat_loss_under_sample_weights_points_at_the_weights():
         fits=[[given, 64, 10, 1, 1, 1]],
         moved=1.1,
     )
-    assert "its fit weighs the loss with sample_weight" in said, said
+    assert "The sample_weight of its fit may sit on positions" in said, said
 
 
 def test_answers_that_do_not_move_with_the_question_say_it_is_not_read():
@@ -518,6 +518,28 @@ def test_answers_that_do_not_move_with_the_question_say_it_is_not_read():
     answers[QUERY_SHUFFLED] = _answers(lab, case, _wrong(truth))["held_out"]  # they move
     said = _accuracy_line(lab, case, answers, loss=[1.8, 1.3, 1.29], moved=1.0)
     assert "does not reach the answer" not in said, said
+
+
+def test_attention_that_does_not_move_with_the_question_names_the_attentions_scores():
+    """Attention weights the same whether or not the person asked is swapped: the scores do
+    not read the question (p_i from the memories alone), whatever the answers do."""
+    from grader.vocabulary.spec import QUERY_SHUFFLED, QUERY_SHUFFLED_ATTENTION
+
+    lab = "train-memn2n"
+    case = _case(lab)
+    truth = get_exercise(lab).part("train").training.answers(case)
+    answers = _answers(lab, case, _partly(truth, 0.3))
+    answers[QUERY_SHUFFLED] = _answers(lab, case, _wrong(truth))["held_out"]  # answers move
+    count, facts = len(case.inputs["held_out"]), case.inputs["held_out"].shape[1] - 1
+    attention = np.random.default_rng(0).dirichlet(np.ones(facts), count)
+    answers["attention"] = attention
+    answers[QUERY_SHUFFLED_ATTENTION] = attention.copy()
+    said = _accuracy_line(lab, case, answers, loss=[1.8, 1.3, 1.29], moved=1.0)
+    assert said.startswith("Its attention does not read the question"), said
+    # Weights that move with the question are not told so.
+    answers[QUERY_SHUFFLED_ATTENTION] = attention[::-1].copy()
+    said = _accuracy_line(lab, case, answers, loss=[1.8, 1.3, 1.29], moved=1.0)
+    assert "attention does not read" not in said, said
 
 
 @pytest.mark.parametrize(
