@@ -1,0 +1,107 @@
+"""Lab: train-memn2n — an end-to-end memory network that learns where each person is.
+
+NNDL §8.5.1 (end-to-end memory networks); Sukhbaatar et al. 2015 (bAbI task 1, one supporting
+fact, with the temporal encoding of its §4.1). A story is F facts "person is in place", people
+moving from place to place; the question names a person of the story, and the answer is the
+place of the latest fact about them: the supporting fact. Persons are the tokens 1 … P, places
+P + 1 … P + Q, of one vocabulary (0 is never a fact's token). The story and the question come
+packed in one int array of shape (N, F + 1, 2):
+
+    inputs[:, i] = (person, place) of fact i, for i = 0 … F − 1 (oldest first)
+    inputs[:, F] = (the person asked about, 0)
+
+A memory network embeds each fact as a memory m_i (and an output c_i), the question as u,
+attends p_i = softmax_i(u · m_i) and answers from o + u with o = Σ_i p_i c_i. Which fact is the
+latest about a person depends on the order of the facts: the memories need a temporal encoding.
+
+The answers are in a code: each grading renames the places by a permutation σ drawn from its
+seed, which no place escapes and your code never sees, so a story's target is σ(place); the
+stories keep their tokens. A model that learns finds σ with the task, as its output layer
+learns any mapping; a rule that reads the place out of the story answers in the plain tokens
+and is wrong. Train on the targets as they are given; to try your model, make data of your own
+in plain tokens.
+
+The grader makes the data from a seed it keeps, calls `build_model` and then `train_model` in
+the sandbox, and asks the trained model itself (its two outputs, which `predict` and
+`attention_weights` below read) about held-out stories it made. It also asks the model
+before its training, a fresh model trained on answers shuffled between examples, and the
+trained model with its weights put back: a model whose answers do not come from its
+training gets no points. In its own process it then checks:
+
+- accuracy: at least 90% of the held-out answers right;
+- the temporal encoding: with the facts of a story put in another order (the latest fact about
+  the person asked now another one), the answer changes;
+- attention on the supporting fact: the largest attention weight is on the supporting fact in
+  at least 80% of the held-out stories (in one hop at least);
+- the answer follows the fact: with the supporting fact's place changed, the answer changes
+  with it in at least 80% of the stories.
+
+Training must finish within the part's time limit on one CPU core: keep the model small. Keras
+is seeded before `build_model` is called, so the same file and seed give the same model. Keep
+the names and signatures below.
+
+Grade your work with `grader check train-memn2n`.
+
+Parts: train 10 — 10 points.
+"""
+
+import keras
+from keras import layers, ops
+import numpy as np
+
+
+def build_model(vocab_size, facts):
+    """An end-to-end memory network for stories of `facts` facts.
+
+    Args:
+        vocab_size: int, persons and places are tokens 1 … vocab_size − 1.
+        facts: int, the facts F of a story.
+
+    Returns:
+        A keras.Model from int inputs (B, F + 1, 2) (the facts, then the question) to two
+        outputs: the probabilities of the answer (B, vocab_size), and the attention weights
+        over the facts (B, F) (or (B, hops, F)), each row summing to 1.
+    """
+    size = 64
+    packed = keras.Input((facts + 1, 2), dtype="int32")
+    who = packed[:, :facts, 0]
+    where = packed[:, :facts, 1]
+    asked = packed[:, facts, 0]
+    token_emb = layers.Embedding(vocab_size, 32)
+    fact = ops.concatenate([token_emb(who), token_emb(where)], axis=-1)    # (B, F, 64)
+    clock = layers.Embedding(facts, size)(ops.arange(facts))               # temporal encoding
+    keys = layers.Dense(size)(fact) + clock[None]
+    vals = layers.Dense(size)(fact) + layers.Embedding(facts, size)(ops.arange(facts))[None]
+    query = layers.Dense(size)(token_emb(asked))
+    att = layers.Softmax(axis=-1)(ops.einsum("bd,bfd->bf", query, keys))
+    read = ops.einsum("bf,bfd->bd", att, vals)
+    answer = layers.Dense(vocab_size, activation="softmax")(layers.Add()([read, query]))
+    return keras.Model(packed, [answer, att])
+
+
+def train_model(model, inputs, targets):
+    """Train `model` (from `build_model`) to answer `targets` from `inputs`.
+
+    Args:
+        model: the keras.Model `build_model` returned.
+        inputs: (N, F + 1, 2) int32, the stories and questions.
+        targets: (N,) int32, the answers (place tokens).
+
+    Returns:
+        Nothing: the model is trained in place.
+    """
+    clf = keras.Model(model.inputs, model.outputs[0])
+    n_epochs, bs = 14, 64
+    decay = keras.optimizers.schedules.CosineDecay(6e-3, n_epochs * int(np.ceil(len(inputs) / bs)), alpha=0.1)
+    clf.compile(keras.optimizers.Adam(decay), "sparse_categorical_crossentropy", metrics=["accuracy"])
+    clf.fit(inputs, targets, epochs=n_epochs, batch_size=bs, verbose=0)
+
+
+def predict(model, inputs):
+    """The answer probabilities (N, vocab_size) of the trained model."""
+    return model.predict(inputs, batch_size=256, verbose=0)[0]
+
+
+def attention_weights(model, inputs):
+    """The attention weights over the facts (N, F) of the trained model."""
+    return model.predict(inputs, batch_size=256, verbose=0)[1]

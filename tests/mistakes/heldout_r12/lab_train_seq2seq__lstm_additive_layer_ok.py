@@ -1,0 +1,116 @@
+"""Lab: train-seq2seq — an encoder–decoder with Bahdanau's attention that learns to rewrite dates.
+
+NNDL §8.2 (attention in sequence-to-sequence models); Bahdanau et al. 2015 (additive
+attention over a bidirectional encoder). A date "14 <jul> 2023" is rewritten as digits
+"1 4 0 7 2 0 2 3". Digits are the tokens 0 … 9, the months 10 … 21 (January … December), the
+decoder's start token 22. The source is 7 tokens (the day's two digits, the month, the year's
+four digits), the target 8 digits. The source and the decoder's inputs (the start token, then
+the target without its last digit: teacher forcing) come packed in one int array (N, 15):
+
+    inputs[:, :7] = the source,  inputs[:, 7:] = (22, target[:, :-1])
+
+At step t the decoder's state s_t (after reading its inputs up to t) scores every encoder state
+h_j with Bahdanau's additive score e_tj = vᵀ tanh(W s_t + U h_j), attends a_tj = softmax_j(e_tj),
+and predicts the digit from s_t and the context Σ_j a_tj h_j.
+
+The digits the decoder writes are in a code: each grading renames the digits 0 … 9 of the
+targets (and of the decoder's inputs, which hold them) by a permutation σ drawn from its seed,
+which no digit escapes and your code never sees; the source keeps its tokens. A model that
+learns finds σ with the task, as its output layer learns any mapping; a rule that rewrites the
+date itself answers in the plain digits and is wrong. Train on the targets as they are given;
+to try your model, make data of your own in plain digits.
+
+The grader makes the data from a seed it keeps, calls `build_model` and then `train_model` in
+the sandbox, and asks the trained model itself (its two outputs, which `predict` and
+`attention_weights` below read) about held-out dates it made. It also asks the model
+before its training, a fresh model trained on answers shuffled between examples, and the
+trained model with its weights put back: a model whose answers do not come from its
+training gets no points. In its own process it then checks:
+
+- accuracy: at least 95% of the held-out target digits right (teacher forcing);
+- causal: changing the decoder's inputs after a step leaves the outputs up to it unchanged;
+- the query knows the step: two steps that read the same decoder input but translate different
+  source tokens do not get the same attention (the query is s_t, not the input's embedding);
+- alignment: the translation is monotone, target step t reads source token a(t) = 0, 1, 2, 2,
+  3, 4, 5, 6 (the month's two digits both read the month): the largest attention weight is there
+  in at least 80% of the steps.
+
+Training must finish within the part's time limit on one CPU core: keep the model small. Keras
+is seeded before `build_model` is called, so the same file and seed give the same model. Keep
+the names and signatures below.
+
+Grade your work with `grader check train-seq2seq`.
+
+Parts: train 10 — 10 points.
+"""
+
+import keras
+from keras import layers, ops
+
+
+def build_model(vocab_size, source_length, target_length):
+    """An encoder–decoder with additive attention.
+
+    Args:
+        vocab_size: int, the tokens 0 … vocab_size − 1.
+        source_length: int, the source's tokens S.
+        target_length: int, the target's tokens T.
+
+    Returns:
+        A keras.Model from int inputs (B, S + T) (the source, then the decoder's inputs) to
+        two outputs: the probabilities of each target token (B, T, vocab_size), and the
+        attention weights (B, T, S), each row summing to 1.
+    """
+    class Additive(layers.Layer):
+        """e_tj = v^T tanh(W s_t + U h_j); returns softmax_j(e_tj)."""
+        def __init__(self, units, **kwargs):
+            super().__init__(**kwargs)
+            self.units = units
+        def build(self, s_shape, h_shape):
+            self.W = self.add_weight(shape=(s_shape[-1], self.units), name="W")
+            self.U = self.add_weight(shape=(h_shape[-1], self.units), name="U")
+            self.b = self.add_weight(shape=(self.units,), initializer="zeros", name="b")
+            self.v = self.add_weight(shape=(self.units,), name="v")
+        def call(self, s, h):
+            a = ops.matmul(s, self.W)[:, :, None, :]
+            b = (ops.matmul(h, self.U) + self.b)[:, None, :, :]
+            e = ops.sum(ops.tanh(a + b) * self.v, axis=-1)
+            return ops.softmax(e, axis=-1)
+
+    hid = 32
+    x = keras.Input(shape=(source_length + target_length,), dtype="int32")
+    src = x[:, :source_length]
+    tgt_in = x[:, source_length:]
+    h = layers.Bidirectional(layers.LSTM(hid, return_sequences=True))(layers.Embedding(vocab_size, 24)(src))
+    s = layers.LSTM(hid, return_sequences=True)(layers.Embedding(vocab_size, 24)(tgt_in))
+    alpha = Additive(32)(s, h)
+    ctx = ops.matmul(alpha, h)                     # (B, T, 2*hid)
+    joined = layers.Concatenate()([s, ctx])
+    y = layers.Dense(vocab_size, activation="softmax")(layers.Dense(64, activation="tanh")(joined))
+    return keras.Model(x, [y, alpha])
+
+
+def train_model(model, inputs, targets):
+    """Train `model` (from `build_model`) to predict `targets` from `inputs`.
+
+    Args:
+        model: the keras.Model `build_model` returned.
+        inputs: (N, S + T) int32, the sources and the decoder's inputs.
+        targets: (N, T) int32, the target digits.
+
+    Returns:
+        Nothing: the model is trained in place.
+    """
+    m = keras.Model(inputs=model.input, outputs=model.output[0])
+    m.compile(optimizer=keras.optimizers.Adam(learning_rate=8e-3), loss="sparse_categorical_crossentropy")
+    m.fit(inputs, targets, batch_size=32, epochs=4, shuffle=True, verbose=0)
+
+
+def predict(model, inputs):
+    """The target probabilities (N, T, vocab_size) of the trained model."""
+    return model.predict(inputs, batch_size=256, verbose=0)[0]
+
+
+def attention_weights(model, inputs):
+    """The attention weights (N, T, S) of the trained model."""
+    return model.predict(inputs, batch_size=256, verbose=0)[1]
