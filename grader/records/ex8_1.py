@@ -124,6 +124,13 @@ RECORD = Exercise(
                     biases=2,
                 ),
                 Mistake.of(
+                    "one bias for all blocks",
+                    "You counted one bias vector for the whole LSTM: Keras keeps one per block, "
+                    "4·units bias entries in all (each gate and the candidate has its own).",
+                    LSTM,
+                    bias_shared=True,
+                ),
+                Mistake.of(
                     "recurrent weights forgotten", RECURRENT_FORGOTTEN, LSTM, recurrent=False
                 ),
                 Mistake.of(
@@ -199,6 +206,14 @@ RECORD = Exercise(
                     "a·units² + b·units + c, highest power first.",
                     ref.param_count_coefficients,
                     highest_first=False,
+                ),
+                Mistake.of(
+                    "biases in the constant term",
+                    "The biases went into the constant c: a bias vector has `units` entries, so "
+                    "the biases grow with units and belong to b; c is 0 (no units, no "
+                    "parameters).",
+                    ref.param_count_coefficients,
+                    biases_constant=True,
                 ),
                 Mistake.of(
                     "bias left out of b",

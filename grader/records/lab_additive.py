@@ -94,6 +94,14 @@ RECORD = Exercise(
                     tanh="of each projection",
                 ),
                 Mistake.of(
+                    "tanh after the score vector",
+                    "These are tanh(vᵀ(W_q q + W_k k)): the tanh goes on the hidden features, "
+                    "before the score vector, vᵀ tanh(W_q q + W_k k); after it, the score is a "
+                    "squashed linear function of q and k.",
+                    ref.additive_scores,
+                    tanh="after the score vector",
+                ),
+                Mistake.of(
                     "kernels swapped",
                     "query_kernel multiplies the keys and key_kernel the queries: swap them "
                     "back (query_kernel has d_q rows, key_kernel d_k rows).",

@@ -212,6 +212,15 @@ RECORD = Exercise(
                     mask=False,
                 ),
                 Mistake.of(
+                    "only the previous target masked",
+                    "Each step's softmax excluded only the position chosen at the step just "
+                    "before: every earlier target c_1, ..., c_{m-1} must be excluded (positions "
+                    "chosen two or more steps back came back into the denominator).",
+                    ref.sequence_log_likelihood,
+                    when=on.given(ref.three_steps),
+                    mask="previous",
+                ),
+                Mistake.of(
                     "probability instead of log",
                     "This is the probability p(c_1, ..., c_M | x) itself: return its "
                     "logarithm, the sum of the log-probabilities of the steps.",

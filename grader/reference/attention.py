@@ -210,7 +210,8 @@ def bilinear_asymmetry(W, sign=-1):
 
 def additive_scores(query, key, query_kernel, key_kernel, score_vector, tanh="of the sum"):
     """vᵀ tanh(W_q q + W_k k) for every pair; `tanh` "of each projection" gives
-    vᵀ(tanh(W_q q) + tanh(W_k k)), None no tanh. score_vector 1 sums the features."""
+    vᵀ(tanh(W_q q) + tanh(W_k k)), "after the score vector" tanh(vᵀ(W_q q + W_k k)), None no
+    tanh. score_vector 1 sums the features."""
     q, k = as64(query), as64(key)
     b, tq, _ = q.shape
     tk = k.shape[1]
@@ -226,6 +227,8 @@ def additive_scores(query, key, query_kernel, key_kernel, score_vector, tanh="of
                 else:
                     hidden = pq + pk
                 out[n, i, j] = np.sum(hidden * as64(score_vector))
+                if tanh == "after the score vector":
+                    out[n, i, j] = np.tanh(out[n, i, j])
     return out
 
 

@@ -96,17 +96,26 @@ def greedy_decode(scores, masked="all", fill=-np.inf, origin=0):
 
 def sequence_log_likelihood(scores, targets, mask=True, reduce="sum", log=True):
     """log p(c_1, ..., c_M | x) = Σ_m log softmax(scores[b, m], c_<m masked)[c_m], (B,): a
-    log-sum-exp shifted by the maximum. `mask` the earlier targets, `reduce` "sum" or "mean",
-    without `log` the probability itself."""
+    log-sum-exp shifted by the maximum. `mask` the earlier targets (True), only the previous
+    step's ("previous"), or none (False); `reduce` "sum" or "mean", without `log` the
+    probability itself."""
     scores, targets = as64(scores), np.asarray(targets)
     one_hot = np.eye(scores.shape[-1], dtype=bool)[targets]
     earlier = np.cumsum(one_hot, axis=1) - one_hot > 0
+    if mask == "previous":
+        earlier = np.zeros_like(one_hot)
+        earlier[:, 1:] = one_hot[:, :-1]
     masked = np.where(earlier, -np.inf, scores) if mask else scores
     top = masked.max(axis=-1, keepdims=True)
     log_norm = top[..., 0] + np.log(np.exp(masked - top).sum(axis=-1))
     terms = np.take_along_axis(scores, targets[..., None], axis=-1)[..., 0] - log_norm
     total = terms.mean(axis=-1) if reduce == "mean" else terms.sum(axis=-1)
     return total if log else np.exp(total)
+
+
+def three_steps(targets):
+    """Whether the targets have at least three steps (else masking the previous one is all)."""
+    return np.shape(targets)[1] >= 3
 
 
 def distinct_positions(scores, output):

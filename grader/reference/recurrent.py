@@ -64,19 +64,35 @@ BLOCKS = {"lstm": 4, "gru": 3, "simple_rnn": 1}
 KINDS = tuple(BLOCKS)
 
 
-def param_count(kind, input_dim, units, reset_after=True, blocks=None, biases=None, recurrent=True):
+def param_count(
+    kind,
+    input_dim,
+    units,
+    reset_after=True,
+    blocks=None,
+    biases=None,
+    recurrent=True,
+    bias_shared=False,
+):
     """Keras's count: blocks × (input weights + recurrent weights + biases), each block with
-    one bias vector (two for a GRU with reset_after)."""
+    one bias vector (two for a GRU with reset_after); `bias_shared`: the biases counted once for
+    all the blocks (a known mistake)."""
     blocks = BLOCKS[kind] if blocks is None else blocks
     biases = (2 if kind == "gru" and reset_after else 1) if biases is None else biases
-    return np.asarray(blocks * (input_dim * units + recurrent * units * units + biases * units))
+    weights = blocks * (input_dim * units + recurrent * units * units)
+    return np.asarray(weights + (1 if bias_shared else blocks) * biases * units)
 
 
-def param_count_coefficients(kind, input_dim, biases=None, input_weights=True, highest_first=True):
-    """(a, b, c) with count(units) = a·units² + b·units + c (GRU with reset_after)."""
+def param_count_coefficients(
+    kind, input_dim, biases=None, input_weights=True, highest_first=True, biases_constant=False
+):
+    """(a, b, c) with count(units) = a·units² + b·units + c (GRU with reset_after);
+    `biases_constant`: the biases put in c instead of b (a known mistake)."""
     blocks = BLOCKS[kind]
     biases = 1 + (kind == "gru") if biases is None else biases
-    coefficients = np.array([blocks, blocks * (input_weights * input_dim + biases), 0.0])
+    linear = blocks * (input_weights * input_dim + (0 if biases_constant else biases))
+    constant = blocks * biases if biases_constant else 0.0
+    coefficients = np.array([blocks, linear, constant], dtype=float)
     return coefficients if highest_first else coefficients[::-1]
 
 

@@ -146,6 +146,18 @@ PLANTED = [
     ),
     (
         "lstm_param_count",
+        LSTM("4 * (input_dim * units + units * units) + units"),
+        "one bias for all blocks",
+        "one per block",
+    ),
+    (
+        "param_count_coefficients",
+        COEFFICIENTS(f"[{BLOCKS}, {BLOCKS} * input_dim, {BLOCKS} * (2 if kind == 'gru' else 1)]"),
+        "biases in the constant term",
+        "belong to b",
+    ),
+    (
+        "lstm_param_count",
         LSTM("4 * (units * input_dim + input_dim**2 + input_dim)"),
         "input_dim and units swapped",
         "swapped",

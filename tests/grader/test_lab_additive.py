@@ -110,6 +110,14 @@ PLANTED = [
     (
         "AdditiveScore",
         BASE.format(
+            score="ops.tanh(ops.sum((q[:, :, None] + k[:, None]) * self.score_vector, -1))"
+        ),
+        "tanh after the score vector",
+        "before the score vector",
+    ),
+    (
+        "AdditiveScore",
+        BASE.format(
             score="ops.sum(ops.tanh(ops.matmul(query, self.key_kernel)[:, :, None]"
             " + ops.matmul(key, self.query_kernel)[:, None]) * self.score_vector, axis=-1)"
         ),

@@ -242,6 +242,15 @@ PLANTED = [
     ),
     (
         "sequence_log_likelihood",
+        likelihood(
+            masked="np.where(np.concatenate([np.zeros_like(one_hot[:, :1]), one_hot[:, :-1]], "
+            "1), -np.inf, scores)"
+        ),
+        "only the previous target masked",
+        "every earlier target",
+    ),
+    (
+        "sequence_log_likelihood",
         likelihood(total="np.exp(terms.sum(-1))"),
         "probability instead of log",
         "return its logarithm",
