@@ -366,8 +366,9 @@ def _attention_ignores_query(part, case, got, truth) -> str:
     return _(
         "Its attention does not read the {query}: its weights stayed the same (to 1e-5) for "
         "{share:.0%} of the held-out examples when the {query} was swapped for another "
-        "example's. The attention's scores must match the {query} against each memory "
-        "(p_i = softmax(u · m_i), u the {query}'s embedding)",
+        "example's. Either the {query} is not read at all (another column or row of the inputs "
+        "taken for it, a constant), or the attention's scores leave it out: they must match "
+        "the {query} against each memory (p_i = softmax(u · m_i), u the {query}'s embedding)",
         share=share,
         query=tr(part.training.query),
     )
