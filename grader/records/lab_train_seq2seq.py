@@ -203,11 +203,11 @@ def _the_same_at_every_step(weights) -> GateFailure | None:
         return None
     return GateFailure.structural(
         _(
-            "the attention weights are the same at every target step of {share:.0%} of the "
-            "dates (to 1e-5), though they differ between source tokens: the score does not "
-            "depend on the decoder's state s_t. Either s_t is not in the score, or it enters "
-            "linearly: without the tanh of vᵀ tanh(W s_t + U h_j), vᵀ W s_t adds the same to "
-            "every source token's score and the softmax cancels it",
+            "The score misses its tanh, or the decoder's state s_t: without the tanh of "
+            "vᵀ tanh(W s_t + U h_j), vᵀ W s_t adds the same to every source token's score and "
+            "the softmax cancels it, so the attention weights were the same at every target "
+            "step of {share:.0%} of the dates (to 1e-5), though they differ between source "
+            "tokens",
             share=float(alike.mean()),
         )
     )
