@@ -65,6 +65,9 @@ def build_model(vocab_size, facts):
     model_dim = 64
     inputs = keras.Input((facts + 1, 2), dtype="int32")
     story, asked = inputs[:, :facts], inputs[:, facts, 0]
+    # An Embedding called on a constant is computed once, when the model is built: its table is
+    # a fixed random code of each fact's place in the story, never trained (enough to tell the
+    # order); a layer of its own with add_weight would train it.
     order = ops.arange(facts)
     memories = ops.sum(layers.Embedding(vocab_size, model_dim)(story), axis=2)
     memories = memories + layers.Embedding(facts, model_dim)(order)[None]

@@ -62,6 +62,8 @@ def build_model(vocab_size, length):
     # BEGIN SOLUTION: embeddings + learned positions, causal attention + residual, MLP, softmax
     model_dim = 64
     tokens = keras.Input((length,), dtype="int32")
+    # Called on a constant, this Embedding is computed once, when the model is built: a fixed
+    # random position table, never trained (enough to tell the positions apart).
     places = layers.Embedding(length, model_dim)(ops.arange(length))
     hidden = layers.Embedding(vocab_size, model_dim)(tokens) + places[None]
     attended, weights = layers.MultiHeadAttention(1, model_dim)(
