@@ -62,7 +62,8 @@ def date_cases(rng, hidden=False):
     }
     arrays |= tasks.run_probes(rng, inputs, held_out, slice(0, SOURCE))
     code = tasks.answer_code(rng, tasks.DATE_VOCABULARY, np.arange(10))
-    arrays = tasks.dates_in_code(code, arrays)
+    # The digits: every target, the decoder's inputs after its start token.
+    arrays = tasks.answers_in_code(code, arrays, 0, SOURCE + 1)
     label = f"dates to digits, {TRAIN_COUNT} training dates, seed {seed}"
     plan = {
         "build": "build_model",

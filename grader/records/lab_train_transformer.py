@@ -64,7 +64,9 @@ def reversal_cases(rng, hidden=False):
     }
     arrays |= tasks.run_probes(rng, inputs, held_out, slice(0, SOURCE_LENGTH))
     code = tasks.answer_code(rng, VOCAB_SIZE, np.arange(1, VOCAB_SIZE))
-    arrays = tasks.reversal_in_code(code, arrays)
+    # The answers: the targets from position n on, the inputs' answers so far after the
+    # separator (n + 1 on).
+    arrays = tasks.answers_in_code(code, arrays, SOURCE_LENGTH, SOURCE_LENGTH + 1)
     label = (
         f"reversal of {SOURCE_LENGTH} tokens, V={VOCAB_SIZE}, {TRAIN_COUNT} training sequences, "
         f"seed {seed}"

@@ -47,6 +47,19 @@ def in_code(code, tokens) -> np.ndarray:
     return np.asarray(code)[np.asarray(tokens)].astype(np.asarray(tokens).dtype)
 
 
+def answers_in_code(code, arrays: dict, targets_from: int, inputs_from: int) -> dict:
+    """A case's arrays with their answers written in `code`: the targets from column
+    `targets_from` on, every input array (teacher-forced, it holds the answers so far) from
+    column `inputs_from` on; the columns before (the source, a separator or start token) keep
+    their tokens."""
+    coded = {}
+    for name, array in arrays.items():
+        start = targets_from if name == "targets" else inputs_from
+        coded[name] = np.array(array, copy=True)
+        coded[name][:, start:] = in_code(code, coded[name][:, start:])
+    return coded
+
+
 def reversal_data(rng, count, vocab_size, source_length):
     """`count` reversal sequences: (inputs, targets), both (count, 2n) int32, targets the inputs
     shifted by one (the next token). The source tokens are drawn independently, repeats allowed:
@@ -56,20 +69,6 @@ def reversal_data(rng, count, vocab_size, source_length):
     separator = np.full((count, 1), SEPARATOR)
     sequence = np.concatenate([source, separator, source[:, ::-1]], axis=1).astype("int32")
     return sequence[:, :-1].copy(), sequence[:, 1:].copy()
-
-
-def reversal_in_code(code, arrays: dict) -> dict:
-    """Reversal arrays with their answers written in `code`: the targets' answer positions
-    n … 2n − 1 and the inputs' answers so far (positions n + 1 … 2n − 1, after the separator);
-    the source and the separator keep their tokens."""
-    coded = {}
-    for name, array in arrays.items():
-        array = np.array(array, copy=True)
-        source_length = array.shape[1] // 2
-        start = source_length if name == "targets" else source_length + 1
-        array[:, start:] = in_code(code, array[:, start:])
-        coded[name] = array
-    return coded
 
 
 def reversal_answers(inputs):
@@ -286,18 +285,6 @@ def dates_answers(inputs):
     source = np.asarray(inputs)[:, :DATE_SOURCE]
     month = source[:, 2] - FIRST_MONTH + 1
     return np.concatenate([source[:, :2], _digits(month, 2), source[:, 3:]], axis=1)
-
-
-def dates_in_code(code, arrays: dict) -> dict:
-    """Date arrays with their digits written in `code`: the targets, and the decoder's inputs
-    after its start token (the target but its last digit); the source keeps its tokens."""
-    coded = {}
-    for name, array in arrays.items():
-        array = np.array(array, copy=True)
-        start = 0 if name == "targets" else DATE_SOURCE + 1
-        array[:, start:] = in_code(code, array[:, start:])
-        coded[name] = array
-    return coded
 
 
 def decoder_inputs_changed(rng, inputs):
