@@ -21,6 +21,13 @@ learns any mapping; a rule that reads the place out of the story answers in the 
 and is wrong. Train on the targets as they are given; to try your model, make data of your own
 in plain tokens.
 
+The facts are rotated too: each grading turns the F facts of a story round by r places
+(1 … F − 1, drawn from its seed, the same for every story), so the data's fact j is the story's
+fact (j + r) mod F and the latest fact is not the last row; the question stays last. A model's
+temporal encoding learns that order from the data, as it learns the rest; a rule that takes the
+last fact about the person is wrong. The grader reads your attention back into the story's order
+before checking it.
+
 The grader makes the data from a seed it keeps, calls `build_model` and then `train_model` in
 the sandbox, and asks the trained model itself (its two outputs, which `predict` and
 `attention_weights` below read) about held-out stories it made. It also asks the model

@@ -20,6 +20,12 @@ learns finds σ with the task, as its output layer learns any mapping; a rule th
 date itself answers in the plain digits and is wrong. Train on the targets as they are given;
 to try your model, make data of your own in plain digits.
 
+The source is rotated too: each grading turns the seven source tokens round by r places (1 … 6,
+drawn from its seed, the same for every date), so the data's source token j is the date's token
+(j + r) mod 7; the targets keep the date's order. Your attention learns where each digit is from
+the data, as the rest; an alignment drawn by hand looks at the wrong tokens. The grader reads
+the source keys of your attention back into the date's order before checking the alignment.
+
 The grader makes the data from a seed it keeps, calls `build_model` and then `train_model` in
 the sandbox, and asks the trained model itself (its two outputs, which `predict` and
 `attention_weights` below read) about held-out dates it made. It also asks the model

@@ -18,6 +18,12 @@ their tokens. A model that learns finds σ with the task, as its output layer le
 mapping; a rule that reverses the tokens itself answers in the plain tokens and is wrong. Train
 on the targets as they are given; to try your model, make data of your own in plain tokens.
 
+The source is rotated too: each grading also turns the n source positions round by r places
+(1 … n − 1, drawn from its seed, the same for every sequence), so position j of the data holds
+x_{(j+r) mod n}; the answers are those above. A model learns where to look from its data, as it
+learns the rest; an attention drawn by hand on the anti-diagonal looks at the wrong tokens. The
+grader reads the source keys of your attention back into the task's order before checking it.
+
 The grader makes the data from a seed it keeps, calls `build_model` and then `train_model` in
 the sandbox, and asks the trained model itself (its two outputs, which `predict` and
 `attention_weights` below read) about held-out sequences it made. It also asks the model

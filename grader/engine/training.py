@@ -46,7 +46,25 @@ NO_FRESH_ANSWER = N_(
 def expected_output(part: Part, case: Case) -> CaseOutput:
     """What stands for the reference's answer to a training case: the right tokens of its
     held-out inputs, -1 where a position is not scored."""
-    return CaseOutput(CaseStatus.OK, output=np.asarray(part.training.answers(case)))
+    return CaseOutput(CaseStatus.OK, output=np.asarray(part.training.answers(plain_view(case))))
+
+
+def plain_view(case: Case) -> Case:
+    """The case as the task orders it: every input array but the targets with its source (the
+    first len(position_code) entries of axis 1) read back from the case's secret order
+    (`Case.position_code`), so that the right answers, the probes and the gates are worked out
+    as the task tells them. A case without that code comes back as it is."""
+    if case.position_code is None:
+        return case
+    back = np.argsort(case.position_code)
+    inputs = {}
+    for name, array in case.inputs.items():
+        array = np.asarray(array)
+        if name != "targets" and array.ndim >= 2 and array.shape[1] >= len(back):
+            array = array.copy()
+            array[:, : len(back)] = array[:, back]
+        inputs[name] = array
+    return dataclasses.replace(case, inputs=inputs, position_code=None)
 
 
 # Every model a training case's answers come from: the trained one (its probes' own names), and
@@ -56,28 +74,54 @@ STAGES = (COUNTERFACTUAL, UNTRAINED, RESET, REDRAWN, MOVED, NUDGED)
 
 def read_back(case: Case, got: CaseOutput) -> CaseOutput:
     """`got` with every answer of the case's models read back from its answer code
-    (`Case.answer_code`) into the task's own tokens, so that everything judged after compares
-    with the task's right answers; the other probes (attention weights) and records as they
-    came. A case without a code comes back as it is."""
+    (`Case.answer_code`) into the task's own tokens, and every attention probe's source keys
+    from its position code (`Case.position_code`) into the task's order, so that everything
+    judged after compares with the task's right answers and positions (on `plain_view(case)`);
+    the records as they came. A case without codes comes back as it is."""
     probes = case.training.get("probes") or []
-    if case.answer_code is None or not probes:
+    if (case.answer_code is None and case.position_code is None) or not probes:
         return got
     answering = probes[0][1]  # the function whose probes answer with the tokens' scores
-    names = {
-        name
-        for name, function, _source in probes + (case.training.get("run_probes") or [])
-        if function == answering
-    }
+    every = probes + (case.training.get("run_probes") or [])
+    names = {name for name, function, _source in every if function == answering}
+    others = {name for name, function, _source in every if function != answering}
 
     def is_answer(key: str) -> bool:
         stage, _slash, name = key.rpartition("/")
         return key in STAGES or (name in names and stage in ("", *STAGES))
 
-    def back(value):
-        return _in_plain_tokens(case.answer_code, value) if value is not None else None
+    def is_attention(key: str) -> bool:
+        stage, _slash, name = key.rpartition("/")
+        return name in others and stage in ("", *STAGES)
 
-    grads = {key: back(value) if is_answer(key) else value for key, value in got.grads.items()}
+    def back(value):
+        if value is None or case.answer_code is None:
+            return value
+        return _in_plain_tokens(case.answer_code, value)
+
+    def keys_back(value):
+        return _keys_in_task_order(case.position_code, value) if value is not None else None
+
+    grads = {
+        key: back(value) if is_answer(key) else keys_back(value) if is_attention(key) else value
+        for key, value in got.grads.items()
+    }
     return dataclasses.replace(got, output=back(got.output), grads=grads)
+
+
+def _keys_in_task_order(order, weights):
+    """Attention weights (…, keys) over data in the secret order of the source positions
+    (`Case.position_code`) with their source keys read back into the task's order; anything
+    else (no order, a shape the checks refuse) as it came. Only the keys: the queries of a
+    self-attention stay in the data's order, in which its causal mask holds."""
+    if order is None:
+        return weights
+    array = np.asarray(weights)
+    if array.ndim < 2 or array.shape[-1] < len(order) or array.dtype.kind not in "fc":
+        return weights
+    array = array.copy()
+    array[..., : len(order)] = array[..., np.argsort(order)]
+    return array
 
 
 def _in_plain_tokens(code, answer) -> np.ndarray:
@@ -347,6 +391,7 @@ def checks(part: Part, case: Case, want: CaseOutput, got: CaseOutput, prefix: st
 
     truth = np.asarray(want.output)
     got = read_back(case, got)
+    case = plain_view(case)
     unearned = from_training(part, truth, got, case)
     integrity = CheckResult(
         f"{prefix}{tr(LEARNED_FROM_TRAINING)}, {label}",

@@ -72,6 +72,9 @@ def story_cases(rng, hidden=False):
     # The places are the answers: the stories keep their names, the targets are in the code.
     code = tasks.answer_code(rng, VOCAB_SIZE, np.arange(PERSONS + 1, VOCAB_SIZE))
     arrays["targets"] = tasks.in_code(code, targets)
+    # The facts in a secret order, the same in every story (the question stays last).
+    order = tasks.position_code(rng, FACTS)
+    arrays = tasks.positions_in_code(order, arrays)
     label = (
         f"{FACTS} facts about {PERSONS} persons in {PLACES} places, {TRAIN_COUNT} training "
         f"stories, seed {seed}"
@@ -88,7 +91,18 @@ def story_cases(rng, hidden=False):
         ],
     }
     params = {"vocab_size": VOCAB_SIZE, "facts": FACTS}
-    return [Case("build_model", TRAIN, label, arrays, params, training=plan, answer_code=code)]
+    return [
+        Case(
+            "build_model",
+            TRAIN,
+            label,
+            arrays,
+            params,
+            training=plan,
+            answer_code=code,
+            position_code=order,
+        )
+    ]
 
 
 def story_answers(case):

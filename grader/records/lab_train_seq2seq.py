@@ -64,6 +64,9 @@ def date_cases(rng, hidden=False):
     code = tasks.answer_code(rng, tasks.DATE_VOCABULARY, np.arange(10))
     # The digits: every target, the decoder's inputs after its start token.
     arrays = tasks.answers_in_code(code, arrays, 0, SOURCE + 1)
+    # The source's seven tokens in a secret order, the same in every date.
+    order = tasks.position_code(rng, SOURCE)
+    arrays = tasks.positions_in_code(order, arrays)
     label = f"dates to digits, {TRAIN_COUNT} training dates, seed {seed}"
     plan = {
         "build": "build_model",
@@ -77,7 +80,18 @@ def date_cases(rng, hidden=False):
         "source_length": SOURCE,
         "target_length": TARGET,
     }
-    return [Case("build_model", TRAIN, label, arrays, params, training=plan, answer_code=code)]
+    return [
+        Case(
+            "build_model",
+            TRAIN,
+            label,
+            arrays,
+            params,
+            training=plan,
+            answer_code=code,
+            position_code=order,
+        )
+    ]
 
 
 def date_answers(case):

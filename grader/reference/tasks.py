@@ -60,6 +60,37 @@ def answers_in_code(code, arrays: dict, targets_from: int, inputs_from: int) -> 
     return coded
 
 
+# The source's positions in a secret order (Case.position_code). Each training case also draws,
+# from the grader's seed, a rotation of the source positions in which no position keeps its
+# place (the transformer's source tokens, the memory network's facts, the date's seven tokens):
+# every array the child reads holds its source rotated so, the same for every example, while the
+# answers stay those of the task. A model learns where to look from its data, as it learns the
+# code; an attention built by hand for the task's own positions looks at the wrong tokens. The
+# grader reads the attention's source keys back into the task's order before judging. A rotation,
+# not any order: a model with a fixed sinusoidal position table, or a temporal encoding that
+# grows with time, learns a rotation of the positions as it learns their own order, while an
+# order drawn at random left some of them short of the pass mark in the lab's epochs (a
+# transformer with sinusoidal positions, issue 45's measurements).
+
+
+def position_code(rng, count: int) -> np.ndarray:
+    """A rotation `order` of range(count) by 1 … count − 1 places (no position keeps its own):
+    data position j holds the task's source position order[j]."""
+    return (np.arange(count) + int(rng.integers(1, count))) % count
+
+
+def positions_in_code(order, arrays: dict, kept=("targets",)) -> dict:
+    """A case's arrays with their first len(order) entries of axis 1 (the source) put in
+    `order`; the arrays named in `kept` (the answers) as they are."""
+    order = np.asarray(order)
+    coded = {}
+    for name, array in arrays.items():
+        coded[name] = np.array(array, copy=True)
+        if name not in kept:
+            coded[name][:, : len(order)] = np.asarray(array)[:, order]
+    return coded
+
+
 def reversal_data(rng, count, vocab_size, source_length):
     """`count` reversal sequences: (inputs, targets), both (count, 2n) int32, targets the inputs
     shifted by one (the next token). The source tokens are drawn independently, repeats allowed:
@@ -141,6 +172,10 @@ def self_attention_leak(weights) -> str | None:
         return None
     length = weights.shape[-1]
     later = np.triu(np.ones((length, length), bool), k=1)
+    # Read at the answer rows (n on) alone: their later keys are answers, in the same place in
+    # the data as in the task, while the source keys were read back from the data's order
+    # (Case.position_code) and a source row's later keys are no longer those after it.
+    later[: length // 2] = False
     if normalised_over_queries(weights):
         return "over queries"
     if np.abs(weights[..., later]).max() > WEIGHTS_WITHIN:

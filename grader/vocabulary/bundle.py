@@ -167,8 +167,9 @@ def cases_to_bundle(
     cases: list[Case], answer_codes: bool = False
 ) -> tuple[list[dict], dict[str, np.ndarray]]:
     """Split cases into JSON-able descriptions and named arrays. A training case's answer code
-    (`Case.answer_code`) is the grader's secret: it is written only where `answer_codes` asks
-    (the grader's own files), never into what a child reads."""
+    and position code (`Case.answer_code`, `Case.position_code`) are the grader's secrets: they
+    are written only where `answer_codes` asks (the grader's own files), never into what a child
+    reads."""
     described, arrays = [], {}
     for index, case in enumerate(cases):
         described.append(
@@ -202,6 +203,8 @@ def cases_to_bundle(
             arrays[f"case{index}/upstream"] = case.upstream
         if answer_codes and case.answer_code is not None:
             arrays[f"case{index}/answer_code"] = case.answer_code
+        if answer_codes and case.position_code is not None:
+            arrays[f"case{index}/position_code"] = case.position_code
     return described, arrays
 
 
@@ -230,6 +233,7 @@ def cases_from_bundle(described: list[dict], arrays: dict[str, np.ndarray]) -> l
                 },
                 training=dict(info.get("training") or {}),
                 answer_code=arrays.get(f"case{index}/answer_code"),
+                position_code=arrays.get(f"case{index}/position_code"),
             )
         )
     return cases

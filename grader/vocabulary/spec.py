@@ -117,6 +117,12 @@ class Case:
     # for the task as the docs tell it) is wrong there, and only a model that learns from the
     # data finds it. The grader reads the model's answers back through it before judging.
     answer_code: np.ndarray | None = None
+    # A training case's secret order of the source positions (grader.reference.tasks
+    # .position_code), never sent to the child either: data position j holds the task's source
+    # position position_code[j] in every input array, so an attention drawn by hand for the
+    # task's own positions looks at the wrong tokens. The grader judges in the task's order
+    # (grader.engine.training.plain_view, read_back).
+    position_code: np.ndarray | None = None
 
 
 def call_with_case(function: Callable, case: Case, changed: Mapping | None = None):

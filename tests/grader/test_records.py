@@ -8,6 +8,7 @@ Each record's own file (`test_ex8_*.py`, `test_lab_*.py`) keeps only what is its
 planted mistakes (`planted()`), correct alternatives written another way, properties.
 """
 
+import contextlib
 import importlib
 
 import pytest
@@ -24,6 +25,7 @@ from tests.support.grading import (
 )
 from tests.support.jargon import shown_jargon
 from tests.support.planting import grade_many
+from tests.support.training import plain_positions
 
 # The hidden seed each record's reference is graded with (each record's file asserts more on the
 # same graded result, reference_result(id, seed), which is graded once per run).
@@ -149,7 +151,9 @@ def test_each_planted_mistake_fails_its_part_with_the_mistake_named(exercise_id,
     labels = [f"{index}. {planted.label}" for index, planted in enumerate(table)]
     assert len(set(labels)) == len(labels)
     record = EXERCISES[exercise_id]
-    with speaking("en"):
+    # A lab that trains: its source in the task's own order (no position code), where the
+    # hand-built models' rules read it (tests/support/training.py; the code: test_position_code).
+    with speaking("en"), plain_positions() if record.trains else contextlib.nullcontext():
         # Graded with the parts that call it (a lab that trains: alone, one training each),
         # so that the run's lines are those a student reads: "fix X first" among them.
         results = grade_many(

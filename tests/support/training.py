@@ -10,11 +10,26 @@ from grader.records import get_exercise
 from grader.reference import tasks
 
 
+def plain_positions():
+    """While it lasts, a training case's source stays in the task's own order (an identity
+    position code, drawn as the real one is): the hand-built models' rules read the source
+    where the task puts it."""
+
+    def identity(rng, count):
+        rng.permutation(count)
+        return np.arange(count)
+
+    return mock.patch.object(tasks, "position_code", identity)
+
+
 def plain_case(exercise_id: str):
-    """The lab's training case (seed 0) with its answers in the task's own tokens (an identity
-    answer code): the gates' and the diagnosis' tests write a model's answers as the task names
-    them. The same data otherwise: the code is drawn last."""
-    with mock.patch.object(tasks, "answer_code", lambda _rng, size, _tokens: np.arange(size)):
+    """The lab's training case (seed 0) with its answers in the task's own tokens and its
+    source in the task's order (identity codes): the gates' and the diagnosis' tests write a
+    model's answers as the task names them. The same data otherwise: the codes are drawn last."""
+    with (
+        mock.patch.object(tasks, "answer_code", lambda _rng, size, _tokens: np.arange(size)),
+        plain_positions(),
+    ):
         return make_cases(get_exercise(exercise_id), 0)["train"][0]
 
 
