@@ -1,7 +1,8 @@
-"""The training labs' source in a secret order (issue 45): every array a child reads holds the
-source positions (the transformer's source tokens, the memory network's facts, the date's seven
-tokens) in an order drawn from the grader's seed, in which no position keeps its place; the
-grader reads the attention's source keys back into the task's order and judges in that order.
+"""The training labs' source in a secret rotation (issue 45): every array a child reads holds
+the source positions (the transformer's source tokens, the memory network's facts, the date's
+seven tokens) turned round by a number of places drawn from the grader's seed, none keeping its
+place; the grader reads the attention's source keys back into the task's order and judges in
+that order.
 An attention built by hand for the task's own positions looks at the wrong tokens."""
 
 import numpy as np
@@ -46,6 +47,7 @@ def test_every_source_position_moves_and_nothing_else_does(lab):
     order = case.position_code
     count = LABS[lab][0]
     assert sorted(order) == list(range(count)) and np.all(order != np.arange(count))
+    assert np.all(np.diff(order) % count == 1)  # a rotation: neighbours stay neighbours
     for name, array in case.inputs.items():
         task = plain.inputs[name]
         if name == "targets":
