@@ -80,18 +80,8 @@ def date_cases(rng, hidden=False):
         "source_length": SOURCE,
         "target_length": TARGET,
     }
-    return [
-        Case(
-            "build_model",
-            TRAIN,
-            label,
-            arrays,
-            params,
-            training=plan,
-            answer_code=code,
-            position_code=order,
-        )
-    ]
+    codes = {"answer_code": code, "position_code": order}  # the grader's, never the child's
+    return [Case("build_model", TRAIN, label, arrays, params, training=plan, **codes)]
 
 
 def date_answers(case):

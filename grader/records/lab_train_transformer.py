@@ -84,18 +84,8 @@ def reversal_cases(rng, hidden=False):
         "run_probes": RUN_PROBES,
     }
     params = {"vocab_size": VOCAB_SIZE, "length": 2 * SOURCE_LENGTH}
-    return [
-        Case(
-            "build_model",
-            TRAIN,
-            label,
-            arrays,
-            params,
-            training=plan,
-            answer_code=code,
-            position_code=order,
-        )
-    ]
+    codes = {"answer_code": code, "position_code": order}  # the grader's, never the child's
+    return [Case("build_model", TRAIN, label, arrays, params, training=plan, **codes)]
 
 
 def reversal_answers(case):
