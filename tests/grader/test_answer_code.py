@@ -77,16 +77,17 @@ def test_public_and_hidden_cases_have_codes_of_their_own():
         assert np.array_equal(_case(lab).answer_code, public.answer_code)  # same seed, same code
 
 
-def test_the_child_never_reads_the_code_and_the_graders_own_files_keep_it(tmp_path):
+@pytest.mark.parametrize("code", ["answer_code", "position_code"])
+def test_the_child_never_reads_the_codes_and_the_graders_own_files_keep_them(code, tmp_path):
     case = _case("train-memn2n")
     save_cases(tmp_path / "cases.npz", [case])  # what the child reads
     meta, arrays = load_bundle(tmp_path / "cases.npz")
-    assert not any("answer_code" in name for name in arrays)
-    assert "answer_code" not in repr(meta)
-    assert cases_from_bundle(meta["cases"], arrays)[0].answer_code is None
+    assert not any(code in name for name in arrays)
+    assert code not in repr(meta)
+    assert getattr(cases_from_bundle(meta["cases"], arrays)[0], code) is None
     described, arrays = cases_to_bundle([case], answer_codes=True)  # a fixture, a batch's hash
-    kept = cases_from_bundle(described, arrays)[0].answer_code
-    assert np.array_equal(kept, case.answer_code)
+    kept = getattr(cases_from_bundle(described, arrays)[0], code)
+    assert np.array_equal(kept, getattr(case, code))
 
 
 def test_answers_are_read_back_into_the_tasks_tokens():
@@ -122,15 +123,22 @@ def test_answers_are_read_back_into_the_tasks_tokens():
 
 
 @pytest.mark.slow
-def test_a_rule_that_answers_in_the_plain_tokens_loses_the_part(tmp_path):
-    """A weightless layer that answers where-is stories by rule, never trained (the red teams'
-    hand-built models): right in the task's tokens, wrong in the data's code."""
+def test_rules_for_the_task_as_documented_lose_the_part(tmp_path):
+    """The red teams' hand-built models of the where-is stories, graded for real: a weightless
+    layer that answers by rule, never trained, answers in the task's tokens, wrong in the data's
+    code; the same rule switched on once the answer code it counts in the data is clean reads
+    the facts where the task puts them, so in the data's rotation (test_position_code.py) the
+    counts are never clean and the rule stays off. Neither trained anything."""
     from tests.grader.test_lab_train_memn2n import RULE
 
-    source = hand_built(patched_solution("train-memn2n"), RULE, "always")
+    ways = ("always", "rule found in the data")
+    sources = {
+        when: (hand_built(patched_solution("train-memn2n"), RULE, when), ["train"]) for when in ways
+    }
     with speaking("en"):
-        results = grade_many("train-memn2n", {"rule": (source, ["train"])}, tmp_path)
-    part = results["rule"].part("train")
-    messages = [check.message for check in failures(part)]
-    assert part.status == FAILED and part.score == 0.0, messages
-    assert any(NOT_LEARNED in message for message in messages), messages
+        results = grade_many("train-memn2n", sources, tmp_path)
+    for when in ways:
+        part = results[when].part("train")
+        messages = [check.message for check in failures(part)]
+        assert part.status == FAILED and part.score == 0.0, (when, messages)
+        assert any(NOT_LEARNED in message for message in messages), (when, messages)

@@ -8,19 +8,14 @@ An attention built by hand for the task's own positions looks at the wrong token
 import numpy as np
 import pytest
 
-from grader.engine.cases import make_cases, save_cases
-from grader.engine.results import FAILED
+from grader.engine.cases import make_cases
 from grader.engine.training import plain_view, read_back
-from grader.i18n import speaking
 from grader.records import get_exercise
 from grader.reference import tasks
-from grader.vocabulary.bundle import cases_from_bundle, cases_to_bundle, load_bundle
 from grader.vocabulary.protocol import CaseOutput
 from grader.vocabulary.spec import UNTRAINED
 from grader.vocabulary.status import CaseStatus
-from tests.support.grading import failures
-from tests.support.planting import grade_many, patched_solution
-from tests.support.training import NOT_LEARNED, hand_built, plain_positions
+from tests.support.training import plain_positions
 
 pytestmark = pytest.mark.labs
 
@@ -83,17 +78,6 @@ def test_public_and_hidden_cases_have_orders_of_their_own():
     assert differ >= 2  # 6 or 7 positions: two orders may meet by chance, not three
 
 
-def test_the_child_never_reads_the_order_and_the_graders_own_files_keep_it(tmp_path):
-    case = _case("train-seq2seq")
-    save_cases(tmp_path / "cases.npz", [case])  # what the child reads
-    meta, arrays = load_bundle(tmp_path / "cases.npz")
-    assert not any("position_code" in name for name in arrays)
-    assert "position_code" not in repr(meta)
-    assert cases_from_bundle(meta["cases"], arrays)[0].position_code is None
-    described, arrays = cases_to_bundle([case], answer_codes=True)  # a fixture, a batch's hash
-    assert np.array_equal(cases_from_bundle(described, arrays)[0].position_code, case.position_code)
-
-
 def _looking_right(lab, case) -> np.ndarray:
     """Attention weights, in the data's order, all on the source token the task reads: one-hot
     on the key where the data put the task's right source position."""
@@ -147,19 +131,3 @@ def test_a_causal_attention_in_the_datas_order_shows_no_leak_once_read_back():
     assert tasks.self_attention_leak(back) == "elsewhere"
     unmasked = np.full((4, 1, length, length), 1 / length)
     assert tasks.self_attention_leak(unmasked) == "later keys"
-
-
-@pytest.mark.slow
-def test_a_rule_for_the_tasks_positions_finds_no_code_and_loses_the_part(tmp_path):
-    """The red teams' hand-built models: a rule that reads the source where the task puts it,
-    switched on once the answer code it counts in the data is clean. In the secret order the
-    counts are not clean, the rule stays off and nothing was trained."""
-    from tests.grader.test_lab_train_memn2n import RULE
-
-    source = hand_built(patched_solution("train-memn2n"), RULE, "rule found in the data")
-    with speaking("en"):
-        results = grade_many("train-memn2n", {"rule": (source, ["train"])}, tmp_path)
-    part = results["rule"].part("train")
-    messages = [check.message for check in failures(part)]
-    assert part.status == FAILED and part.score == 0.0, messages
-    assert any(NOT_LEARNED in message for message in messages), messages
