@@ -137,6 +137,32 @@ def _in_plain_tokens(code, answer) -> np.ndarray:
     return answer
 
 
+# How far attention weights must differ between inputs, at some entry, to be computed from them
+# (float32 rounding moves a weight by about 1e-7).
+COMPUTED_FROM_INPUTS = 1e-5
+
+
+def not_from_the_inputs(weights: np.ndarray) -> GateFailure | None:
+    """None where attention weights (examples, …) differ between the examples; else the failure:
+    weights the same for every input are not computed from its queries and keys (a table, or
+    numbers read out of the model's parameters), so they do not say what the model looks at."""
+    if len(weights) < 2:
+        return None
+    spread = float(np.abs(weights - weights[:1]).max())
+    if spread >= COMPUTED_FROM_INPUTS:
+        return None
+    return GateFailure.structural(
+        _(
+            "attention_weights returned the same weights for every held-out input (they differ "
+            "by at most {spread:.1g} from one input to another): an attention is computed from "
+            "each input's queries and keys, so a table of weights, or numbers read out of the "
+            "model's parameters, is not the model's attention. Return the weights the model's "
+            "attention computes for these inputs",
+            spread=spread,
+        )
+    )
+
+
 def rows_not_distributions(weights: np.ndarray, axes: dict[int, str]) -> GateFailure | None:
     """None where every row of attention weights (…, keys) is a distribution over the keys
     (no negative weight, summing to 1); else the failure, naming the axis the weights do sum to

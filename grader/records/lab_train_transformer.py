@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from grader.engine.training import BATCH_AXIS, rows_not_distributions
+from grader.engine.training import BATCH_AXIS, not_from_the_inputs, rows_not_distributions
 from grader.engine.training_run import barely_moved
 from grader.i18n import N_, _
 from grader.reference import tasks
@@ -246,6 +246,7 @@ def anti_diagonal(case, answers):
             )
         )
     not_rows = rows_not_distributions(weights, {0: BATCH_AXIS, weights.ndim - 2: N_("the queries")})
+    not_rows = not_rows or not_from_the_inputs(weights)
     if not_rows is not None:
         return not_rows
     hits, mass = tasks.anti_diagonal_hits(weights)

@@ -21,7 +21,7 @@ from grader.reference import tasks
 from grader.vocabulary.protocol import CaseOutput
 from grader.vocabulary.status import CaseStatus
 from tests.support.planting import from_table, patched_solution
-from tests.support.training import not_learned_table, plain_case, untrained_evidence
+from tests.support.training import not_learned_table, plain_case, untrained_evidence, varied
 
 pytestmark = pytest.mark.labs
 
@@ -208,7 +208,7 @@ def test_a_network_that_has_not_learned_is_told_the_accuracy_first():
         for name in ("held_out", "moved", "reordered")
     }
     facts = case.inputs["held_out"].shape[1] - 1
-    answers["attention"] = np.full((len(case.inputs["held_out"]), facts), 1.0 / facts)
+    answers["attention"] = varied(np.full((len(case.inputs["held_out"]), facts), 1.0 / facts))
     first, checks = _first_problem(case, answers)
     assert first.name.startswith("build_model: accuracy on held-out inputs")
     attention = [check for check in checks if "attention on the supporting fact" in check.name]

@@ -12,7 +12,7 @@ from grader.records.lab_train_seq2seq import causal, monotone_alignment, query_k
 from grader.reference import tasks
 from grader.vocabulary.spec import RUN_MOVED, SOURCE_SHUFFLED
 from tests.support.planting import from_table, patched_solution
-from tests.support.training import not_learned_table, plain_case
+from tests.support.training import not_learned_table, plain_case, varied
 
 pytestmark = pytest.mark.labs
 
@@ -97,7 +97,7 @@ PLANTED = [
     (part, patched_solution(LAB, *patches), mistake, phrase)
     for part, mistake, phrase, patches in PATCHES
 ]
-PLANTED += not_learned_table(patched_solution(LAB), RULE, ATTENTION)
+PLANTED += not_learned_table(patched_solution(LAB), RULE, ATTENTION, "monotone alignment")
 
 
 def planted():
@@ -117,7 +117,7 @@ def _perfect_answers(case):
         answers[name] = np.eye(tasks.DATE_VOCABULARY)[right]
     count = len(case.inputs["held_out"])
     weights = np.eye(tasks.DATE_SOURCE)[tasks.DATE_ALIGNMENT]  # (T, S)
-    answers["attention"] = np.broadcast_to(weights, (count, *weights.shape))
+    answers["attention"] = varied(np.broadcast_to(weights, (count, *weights.shape)))
     return answers
 
 
@@ -161,8 +161,9 @@ def test_outputs_read_from_the_next_decoder_input_fail_causality():
 def test_attention_on_the_first_source_token_fails_the_alignment():
     case = _case()
     answers = _perfect_answers(case)
-    answers["attention"] = np.zeros_like(answers["attention"])
-    answers["attention"][..., 0] = 1.0
+    first_token = np.zeros_like(answers["attention"])
+    first_token[..., 0] = 1.0
+    answers["attention"] = varied(first_token)
     broken = monotone_alignment(case, answers)
     assert broken is not None and "in only 12% of the steps" in broken.message
     assert broken.needs_learning

@@ -18,7 +18,7 @@ from grader.vocabulary.protocol import CaseOutput
 from grader.vocabulary.spec import RUN_LOSS
 from grader.vocabulary.status import CaseStatus
 from tests.support.planting import from_table, patched_solution
-from tests.support.training import not_learned_table, plain_case, untrained_evidence
+from tests.support.training import not_learned_table, plain_case, untrained_evidence, varied
 
 pytestmark = pytest.mark.labs
 
@@ -81,7 +81,9 @@ PLANTED = [
     (part, patched_solution(LAB, patch), mistake, phrase)
     for part, mistake, phrase, patch in PATCHES
 ]
-PLANTED += not_learned_table(patched_solution(LAB), RULE, ATTENTION)
+PLANTED += not_learned_table(
+    patched_solution(LAB), RULE, ATTENTION, "attention on the anti-diagonal"
+)
 
 
 def planted():
@@ -111,7 +113,7 @@ def _perfect_answers(case):
     weights = np.zeros((count, 1, length, length))
     for p in range(length):
         weights[:, 0, p, length - 1 - p if p >= length // 2 else p] = 1.0
-    answers["attention"] = weights
+    answers["attention"] = varied(weights)
     return answers
 
 
@@ -177,7 +179,7 @@ def test_attention_on_the_diagonal_fails_the_attention_gate():
     case = _case()
     answers = _perfect_answers(case)
     count, length = case.inputs["held_out"].shape
-    answers["attention"] = np.broadcast_to(np.eye(length), (count, 1, length, length))
+    answers["attention"] = varied(np.broadcast_to(np.eye(length), (count, 1, length, length)))
     broken = anti_diagonal(case, answers)
     # Of the source keys, a row on the diagonal weighs all alike: its largest is key 0, the
     # mirrored one for the last row only.
@@ -210,7 +212,7 @@ def test_a_model_that_has_not_learned_is_told_the_accuracy_first():
     for name in ("held_out", "later_changed", "reordered"):
         answers[name] = _two_back(case.inputs[name])
     count, length = case.inputs["held_out"].shape
-    answers["attention"] = np.full((count, length, length), 1.0 / length)
+    answers["attention"] = varied(np.full((count, length, length), 1.0 / length))
     first, checks = _first_problem(case, answers)
     assert first.name.startswith("build_model: accuracy on held-out inputs")
     failed = {
@@ -240,7 +242,7 @@ def test_with_the_accuracy_reached_a_learned_gate_names_its_mistake():
     case = _case()
     answers = _perfect_answers(case)
     count, length = case.inputs["held_out"].shape
-    answers["attention"] = np.broadcast_to(np.eye(length), (count, 1, length, length))
+    answers["attention"] = varied(np.broadcast_to(np.eye(length), (count, 1, length, length)))
     first, _checks = _first_problem(case, answers)
     assert first.mistake == "property: attention on the anti-diagonal"
 

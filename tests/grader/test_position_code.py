@@ -15,7 +15,7 @@ from grader.reference import tasks
 from grader.vocabulary.protocol import CaseOutput
 from grader.vocabulary.spec import UNTRAINED
 from grader.vocabulary.status import CaseStatus
-from tests.support.training import plain_positions
+from tests.support.training import plain_positions, varied
 
 pytestmark = pytest.mark.labs
 
@@ -91,7 +91,7 @@ def _looking_right(lab, case) -> np.ndarray:
         for query in range(length):
             key = where[length - 1 - query] if query >= half else query
             weights[:, 0, query, key] = 1.0
-        return weights
+        return varied(weights)
     if lab == "train-memn2n":
         support = tasks.whereabouts_answers(view.inputs["held_out"])[1]
         weights = np.zeros((len(held_out), 1, LABS[lab][0]))
@@ -99,7 +99,7 @@ def _looking_right(lab, case) -> np.ndarray:
         return weights
     weights = np.zeros((len(held_out), tasks.DATE_TARGET, tasks.DATE_SOURCE))
     weights[:, np.arange(tasks.DATE_TARGET), where[tasks.DATE_ALIGNMENT]] = 1.0
-    return weights
+    return varied(weights)
 
 
 @pytest.mark.parametrize("lab", LABS)

@@ -1,25 +1,42 @@
 """Answers for the labs graded by what a model learns, made here without training."""
 
+import contextlib
 from unittest import mock
 
 import numpy as np
 
 from grader.engine.cases import make_cases
+from grader.engine.references import LiveReference
 from grader.engine.training import COUNTERFACTUAL, MOVED, NUDGED, REDRAWN, RESET, UNTRAINED
-from grader.records import get_exercise
+from grader.records import EXERCISES, get_exercise
 from grader.reference import tasks
 
 
+@contextlib.contextmanager
 def plain_positions():
     """While it lasts, a training case's source stays in the task's own order (an identity
     position code, drawn as the real one is): the hand-built models' rules read the source
-    where the task puts it."""
+    where the task puts it. The training labs' cases a reference memoised are forgotten on the
+    way in and out, so that no grading inside sees rotated cases made before, and none after
+    sees the plain ones made inside."""
 
     def identity(rng, count):
-        rng.permutation(count)
+        rng.integers(1, count)
         return np.arange(count)
 
-    return mock.patch.object(tasks, "position_code", identity)
+    with mock.patch.object(tasks, "position_code", identity):
+        _forget_training_cases()
+        try:
+            yield
+        finally:
+            _forget_training_cases()
+
+
+def _forget_training_cases() -> None:
+    trains = {exercise_id for exercise_id, record in EXERCISES.items() if record.trains}
+    memo = LiveReference._memo
+    for key in [key for key in memo if key[0] in trains]:
+        del memo[key]
 
 
 def plain_case(exercise_id: str):
@@ -252,8 +269,36 @@ def train_model(model, inputs, targets):
 ALREADY_LEARNED = "before its training, the model already passes the check"
 
 
-def not_learned_table(solution: str, rule: str, attention: str) -> list:
+# What an attention drawn the same for every input is told (grader.engine.training,
+# not_from_the_inputs): the gate that reads it names it, before any training evidence.
+SAME_FOR_EVERY_INPUT = "returned the same weights for every held-out input"
+
+
+def not_learned_table(solution: str, rule: str, attention: str, drawn_gate: str = "") -> list:
     """A lab's planted rows of models whose answers or attention do not come from training:
-    `hand_built_table`'s three, and `rule_made_attention`'s."""
-    drawn = ("train", rule_made_attention(solution, attention), NOT_FROM_TRAINING, ALREADY_LEARNED)
+    `hand_built_table`'s three, and `rule_made_attention`'s: one that varies with the input is
+    refused by the training evidence; one drawn the same for every input (`drawn_gate`, the
+    name of the gate that reads it) by that gate."""
+    caught = (
+        ("property: " + drawn_gate, SAME_FOR_EVERY_INPUT)
+        if drawn_gate
+        else (NOT_FROM_TRAINING, ALREADY_LEARNED)
+    )
+    drawn = ("train", rule_made_attention(solution, attention), *caught)
     return [*hand_built_table(solution, rule), drawn]
+
+
+def varied(weights, spread: float = 1e-4):
+    """Attention weights made to differ a little from one input to the next, as any attention
+    computed from its inputs does: example n mixes in n % 7 + 1 times `spread` of a
+    distribution over the keys that falls from the first key to the last (over the keys up to
+    the query's own for a self-attention, so that a causal picture stays causal). Each row is
+    still a distribution, its largest weight where it was (a tie still goes to the first)."""
+    weights = np.asarray(weights, dtype=float)
+    keys = weights.shape[-1]
+    square = weights.ndim >= 3 and weights.shape[-2] == keys
+    allowed = np.tril(np.ones((keys, keys))) if square else np.ones((1, keys))
+    falling = allowed * np.arange(keys, 0, -1)
+    falling = falling / falling.sum(axis=-1, keepdims=True)
+    share = spread * (np.arange(len(weights)) % 7 + 1).reshape(-1, *[1] * (weights.ndim - 1))
+    return (1 - share) * weights + share * falling
