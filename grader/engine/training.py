@@ -143,21 +143,32 @@ COMPUTED_FROM_INPUTS = 1e-5
 
 
 def not_from_the_inputs(weights: np.ndarray) -> GateFailure | None:
-    """None where attention weights (examples, …) differ between the examples; else the failure:
-    weights the same for every input are not computed from its queries and keys (a table, or
-    numbers read out of the model's parameters), so they do not say what the model looks at."""
+    """None where attention weights (examples, …) differ between the examples, or where every
+    row spreads its weight evenly over its first keys (scores that are all alike, masked or
+    not: the gates that read the weights tell what that misses); else the failure: weights
+    the same for every input do not read its queries and keys (a table, numbers read out of
+    the model's parameters, scores of constants), so they do not say what the model looks at."""
     if len(weights) < 2:
         return None
     spread = float(np.abs(weights - weights[:1]).max())
     if spread >= COMPUTED_FROM_INPUTS:
         return None
+    # Even over the first keys of each row (all of them, or those up to the query's own under
+    # a causal mask): scores all alike.
+    weighed = weights > 1e-12
+    prefix = np.all(weighed[..., 1:] <= weighed[..., :-1])
+    highest = np.where(weighed, weights, -np.inf).max(axis=-1)
+    lowest = np.where(weighed, weights, np.inf).min(axis=-1)
+    if prefix and np.all(highest - lowest <= 1e-6):
+        return None
     return GateFailure.structural(
         _(
             "attention_weights returned the same weights for every held-out input (they differ "
-            "by at most {spread:.1g} from one input to another): an attention is computed from "
-            "each input's queries and keys, so a table of weights, or numbers read out of the "
-            "model's parameters, is not the model's attention. Return the weights the model's "
-            "attention computes for these inputs",
+            "by at most {spread:.1g} from one input to another): they do not depend on the "
+            "input, so they were not computed from its queries and keys. An attention's scores "
+            "read the query and each key; weights that do not (a table, numbers read out of "
+            "the model's parameters, scores of constants) are not the model's attention. "
+            "Return the weights the model's attention computes for these inputs",
             spread=spread,
         )
     )

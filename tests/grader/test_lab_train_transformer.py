@@ -46,7 +46,7 @@ PATCHES = [
     (
         "train",
         "property: attention on the anti-diagonal",
-        "return the weights after the softmax",
+        "those are scores, taken before the softmax",
         (  # the model's own attention output (the grader reads it, not the stub's)
             "return keras.Model(tokens, [probabilities, weights])",
             "return keras.Model(tokens, [probabilities, ops.log(weights + 1e-9)])",

@@ -19,6 +19,7 @@ from grader.engine.training import (
     UNTRAINED,
     chance,
     from_training,
+    not_from_the_inputs,
 )
 from grader.i18n import speaking
 from grader.records import EXERCISES, get_exercise
@@ -34,6 +35,7 @@ from tests.support.training import (
     SAME_FOR_EVERY_INPUT,
     WHEN,
     plain_positions,
+    varied,
 )
 
 pytestmark = pytest.mark.labs
@@ -219,3 +221,19 @@ def test_the_grader_reads_the_models_outputs_never_the_students_predict():
     from grader.engine.training import accuracy
 
     assert accuracy(output, truth) < 0.5  # the untrained model's, not the rule's 100%
+
+
+def test_attention_the_same_for_every_input_is_refused_unless_spread_evenly():
+    """A table of weights (here a date alignment drawn once) is the same for every input: not
+    computed from it. Weights spread evenly over the keys are left to the gates that say what
+    such scores miss, and weights that differ between inputs, however little, pass."""
+    alignment = np.eye(7)[[0, 1, 2, 2, 3, 4, 5, 6]]
+    table = np.broadcast_to(alignment, (50, 8, 7))
+    with speaking("en"):
+        refused = not_from_the_inputs(table)
+    assert refused is not None and SAME_FOR_EVERY_INPUT in refused.message
+    assert not refused.needs_learning  # named as the mistake it is, trained or not
+    assert not_from_the_inputs(np.full((50, 8, 7), 1 / 7)) is None
+    causal = np.tril(np.ones((6, 6))) / np.arange(1, 7)[:, None]
+    assert not_from_the_inputs(np.broadcast_to(causal, (50, 1, 6, 6))) is None
+    assert not_from_the_inputs(varied(table)) is None

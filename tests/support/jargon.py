@@ -31,6 +31,11 @@ SUBSCRIPT = re.compile(r"[a-z]_[a-z0-9]+")
 IDENTIFIER = re.compile(r"[A-Za-z_]\w*")
 
 
+# Names of Keras's own API that messages name for the student to use or look for (a gradient
+# cut with ops.stop_gradient, a backward RNN's go_backwards): the student's vocabulary, not ours.
+KERAS_API = {"stop_gradient", "go_backwards"}
+
+
 def own_names(exercise: str, submitted: str) -> set[str]:
     """The names a student may read back: those of their file, of the stub and the solution
     (functions, arguments, weights, the names its docstrings use), the parts' targets."""
@@ -41,7 +46,7 @@ def own_names(exercise: str, submitted: str) -> set[str]:
     names |= {target for part in record.parts for target in part.targets}
     names |= {part.name for part in record.parts}
     names.add(Path(record.file).stem)
-    return names
+    return names | KERAS_API
 
 
 def jargon(text: str, allowed: set[str]) -> list[str]:
