@@ -38,6 +38,9 @@ training gets no points. In its own process it then checks:
 - attention is anti-diagonal: at answer position p, the largest attention weight is on the
   mirrored source token, key 2n − 1 − p (in at least one head).
 
+Each attention check first asks that the weights be computed from the input: weights the same
+for every input (a table, queries and keys made from the positions alone) are refused.
+
 Training must finish within the part's time limit, 150 s, on one CPU core: keep the model
 small. Keras is seeded before `build_model` is called, so the same file and seed give the same
 model. Keep the names and signatures below; `predict` and `attention_weights` expect the

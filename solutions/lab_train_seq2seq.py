@@ -41,6 +41,9 @@ training gets no points. In its own process it then checks:
   3, 4, 5, 6 (the month's two digits both read the month): the largest attention weight is there
   in at least 80% of the steps.
 
+Each attention check first asks that the weights be computed from the input: weights the same
+for every input (a table, queries and keys made from the positions alone) are refused.
+
 Training must finish within the part's time limit on one CPU core: keep the model small. Keras
 is seeded before `build_model` is called, so the same file and seed give the same model. Keep
 the names and signatures below.

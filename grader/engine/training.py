@@ -166,8 +166,9 @@ def not_from_the_inputs(weights: np.ndarray) -> GateFailure | None:
             "attention_weights returned the same weights for every held-out input (they differ "
             "by at most {spread:.1g} from one input to another): they do not depend on the "
             "input, so they were not computed from its queries and keys. An attention's scores "
-            "read the query and each key; weights that do not (a table, numbers read out of "
-            "the model's parameters, scores of constants) are not the model's attention. "
+            "read the query and each key; weights that do not (a table, queries and keys made "
+            "from the positions alone, numbers read out of the model's parameters, scores of "
+            "constants) are not the model's attention. "
             "Return the weights the model's attention computes for these inputs",
             spread=spread,
         )
