@@ -105,34 +105,6 @@ class SubmissionError(Exception):
     """A problem with the submission that the grader explains in plain words."""
 
 
-# The case bundles of the zygote's current request that more than one submission grades on,
-# read once there before it forks (`preload_cases`): every child of a batch grades the same few
-# files, and reading and checking one costs more than a small exercise's grading. A child
-# inherits them copy-on-write; what it changes stays its own.
-_PRELOADED: dict[str, tuple[dict, dict[str, np.ndarray]]] = {}
-
-
-def preload_cases(units: list[dict]) -> None:
-    """Read, once, every case bundle that two or more of `units` (each one submission's) name,
-    in the process the children are forked from (the grader's own files, read as a child reads
-    them). A bundle only one unit names is left to its child: it may hold what is that
-    submission's alone (a fresh model's case holds its trained weights), which no classmate's
-    child may inherit. A bundle that cannot be read is left to each child, which reports it."""
-    _PRELOADED.clear()
-    named: dict[str, int] = {}
-    for unit in units:
-        for path in {part.get("cases") for part in unit.get("parts", ())}:
-            if isinstance(path, str):
-                named[path] = named.get(path, 0) + 1
-    for path, count in named.items():
-        if count < 2:
-            continue
-        try:
-            _PRELOADED[path] = load_bundle(path)
-        except Exception:  # noqa: BLE001 - the zygote never dies of a file; the child tells
-            continue
-
-
 def run_job(job: dict, end=None) -> None:
     """Entry point of a child process. `job` holds paths only (written by the grader); `end` is
     this child's end of its channel to the supervisor (grader.sandbox.supervisor).
@@ -147,7 +119,7 @@ def run_job(job: dict, end=None) -> None:
     _isolate(job, parts[0]["log"])
     cases = []
     for part in parts:
-        meta, arrays = _PRELOADED.get(part["cases"]) or load_bundle(part["cases"])
+        meta, arrays = load_bundle(part["cases"])
         cases.append(cases_from_bundle(meta["cases"], arrays))
     # Read while the child may still read what the grader can (the submission's folder may be
     # private to the grader's user): from here on, under root, it is a user of its own.

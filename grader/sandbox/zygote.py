@@ -60,7 +60,6 @@ def main() -> None:
 
     import grader.sandbox.preload  # noqa: F401 - Keras and the backend, imported before any fork
     from grader.sandbox import protect_this_process
-    from grader.sandbox.child import preload_cases
     from grader.sandbox.scheduler import Cancelled, ForkedChild, schedule
 
     protect_this_process()  # its memory holds every job's paths: no same-user process reads it
@@ -100,7 +99,6 @@ def main() -> None:
             if request.get("cancel"):  # its request had ended before it came
                 continue
             scratch = request.get("scratch")
-            preload_cases(request["jobs"])
             try:
                 schedule(
                     request["jobs"],

@@ -9,7 +9,6 @@ import time
 import types
 from pathlib import Path
 
-import numpy as np
 import pytest
 
 from grader.engine.cases import save_cases
@@ -256,31 +255,3 @@ def test_a_forked_child_starts_in_the_childrens_environment(tmp_path):
     assert outcome.state == RunState.FINISHED, outcome
     expected = processes.child_environment()["TF_ENABLE_ONEDNN_OPTS"]
     assert int(outcome.arrays["case0/output"]) == int(expected)
-
-
-def test_the_helper_reads_only_the_case_bundles_two_submissions_share(tmp_path):
-    """Read once before the fork, a shared bundle is each child's as it would read it; one
-    that a single submission names (a fresh model's, holding its trained weights) stays out of
-    every other child's memory, and an unreadable one is left to its child to report."""
-    from grader.sandbox import child
-    from grader.vocabulary.bundle import load_bundle
-
-    shared, own, broken = tmp_path / "shared.npz", tmp_path / "own.npz", tmp_path / "broken.npz"
-    save_cases(shared, [Case("f", FUNCTION, "shared", {"x": np.arange(3.0)})])
-    save_cases(own, [Case("f", FUNCTION, "own", {"x": np.arange(4.0)})])
-    broken.write_bytes(b"not a bundle")
-
-    def unit(*paths):
-        return {"parts": [{"cases": str(path)} for path in paths]}
-
-    child.preload_cases([unit(shared, own, broken), unit(shared, broken), unit(shared, shared)])
-    try:
-        assert set(child._PRELOADED) == {str(shared)}
-        meta, arrays = child._PRELOADED[str(shared)]
-        fresh_meta, fresh_arrays = load_bundle(shared)
-        assert meta == fresh_meta and arrays.keys() == fresh_arrays.keys()
-        assert all(np.array_equal(arrays[k], fresh_arrays[k]) for k in arrays)
-        child.preload_cases([unit(own)])  # the next request starts afresh
-        assert child._PRELOADED == {}
-    finally:
-        child._PRELOADED.clear()
