@@ -144,7 +144,7 @@ COMPUTED_FROM_INPUTS = 1e-5
 
 def not_from_the_inputs(weights: np.ndarray) -> GateFailure | None:
     """None where attention weights (examples, …) differ between the examples, or where every
-    row spreads its weight evenly over its first keys (scores that are all alike, masked or
+    row spreads its weight evenly over the keys it weighs (scores that are all alike, masked or
     not: the gates that read the weights tell what that misses); else the failure: weights
     the same for every input do not read its queries and keys (a table, numbers read out of
     the model's parameters, scores of constants), so they do not say what the model looks at."""
@@ -153,13 +153,14 @@ def not_from_the_inputs(weights: np.ndarray) -> GateFailure | None:
     spread = float(np.abs(weights - weights[:1]).max())
     if spread >= COMPUTED_FROM_INPUTS:
         return None
-    # Even over the first keys of each row (all of them, or those up to the query's own under
-    # a causal mask): scores all alike.
+    # Even over the keys each row weighs (all of them, or those a causal mask leaves, read back
+    # from the data's order or not): scores all alike. A row that weighs one key alone is even
+    # too, so at most one such row per attention map (a causal mask's first) counts as that.
     weighed = weights > 1e-12
-    prefix = np.all(weighed[..., 1:] <= weighed[..., :-1])
     highest = np.where(weighed, weights, -np.inf).max(axis=-1)
     lowest = np.where(weighed, weights, np.inf).min(axis=-1)
-    if prefix and np.all(highest - lowest <= 1e-6):
+    single_rows = (weighed.sum(axis=-1) == 1).sum(axis=-1)
+    if np.all(highest - lowest <= 1e-6) and np.all(single_rows <= 1):
         return None
     return GateFailure.structural(
         _(

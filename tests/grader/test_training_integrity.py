@@ -236,4 +236,7 @@ def test_attention_the_same_for_every_input_is_refused_unless_spread_evenly():
     assert not_from_the_inputs(np.full((50, 8, 7), 1 / 7)) is None
     causal = np.tril(np.ones((6, 6))) / np.arange(1, 7)[:, None]
     assert not_from_the_inputs(np.broadcast_to(causal, (50, 1, 6, 6))) is None
+    # The same with its source keys read back from a rotation (its first rows weigh no prefix).
+    rotated = np.broadcast_to(causal[:, [1, 2, 0, 3, 4, 5]], (50, 1, 6, 6))
+    assert not_from_the_inputs(rotated) is None
     assert not_from_the_inputs(varied(table)) is None
