@@ -54,17 +54,27 @@ def plain_view(case: Case) -> Case:
     first len(position_code) entries of axis 1) read back from the case's secret order
     (`Case.position_code`), so that the right answers, the probes and the gates are worked out
     as the task tells them. A case without that code comes back as it is."""
-    if case.position_code is None:
+    order = case.position_code
+    if order is None:
         return case
-    back = np.argsort(case.position_code)
     inputs = {}
     for name, array in case.inputs.items():
         array = np.asarray(array)
-        if name != "targets" and array.ndim >= 2 and array.shape[1] >= len(back):
-            array = array.copy()
-            array[:, : len(back)] = array[:, back]
+        if name != "targets" and array.ndim >= 2 and array.shape[1] >= len(order):
+            array = _source_in_task_order(array, order, axis=1)
         inputs[name] = array
     return dataclasses.replace(case, inputs=inputs, position_code=None)
+
+
+def _source_in_task_order(array: np.ndarray, order, axis: int) -> np.ndarray:
+    """A copy of `array` with the first len(order) entries of `axis` (the source, in the data's
+    secret order `Case.position_code`) read back into the task's order."""
+    back = np.argsort(order)
+    array = np.array(array, copy=True)
+    source = [slice(None)] * array.ndim
+    source[axis] = slice(0, len(back))
+    array[tuple(source)] = np.take(array, back, axis=axis)
+    return array
 
 
 # Every model a training case's answers come from: the trained one (its probes' own names), and
@@ -119,9 +129,7 @@ def _keys_in_task_order(order, weights):
     array = np.asarray(weights)
     if array.ndim < 2 or array.shape[-1] < len(order) or array.dtype.kind not in "fc":
         return weights
-    array = array.copy()
-    array[..., : len(order)] = array[..., np.argsort(order)]
-    return array
+    return _source_in_task_order(array, order, axis=-1)
 
 
 def _in_plain_tokens(code, answer) -> np.ndarray:
@@ -140,6 +148,13 @@ def _in_plain_tokens(code, answer) -> np.ndarray:
 # How far attention weights must differ between inputs, at some entry, to be computed from them
 # (float32 rounding moves a weight by about 1e-7).
 COMPUTED_FROM_INPUTS = 1e-5
+
+
+def attention_refused(weights: np.ndarray, axes: dict[int, str]) -> GateFailure | None:
+    """What every attention gate asks before it reads where the weights look: rows that are
+    distributions over the keys (`rows_not_distributions`, `axes` as there) and weights
+    computed from the inputs (`not_from_the_inputs`); the first failure, or None."""
+    return rows_not_distributions(weights, axes) or not_from_the_inputs(weights)
 
 
 def not_from_the_inputs(weights: np.ndarray) -> GateFailure | None:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from grader.engine.training import BATCH_AXIS, not_from_the_inputs, rows_not_distributions
+from grader.engine.training import BATCH_AXIS, attention_refused
 from grader.i18n import N_, _
 from grader.reference import tasks
 from grader.vocabulary.labels import label_texts
@@ -123,10 +123,9 @@ def on_the_supporting_fact(case, answers):
     # Weights that are not finite come from a training that diverged, which the accuracy tells.
     if not np.all(np.isfinite(weights)):
         return GateFailure.unlearned(expected)
-    not_rows = rows_not_distributions(weights, {0: BATCH_AXIS, 1: N_("the hops")})
-    not_rows = not_rows or not_from_the_inputs(weights)
-    if not_rows is not None:
-        return not_rows
+    refused = attention_refused(weights, {0: BATCH_AXIS, 1: N_("the hops")})
+    if refused is not None:
+        return refused
     support = tasks.whereabouts_answers(case.inputs["held_out"])[1]
     hits = (weights.argmax(axis=-1) == support[:, None]).mean(axis=0)  # per hop
     best = int(np.argmax(hits))

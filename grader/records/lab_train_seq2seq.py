@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from grader.engine.training import BATCH_AXIS, not_from_the_inputs, rows_not_distributions
+from grader.engine.training import BATCH_AXIS, attention_refused
 from grader.engine.training_run import barely_moved, unchanged_when_swapped
 from grader.i18n import N_, _
 from grader.reference import tasks
@@ -242,10 +242,9 @@ def monotone_alignment(case, answers):
                 expected=shape,
             )
         )
-    not_rows = rows_not_distributions(weights, {0: BATCH_AXIS, 1: N_("the target steps")})
-    not_rows = not_rows or not_from_the_inputs(weights)
-    if not_rows is not None:
-        return not_rows
+    refused = attention_refused(weights, {0: BATCH_AXIS, 1: N_("the target steps")})
+    if refused is not None:
+        return refused
     aligned = weights.argmax(axis=-1) == tasks.DATE_ALIGNMENT  # (N, T)
     if aligned.mean() >= ALIGNED_AT:
         return None

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from grader.engine.training import BATCH_AXIS, not_from_the_inputs, rows_not_distributions
+from grader.engine.training import BATCH_AXIS, attention_refused
 from grader.engine.training_run import barely_moved
 from grader.i18n import N_, _
 from grader.reference import tasks
@@ -245,10 +245,9 @@ def anti_diagonal(case, answers):
                 single=(count, length, length),
             )
         )
-    not_rows = rows_not_distributions(weights, {0: BATCH_AXIS, weights.ndim - 2: N_("the queries")})
-    not_rows = not_rows or not_from_the_inputs(weights)
-    if not_rows is not None:
-        return not_rows
+    refused = attention_refused(weights, {0: BATCH_AXIS, weights.ndim - 2: N_("the queries")})
+    if refused is not None:
+        return refused
     hits, mass = tasks.anti_diagonal_hits(weights)
     best = int(np.argmax(hits))
     # Heads may share the answers out (one looks for some positions, another for the rest):

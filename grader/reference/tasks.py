@@ -67,10 +67,9 @@ def answers_in_code(code, arrays: dict, targets_from: int, inputs_from: int) -> 
 # answers stay those of the task. A model learns where to look from its data, as it learns the
 # code; an attention built by hand for the task's own positions looks at the wrong tokens. The
 # grader reads the attention's source keys back into the task's order before judging. A rotation,
-# not any order: a model with a fixed sinusoidal position table, or a temporal encoding that
-# grows with time, learns a rotation of the positions as it learns their own order, while an
-# order drawn at random left some of them short of the pass mark in the lab's epochs (a
-# transformer with sinusoidal positions, issue 45's measurements).
+# not any order: with an order drawn at random, a transformer with a fixed sinusoidal position
+# table (a held-out correct file) left an answer position short of the pass mark in its epochs;
+# with rotations it passes (benchmarks/results/position_code_2026-11-29.md).
 
 
 def position_code(rng, count: int) -> np.ndarray:
