@@ -34,6 +34,26 @@ from grader.vocabulary.status import Answer
 
 ANSWER_PLACEHOLDER = "<!-- Write your answer below this line. -->"
 
+# A part that trains a model reports every stage's answers to every probe and the trained
+# weights (about 12 MB for the reference transformer's two cases; a model of the size
+# grader.engine.fresh_models accepts, more): the grader's own file, which its child writes
+# under the same file-size cap as what the submission prints. Its child gets this much more
+# room than the output cap, so that the cap keeps bounding what a submission writes and never
+# refuses an honest model's report.
+TRAINING_RESULT_MB = 64
+
+
+def output_cap_mb(output_mb: int, parts: Iterable[Part]) -> int:
+    """The file-size cap of the child that runs `parts` under an output cap of `output_mb`."""
+    trains = any(part.training is not None for part in parts)
+    return output_mb + TRAINING_RESULT_MB if trains else output_mb
+
+
+def _limits_for(limits: dict | None, parts: list[Part]) -> dict | None:
+    if not limits or not limits.get("output_mb"):
+        return limits
+    return dict(limits, output_mb=output_cap_mb(int(limits["output_mb"]), parts))
+
 
 def grade(
     exercise_id: str,
@@ -142,6 +162,7 @@ def part_jobs(
     default its file's name)."""
     parts = list(parts)
     keys = keys if keys is not None else (f"part-{part.name}" for part in parts)
+    limits = _limits_for(limits, parts)
     return {
         part.name: Job(
             key,

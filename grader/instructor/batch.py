@@ -28,7 +28,7 @@ from grader.engine.cases import make_cases, save_cases
 from grader.engine.judging import cannot_load, grader_failure, judge_part
 from grader.engine.references import LiveReference, default_reference
 from grader.engine.results import ExerciseResult, PartResult
-from grader.grading import part_jobs, refused_counts, unloadable
+from grader.grading import output_cap_mb, part_jobs, refused_counts, unloadable
 from grader.i18n import N_, _, tr
 from grader.instructor import files
 from grader.instructor.course.shards import shard_of
@@ -128,6 +128,10 @@ def isolation_note(options: BatchOptions) -> str:
         f"memory {options.memory_mb} MB",
         f"output {options.output_mb} MB",
     ]
+    trains = [get_exercise(e) for e in options.exercises if get_exercise(e).trains]
+    if trains:
+        cap = output_cap_mb(options.output_mb, trains[0].parts)
+        words[-1] += f" ({cap} MB for a lab that trains a model: its report holds the model)"
     return "; ".join(words)
 
 
@@ -521,7 +525,7 @@ def _finish(run: _Run, plan: _Plan) -> None:
                 )
             except Exception:  # noqa: BLE001 - a bug of ours must not become a student's zero
                 judged = grader_failure(part, traceback.format_exc(limit=5))
-            result.parts.append(_explain_limits(judged, run.options))
+            result.parts.append(_explain_limits(judged, run.options, record))
             page.observe(
                 record,
                 part,
@@ -589,11 +593,13 @@ LIMIT_WORDS = {
 }
 
 
-def _explain_limits(part: PartResult, options: BatchOptions) -> PartResult:
+def _explain_limits(part: PartResult, options: BatchOptions, record: Exercise) -> PartResult:
     for check in part.checks:
         if check.limit is not None:
             option, words = LIMIT_WORDS[check.limit]
             value = getattr(options, option) if option else None
+            if option == "output_mb":  # the cap its child had (a lab that trains has more)
+                value = output_cap_mb(options.output_mb, record.parts)
             check.message = f"{tr(words).format(value=value)} ({check.message})"
     return part
 

@@ -1,0 +1,53 @@
+"""The labs that train a model, graded the way a class is graded: `grader batch` and
+Gradescope's path run each child under an output cap (4 MB), and a training part's report —
+every stage's answers to every probe and the trained weights, about 12 MB for the reference
+transformer — is the grader's own file written under that cap. Before the cap left room for
+it, every correct transformer and seq2seq lab got 0 there ("more than the 4 MB output cap")
+while `grader check`, which has no cap, gave 10/10. Each test trains the reference in the
+sandbox (about 20 s of one core)."""
+
+import csv
+
+import pytest
+
+from grader.grading import TRAINING_RESULT_MB, output_cap_mb
+from grader.instructor import gradescope
+from grader.instructor.batch import BatchOptions, run_batch
+from grader.instructor.course.stubs import package_dir
+from grader.records import EXERCISES, get_exercise
+from tests.support.gradescope_schema import validate
+
+SOLUTIONS = package_dir("solutions")
+
+pytestmark = pytest.mark.labs
+
+
+def test_only_a_child_that_trains_gets_room_for_its_report():
+    for record in EXERCISES.values():
+        cap = output_cap_mb(4, record.parts)
+        assert cap == (4 + TRAINING_RESULT_MB if record.trains else 4), record.id
+
+
+def test_a_class_batch_gives_the_reference_transformer_full_marks(tmp_path):
+    record = get_exercise("train-transformer")
+    (tmp_path / "class" / "ada").mkdir(parents=True)
+    (tmp_path / "class" / "ada" / record.file).write_bytes((SOLUTIONS / record.file).read_bytes())
+    out = tmp_path / "out"
+    run_batch(
+        tmp_path / "class",
+        BatchOptions([record.id], out, jobs=1, seed=2026, pictures=False, similarity=False),
+    )
+    with open(out / "grades.csv", newline="", encoding="utf-8") as handle:
+        row = next(csv.DictReader(handle))
+    feedback = (out / "feedback" / "ada.md").read_text(encoding="utf-8")
+    assert row[record.id] == "10", feedback
+    assert "output cap" not in feedback
+
+
+def test_gradescope_gives_the_reference_seq2seq_full_marks(tmp_path):
+    record = get_exercise("train-seq2seq")
+    (tmp_path / "submission").mkdir()
+    (tmp_path / "submission" / record.file).write_bytes((SOLUTIONS / record.file).read_bytes())
+    results = validate(gradescope.results_for(tmp_path / "submission", [record.id], 7, tmp_path))
+    assert results["score"] == record.max_score, results["output"]
+    assert "output cap" not in results["output"]
