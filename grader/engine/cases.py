@@ -16,7 +16,8 @@ HIDDEN = label_text(N_("hidden"))
 
 
 def make_cases(record: Exercise, seed: int, hidden_seed: int | None = None):
-    """Each part's public cases from `seed`, then hidden ones from `hidden_seed` if given.
+    """Each part's public cases from `seed`, then hidden ones from `hidden_seed` if given (a
+    part that trains a model: its hidden case instead of its public one).
 
     Hidden cases come from the same maker asked for fresh shapes; their labels say "hidden"
     and their feedback never shows expected values.
@@ -29,7 +30,11 @@ def make_cases(record: Exercise, seed: int, hidden_seed: int | None = None):
             for case in extra:
                 case.hidden = True
                 case.label = f"{HIDDEN}, {case.label}"
-            cases[part.name] += extra
+            # A part that trains a model is graded on its hidden case alone: the public case is
+            # the one `grader check` trains on the student's own machine, the hidden one asks
+            # the same of fresh data under fresh secret codes, and each is a whole training
+            # (most of a batch's cost for such a lab).
+            cases[part.name] = extra if part.training is not None else cases[part.name] + extra
         # Variants from a generator of their own, so that no other case changes with them.
         extra_seed = [] if hidden_seed is None else [hidden_seed]
         add_variants(part, cases[part.name], np.random.default_rng([seed, index, 2, *extra_seed]))

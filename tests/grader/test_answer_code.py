@@ -72,9 +72,24 @@ def test_the_training_data_answers_in_the_code_and_the_source_keeps_its_tokens(l
 def test_public_and_hidden_cases_have_codes_of_their_own():
     for lab in LABS:
         record = get_exercise(lab)
-        public, hidden = make_cases(record, 0, hidden_seed=12345)["train"]
+        (public,) = make_cases(record, 0)["train"]
+        (hidden,) = make_cases(record, 0, hidden_seed=12345)["train"]
         assert not np.array_equal(public.answer_code, hidden.answer_code), lab
         assert np.array_equal(_case(lab).answer_code, public.answer_code)  # same seed, same code
+
+
+def test_a_class_trains_each_model_once_on_its_hidden_case_and_keeps_every_other_case():
+    """With a hidden seed (a batch, Gradescope) a part that trains is graded on its hidden case
+    alone (the public one is what `grader check` trains on the student's machine); a part that
+    trains nothing keeps its public cases and adds hidden ones."""
+    for lab in LABS:
+        (hidden,) = make_cases(get_exercise(lab), 0, hidden_seed=12345)["train"]
+        assert hidden.hidden and hidden.label.startswith("hidden")
+    record = get_exercise("8-2")
+    for name, cases in make_cases(record, 0, hidden_seed=12345).items():
+        public = make_cases(record, 0)[name]
+        assert 0 < len(public) < len(cases)
+        assert sum(case.hidden for case in cases) == len(cases) - len(public)
 
 
 @pytest.mark.parametrize("code", ["answer_code", "position_code"])
