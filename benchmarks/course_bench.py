@@ -3,6 +3,11 @@ held-out sets, for this checkout and for an earlier revision, in one run (issue 
 
     python benchmarks/course_bench.py                                  # 20 students x 15
     python benchmarks/course_bench.py --students 100 --against 5b066c3
+    python benchmarks/course_bench.py --students 1000 --shards 8     # a course on 8 machines
+
+With --shards N the class is graded by this checkout alone as N shards one after another (each
+as one machine of a cluster would run it: `grader batch --shard K/N`), then gathered; the wall
+time N machines would take is estimated as the slowest shard's plus the gather's.
 
 The class: for each student and exercise, a file drawn (seeded) from what students hand in:
 right work (the reference, or a correct file of a held-out set), wrong work (every wrong file of
@@ -122,7 +127,11 @@ def main(argv=None) -> None:
     parser.add_argument("--jobs", type=int, default=2)
     parser.add_argument("--timeout", type=float, default=10.0)
     parser.add_argument("--rounds", type=int, default=1)
+    parser.add_argument("--shards", type=int, default=0, help="grade in N shards, then gather")
     args = parser.parse_args(argv)
+    if args.shards:
+        sharded(args)
+        return
     with tempfile.TemporaryDirectory(prefix="course-bench-") as scratch:
         root = Path(scratch)
         runs = {"this checkout": (KIT, {}), "  search memory off": (KIT, {"off": True})}
@@ -175,6 +184,49 @@ def main(argv=None) -> None:
         wall = statistics.median(w for _c, w in measures)
         print(f"{name:28} {cpu:8.1f} {wall:8.1f} {cpu / units:13.3f} {cpu / base:6.2f}x")
     print(f"the same gradebook and feedback with and without the search memory: {same}")
+
+
+def sharded(args) -> None:
+    """The class graded as `args.shards` shards one after another, then gathered; each shard's
+    core-seconds and wall time as it ends (a long run can be read before it is over)."""
+    with tempfile.TemporaryDirectory(prefix="course-shards-") as scratch:
+        root = Path(scratch)
+        exercises = course_exercises(args.exercises, None)
+        units = args.students * len(exercises)
+        counts = make_class(root / "class", args.students, exercises)
+        print(
+            f"{args.students} students x {len(exercises)} exercises = {units} student-exercises "
+            f"({', '.join(f'{k} {v}' for k, v in counts.items())}); {args.shards} shards, "
+            f"--jobs {args.jobs}, --timeout {args.timeout:g}",
+            flush=True,
+        )
+        env = dict(os.environ, PYTHONPATH=str(KIT))
+        options = ["--seed", SEED, "--jobs", args.jobs, "--timeout", args.timeout]
+        options += ["--no-similarity", "--no-pictures"]
+        chosen = [word for e in exercises for word in ("-e", e)]
+        folders, total_cpu, slowest = [], 0.0, 0.0
+        print(f"{'run':16} {'core-s':>8} {'wall s':>8} {'students':>9}", flush=True)
+        for index in range(args.shards):
+            folders.append(root / f"shard-{index}")
+            command = [sys.executable, "-m", "grader.cli", "batch", root / "class", *chosen]
+            command += [*options, "--shard", f"{index}/{args.shards}", "--out", folders[-1]]
+            cpu, wall = measured([str(w) for w in command], KIT, env)
+            graded = len(list((folders[-1] / "results").glob("*.json")))
+            total_cpu, slowest = total_cpu + cpu, max(slowest, wall)
+            print(f"shard {index}/{args.shards:<8} {cpu:8.1f} {wall:8.1f} {graded:9}", flush=True)
+        command = [sys.executable, "-m", "grader.cli", "gather", *folders, "--out", root / "all"]
+        cpu, wall = measured([str(w) for w in [*command, "--no-similarity"]], KIT, env)
+        total_cpu += cpu
+        rows = (root / "all" / "grades.csv").read_text(encoding="utf-8").count("\n") - 1
+        print(f"{'gather':16} {cpu:8.1f} {wall:8.1f} {rows:9}")
+    print(
+        f"all shards and the gather: {total_cpu:.1f} core-s, "
+        f"{total_cpu / units:.3f} per student-exercise"
+    )
+    print(
+        f"on {args.shards} machines at once: about {slowest + wall:.0f} s "
+        f"(the slowest shard {slowest:.0f} s, then the gather {wall:.0f} s)"
+    )
 
 
 if __name__ == "__main__":
