@@ -151,6 +151,21 @@ class BatchSummary:
     notes: list[str] = field(default_factory=list)
 
 
+def timeout_too_short(timeout: float | None, records: list[Exercise]) -> str | None:
+    """Why `--timeout` would fail every student of a lab that trains a model, or None. Such a
+    lab's part trains the student's model (5 to 30 s of a core, longer on a busy machine), and
+    the option replaces every exercise's own limit."""
+    short = [r for r in records if r.trains and timeout is not None and timeout < r.timeout]
+    if not short:
+        return None
+    return (
+        f"--timeout {timeout:g} is shorter than the {max(r.timeout for r in short):g} s that "
+        f"{', '.join(r.id for r in short)} gives a part to train the student's model: every "
+        "student's lab would time out. Leave --timeout out (each exercise keeps its own "
+        "limit), or grade the labs that train a model in a batch of their own"
+    )
+
+
 def run_batch(
     submissions: Path,
     options: BatchOptions,
@@ -158,6 +173,9 @@ def run_batch(
     on_start: Callable[[int, int], None] | None = None,
 ) -> BatchSummary:
     records = [get_exercise(exercise_id) for exercise_id in options.exercises]
+    too_short = timeout_too_short(options.timeout, records)
+    if too_short:
+        raise BatchError(too_short)
     try:
         everyone = discover(Path(submissions))
     except (FileNotFoundError, NoStudents) as error:

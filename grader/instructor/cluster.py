@@ -11,7 +11,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from grader.instructor.batch import BatchOptions
+from grader.instructor.batch import BatchOptions, timeout_too_short
 from grader.instructor.course.shards import shard_of
 from grader.instructor.course.submissions import NoStudents, discover
 from grader.instructor.outputs.cluster_jobs import (
@@ -53,6 +53,9 @@ def plan_shards(
     for student in students:
         sizes[shard_of(student.id, shards)] += 1
     records = [get_exercise(e) for e in options.exercises]
+    too_short = timeout_too_short(options.timeout, records)
+    if too_short:  # before any job is written, not once every machine has started
+        raise ClusterError(too_short)
     jobs = options.jobs or 2
     return ShardPlan(
         submissions=submissions_as,

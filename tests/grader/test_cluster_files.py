@@ -202,3 +202,22 @@ def test_a_seed_is_drawn_once_for_every_shard(tmp_path):
     )
     assert shlex.split(command)[shlex.split(command).index("--seed") + 1] == str(seed)
     assert Path(out / "slurm" / "gather.sbatch").is_file()
+
+
+def test_a_timeout_that_no_lab_can_train_in_is_refused_before_anything_is_written(tmp_path):
+    """`--timeout` replaces every exercise's own limit: shorter than what a lab that trains a
+    model gives its part, every student's lab would time out. Refused, with what to do, by the
+    cluster files and by `grader batch` alike; a timeout that leaves the labs their time, or a
+    course without them, is taken."""
+    lab = EXERCISES["train-memn2n"]
+    out = tmp_path / "out"
+    short = ["-e", "8-1", "-e", lab.id, "--timeout", "10"]
+    for command in (["slurm", CLASS, "--shards", SHARDS], ["batch", CLASS, "--seed", SEED]):
+        result = CliRunner().invoke(cli.main, [*command, *short, "--out", str(out)])
+        assert result.exit_code != 0, result.output
+        assert "--timeout 10 is shorter than" in result.output and lab.id in result.output
+        assert "Leave --timeout out" in result.output
+        assert not out.exists()
+    long_enough = ["-e", lab.id, "--timeout", f"{lab.timeout:g}", "--out", out]
+    invoke("slurm", CLASS, "--shards", SHARDS, *long_enough)
+    invoke("slurm", CLASS, "--shards", SHARDS, "-e", "8-1", "--timeout", "10", "--out", out)
