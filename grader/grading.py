@@ -35,7 +35,7 @@ from grader.vocabulary.status import Answer
 ANSWER_PLACEHOLDER = "<!-- Write your answer below this line. -->"
 
 # A part that trains a model reports every stage's answers to every probe and the trained
-# weights (about 12 MB for the reference transformer's two cases; a model of the size
+# weights (about 6 MB a case for the reference transformer; a model of the size
 # grader.engine.fresh_models accepts, more): the grader's own file, which its child writes
 # under the same file-size cap as what the submission prints. Its child gets this much more
 # room than the output cap, so that the cap keeps bounding what a submission writes and never
