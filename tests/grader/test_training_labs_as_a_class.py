@@ -1,10 +1,10 @@
 """The labs that train a model, graded the way a class is graded: `grader batch` and
 Gradescope's path run each child under an output cap (4 MB), and a training part's report —
 every stage's answers to every probe and the trained weights, about 6 MB a case for the
-reference transformer — is the grader's own file written under that cap. Before the cap left room for
-it, every correct transformer and seq2seq lab got 0 there ("more than the 4 MB output cap")
-while `grader check`, which has no cap, gave 10/10. Each test trains the reference in the
-sandbox (about 20 s of one core)."""
+reference transformer — is the grader's own file written under that cap. Before the cap left
+room for it, every correct transformer and seq2seq lab got 0 there ("more than the 4 MB output
+cap") while `grader check`, which has no cap, gave 10/10. Each test trains the reference in
+the sandbox (about 10 s of one core)."""
 
 import csv
 
