@@ -27,6 +27,7 @@ must be the same, byte for byte.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import random
 import resource
@@ -112,6 +113,23 @@ def measured(command: list[str], cwd: Path, env: dict) -> tuple[float, float]:
     return (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime), wall
 
 
+@contextlib.contextmanager
+def worktree(revision: str, folder: Path):
+    """A git worktree of `revision` at `folder`, removed afterwards."""
+    subprocess.run(
+        ["git", "worktree", "add", "--detach", str(folder), revision],
+        cwd=KIT,
+        check=True,
+        capture_output=True,
+    )
+    try:
+        yield folder
+    finally:
+        subprocess.run(
+            ["git", "worktree", "remove", "--force", str(folder)], cwd=KIT, capture_output=True
+        )
+
+
 def gradebook(out: Path) -> bytes:
     """grades.csv and every student's feedback, as one text."""
     parts = [(out / "grades.csv").read_bytes()]
@@ -132,46 +150,35 @@ def main(argv=None) -> None:
     if args.shards:
         sharded(args)
         return
-    with tempfile.TemporaryDirectory(prefix="course-bench-") as scratch:
+    with (
+        tempfile.TemporaryDirectory(prefix="course-bench-") as scratch,
+        contextlib.ExitStack() as stack,
+    ):
         root = Path(scratch)
         runs = {"this checkout": (KIT, {}), "  search memory off": (KIT, {"off": True})}
         tree = None
         if args.against:
-            tree = root / "against"
-            subprocess.run(
-                ["git", "worktree", "add", "--detach", str(tree), args.against],
-                cwd=KIT,
-                check=True,
-                capture_output=True,
-            )
+            tree = stack.enter_context(worktree(args.against, root / "against"))
             runs = {f"{args.against} (--against)": (tree, {})} | runs
         exercises = course_exercises(args.exercises, tree)
         units = args.students * len(exercises)
         counts = make_class(root / "class", args.students, exercises)
         results: dict[str, list[tuple[float, float]]] = {name: [] for name in runs}
-        try:
-            for round_ in range(args.rounds):
-                for number, (name, (code, flags)) in enumerate(runs.items()):
-                    env = dict(os.environ, PYTHONPATH=str(code))
-                    if flags.get("off"):
-                        env["GRADER_SEARCH_MEMORY"] = "off"
-                    out = root / f"out{number}-{round_}"
-                    command = [sys.executable, "-m", "grader.cli", "batch", root / "class"]
-                    command += [word for e in exercises for word in ("-e", e)]
-                    command += ["--seed", SEED, "--jobs", args.jobs, "--timeout", args.timeout]
-                    command += ["--no-similarity", "--no-pictures", "--out", out]
-                    results[name].append(measured([str(w) for w in command], code, env))
-            names = list(runs)
-            same = gradebook(root / f"out{names.index('this checkout')}-0") == gradebook(
-                root / f"out{names.index('  search memory off')}-0"
-            )
-        finally:
-            if args.against:
-                subprocess.run(
-                    ["git", "worktree", "remove", "--force", str(root / "against")],
-                    cwd=KIT,
-                    capture_output=True,
-                )
+        for round_ in range(args.rounds):
+            for number, (name, (code, flags)) in enumerate(runs.items()):
+                env = dict(os.environ, PYTHONPATH=str(code))
+                if flags.get("off"):
+                    env["GRADER_SEARCH_MEMORY"] = "off"
+                out = root / f"out{number}-{round_}"
+                command = [sys.executable, "-m", "grader.cli", "batch", root / "class"]
+                command += [word for e in exercises for word in ("-e", e)]
+                command += ["--seed", SEED, "--jobs", args.jobs, "--timeout", args.timeout]
+                command += ["--no-similarity", "--no-pictures", "--out", out]
+                results[name].append(measured([str(w) for w in command], code, env))
+        names = list(runs)
+        same = gradebook(root / f"out{names.index('this checkout')}-0") == gradebook(
+            root / f"out{names.index('  search memory off')}-0"
+        )
     print(
         f"{args.students} students x {len(exercises)} exercises = {units} student-exercises "
         f"({', '.join(f'{k} {v}' for k, v in counts.items())}); --jobs {args.jobs}, "

@@ -8,15 +8,15 @@ same for a git worktree of REV first, in the same run (issue 48).
 """
 
 import argparse
+import contextlib
 import os
-import resource
 import shutil
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
-KIT = Path(__file__).resolve().parent.parent
+from course_bench import KIT, measured, worktree
+
 sys.path.insert(0, str(KIT))
 
 from grader.records import get_exercise  # noqa: E402
@@ -28,7 +28,7 @@ def run(tree, lab, n):
         for i in range(n):
             (root / "class" / f"s{i}").mkdir(parents=True)
             shutil.copy(KIT / "solutions" / get_exercise(lab).file, root / "class" / f"s{i}")
-        cmd = [
+        command = [
             sys.executable,
             "-m",
             "grader.cli",
@@ -45,13 +45,9 @@ def run(tree, lab, n):
             "--out",
             str(root / "out"),
         ]
-        b = resource.getrusage(resource.RUSAGE_CHILDREN)
-        subprocess.run(
-            cmd, capture_output=True, text=True, cwd=tree, env=dict(os.environ, PYTHONPATH=tree)
-        )
-        u = resource.getrusage(resource.RUSAGE_CHILDREN)
+        cpu, _wall = measured(command, tree, dict(os.environ, PYTHONPATH=str(tree)))
         rows = (root / "out" / "grades.csv").read_text().splitlines()[1:]
-        return u.ru_utime + u.ru_stime - b.ru_utime - b.ru_stime, [r.split(",")[1] for r in rows]
+        return cpu, [r.split(",")[1] for r in rows]
 
 
 def main():
@@ -59,24 +55,15 @@ def main():
     parser.add_argument("labs", nargs="+")
     parser.add_argument("--against", default="", help="a git revision to measure first")
     args = parser.parse_args()
-    trees = {"this checkout": str(KIT)}
-    with tempfile.TemporaryDirectory(prefix="labs-batch-bench-") as scratch:
+    trees = {"this checkout": KIT}
+    with (
+        tempfile.TemporaryDirectory(prefix="labs-batch-bench-") as scratch,
+        contextlib.ExitStack() as stack,
+    ):
         if args.against:
-            old = str(Path(scratch) / "against")
-            subprocess.run(
-                ["git", "worktree", "add", "--detach", old, args.against],
-                cwd=KIT,
-                check=True,
-                capture_output=True,
-            )
+            old = stack.enter_context(worktree(args.against, Path(scratch) / "against"))
             trees = {args.against: old} | trees
-        try:
-            table(args.labs, trees)
-        finally:
-            if args.against:
-                subprocess.run(
-                    ["git", "worktree", "remove", "--force", old], cwd=KIT, capture_output=True
-                )
+        table(args.labs, trees)
 
 
 def table(labs, trees):
