@@ -100,30 +100,25 @@ def against(revision: str, repeats: int) -> tuple[float, float]:
     """Median seconds of `grader check 8-2 --submission solutions` here and at `revision`."""
     import os
 
-    with tempfile.TemporaryDirectory(prefix="attnkit-before-") as scratch:
-        other = Path(scratch) / "kit"
-        subprocess.run(
-            ["git", "worktree", "add", "--detach", str(other), revision],
-            cwd=KIT,
-            check=True,
-            capture_output=True,
-        )
-        try:
-            samples: dict[Path, list[float]] = {KIT: [], other: []}
-            for index in range(repeats + 1):
-                for root, times in samples.items():
-                    start = time.perf_counter()
-                    subprocess.run(
-                        grader("check", "8-2", "--submission", "solutions"),
-                        cwd=root,
-                        env=dict(os.environ, PYTHONPATH=str(root)),
-                        stdout=subprocess.DEVNULL,
-                        stderr=subprocess.DEVNULL,
-                    )
-                    if index:
-                        times.append(time.perf_counter() - start)
-        finally:
-            subprocess.run(["git", "worktree", "remove", "--force", str(other)], cwd=KIT)
+    from course_bench import worktree
+
+    with (
+        tempfile.TemporaryDirectory(prefix="attnkit-before-") as scratch,
+        worktree(revision, Path(scratch) / "kit") as other,
+    ):
+        samples: dict[Path, list[float]] = {KIT: [], other: []}
+        for index in range(repeats + 1):
+            for root, times in samples.items():
+                start = time.perf_counter()
+                subprocess.run(
+                    grader("check", "8-2", "--submission", "solutions"),
+                    cwd=root,
+                    env=dict(os.environ, PYTHONPATH=str(root)),
+                    stdout=subprocess.DEVNULL,
+                    stderr=subprocess.DEVNULL,
+                )
+                if index:
+                    times.append(time.perf_counter() - start)
     return statistics.median(samples[KIT]), statistics.median(samples[other])
 
 
