@@ -128,9 +128,9 @@ def isolation_note(options: BatchOptions) -> str:
         f"memory {options.memory_mb} MB",
         f"output {options.output_mb} MB",
     ]
-    trains = [get_exercise(e) for e in options.exercises if get_exercise(e).trains]
-    if trains:
-        cap = output_cap_mb(options.output_mb, trains[0].parts)
+    trains = next((r for r in map(get_exercise, options.exercises) if r.trains), None)
+    if trains is not None:
+        cap = output_cap_mb(options.output_mb, trains.parts)
         words[-1] += f" ({cap} MB for a lab that trains a model: its report holds the model)"
     return "; ".join(words)
 
@@ -155,7 +155,9 @@ def timeout_too_short(timeout: float | None, records: list[Exercise]) -> str | N
     """Why `--timeout` would fail every student of a lab that trains a model, or None. Such a
     lab's part trains the student's model (5 to 30 s of a core, longer on a busy machine), and
     the option replaces every exercise's own limit."""
-    short = [r for r in records if r.trains and timeout is not None and timeout < r.timeout]
+    if timeout is None:
+        return None
+    short = [r for r in records if r.trains and timeout < r.timeout]
     if not short:
         return None
     return (
