@@ -32,10 +32,11 @@ quiet.install()
 import numpy as np  # noqa: E402
 
 
-def load_solution(record):
+def load_solution(record, path=None):
+    """The lab's reference solution, or the file at `path` (a student's, say)."""
     from grader.sandbox.child import load_submission
 
-    return load_submission(str(KIT / "solutions" / record.file), "reference_solution")
+    return load_submission(str(path or KIT / "solutions" / record.file), "graded_solution")
 
 
 def grade_seed(record, module, seed):
@@ -72,6 +73,7 @@ def main():
     parser.add_argument("--first", type=int, default=0, help="the first seed")
     parser.add_argument("--lab", action="append", help="a lab id (default: every training lab)")
     parser.add_argument("--quick", action="store_true", help="one seed (CI)")
+    parser.add_argument("--file", help="grade this file instead of the reference (one --lab)")
     parser.add_argument("--repeat", action="store_true", help="train seed 0 twice, compare")
     parser.add_argument(
         "--keras-builds-optimizer",
@@ -95,7 +97,7 @@ def main():
     print("lab seed passed cpu_s wall_s")
     for lab in labs:
         record = EXERCISES[lab]
-        module = load_solution(record)
+        module = load_solution(record, options.file)
         passed, times = 0, []
         for seed in seeds:
             wall = time.perf_counter()

@@ -154,12 +154,13 @@ def part_jobs(
     limits: dict | None = None,
     blocked_imports: tuple[str, ...] = (),
     sandbox: dict | None = None,
+    origin: Path | None = None,
 ) -> dict[str, Job]:
     """The jobs of one submitted exercise, by part name: one per part, all in one `group`, so
     that one child imports the submission once and runs them one after another in `workdir`.
     `keys` name the parts' jobs (by default `part-<name>`; a job's key names its files in
     `workdir` and must be unique in a run); the submission is imported as `module_name` (by
-    default its file's name)."""
+    default its file's name); `origin`, the folder `workdir` was copied from (see Job)."""
     parts = list(parts)
     keys = keys if keys is not None else (f"part-{part.name}" for part in parts)
     limits = _limits_for(limits, parts)
@@ -175,6 +176,7 @@ def part_jobs(
             blocked_imports=blocked_imports,
             sandbox=sandbox,
             group=group,
+            origin=origin,
         )
         for part, key in zip(parts, keys, strict=False)  # keys may run on
     }

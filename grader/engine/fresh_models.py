@@ -16,6 +16,7 @@ grader.engine.training judges them with the others.
 from __future__ import annotations
 
 import re
+import shutil
 from dataclasses import replace
 from pathlib import Path
 
@@ -58,13 +59,37 @@ def follow_up(job: Job, outcome: Outcome):
         return None
     from grader.engine.cases import save_cases
 
+    home = fresh_home(job)
+    if home is None:
+        return None
     # Beside the grader's cases (never in the child's own folder, which it could have filled
     # with links): a file of this job's, which the child is allowed to read by its name.
     path = Path(job.cases).parent / f"fresh-{job.key}.npz"
     save_cases(path, list(asked.values()))
     group = f"{job.group or job.key}-fresh"
-    fresh_job = replace(job, key=f"{job.key}-fresh", cases=path, group=group)
+    fresh_job = replace(job, key=f"{job.key}-fresh", cases=path, group=group, **home)
     return fresh_job, lambda answered: merge(outcome, list(asked), answered)
+
+
+def fresh_home(job: Job) -> dict | None:
+    """The folder (and the module in it) the fresh model's child works in: a new one beside
+    `job`'s, so that nothing the first child wrote (a file of counts, its own module rewritten)
+    reaches the second. Where the module lay in the first child's folder, the second gets a new
+    copy of the folder it was copied from (`job.origin`); None where there is none to copy."""
+    directory = Path(job.directory)
+    home = directory.with_name(f"{directory.name}-fresh")
+    try:
+        inside = Path(job.module).relative_to(directory)
+    except ValueError:
+        inside = None
+    if inside is not None and job.origin is None:
+        return None
+    shutil.rmtree(home, ignore_errors=True)  # the grader's own, from an earlier try
+    if inside is None:
+        home.mkdir()
+        return {"directory": home}
+    shutil.copytree(job.origin, home)
+    return {"directory": home, "module": home / inside}
 
 
 def trained_weights(outcome: Outcome, index: int) -> dict[str, np.ndarray] | None:

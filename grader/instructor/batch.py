@@ -509,6 +509,7 @@ def _plan_student(run: _Run, student: Student, stamp: str, home: Path, jobs: lis
             limits=run.options.limits(),
             blocked_imports=FORBIDDEN_PACKAGES,
             sandbox=run.policy,
+            origin=source,
         )
         for name, job in mine.items():
             jobs.append(job)

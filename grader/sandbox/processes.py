@@ -86,6 +86,11 @@ class Job:
     # Jobs with the same group run in one child, in the order given; they must share the module,
     # module name, directory, limits and blocked imports. None: a child of its own.
     group: str | None = None
+    # The folder `directory` was copied from, as the grader made it (batch: the student's
+    # submission), where the module lies inside `directory`: a later child of the same
+    # submission (grader.engine.fresh_models) starts from a new copy of it, never from what
+    # this job's child left in `directory`.
+    origin: Path | None = None
 
     @property
     def out(self) -> Path:

@@ -52,7 +52,7 @@ def test_the_second_child_gets_the_weights_and_the_probes_not_the_training_data(
     second, _merge = follow_up(job, _finished(weights))
     assert second.group == "student-fresh" and second.key != job.key
     # Beside the grader's cases, never in the child's own folder (which it could fill).
-    assert second.cases.parent == job.cases.parent and second.directory == job.directory
+    assert second.cases.parent == job.cases.parent
     meta, arrays = load_bundle(second.cases)
     (case,) = cases_from_bundle(meta["cases"], arrays)
     assert case.training["stage"] == FRESH and set(case.inputs) == {"probe"}
@@ -103,3 +103,33 @@ def test_a_second_child_that_failed_adds_nothing(tmp_path):
     merged = merge(first, [0], crashed)
     assert merged.meta["cases"][0]["grads"] == ["a", UNTRAINED]
     assert MOVED not in {key.split("/")[-1] for key in merged.arrays}
+
+
+def test_the_second_child_works_in_a_folder_of_its_own_that_the_first_left_nothing_in(tmp_path):
+    """A first child that writes its counts to a file in its folder must not find them again
+    in the second (a fresh model that reads the file answers without its weights)."""
+    job = _job(tmp_path)
+    (job.directory / "counts.json").write_text("{}")
+    second, _merge = follow_up(job, _finished({"0000": np.ones(2)}))
+    assert second.directory != job.directory and second.directory.is_dir()
+    assert list(second.directory.iterdir()) == [] and second.module == job.module
+
+
+def test_a_module_in_the_first_childs_folder_comes_to_the_second_as_the_grader_copied_it(tmp_path):
+    """In a batch the submission is copied into the child's folder, where the child may write:
+    the second child gets a new copy of the grader's own, not the module the first rewrote."""
+    from dataclasses import replace
+
+    origin = tmp_path / "submission"
+    origin.mkdir()
+    (origin / "s.py").write_text("ANSWER = 'as handed in'\n")
+    work = tmp_path / "work"
+    job = replace(_job(tmp_path), module=work / "s.py", origin=origin)
+    (work / "s.py").write_text("ANSWER = 'rewritten by the first child'\n")
+    (work / "counts.json").write_text("{}")
+    second, _merge = follow_up(job, _finished({"0000": np.ones(2)}))
+    assert second.module == second.directory / "s.py" and second.directory != work
+    assert second.module.read_text() == "ANSWER = 'as handed in'\n"
+    assert sorted(p.name for p in second.directory.iterdir()) == ["s.py"]
+    # With nothing to copy, no second child (the engine then says the weights were not asked).
+    assert follow_up(replace(job, origin=None), _finished({"0000": np.ones(2)})) is None
