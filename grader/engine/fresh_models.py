@@ -25,7 +25,7 @@ import numpy as np
 from grader.sandbox.processes import Job
 from grader.vocabulary.bundle import BundleError, cases_from_bundle, load_bundle
 from grader.vocabulary.protocol import Outcome, grad_key, output_key, refused_counts
-from grader.vocabulary.spec import FRESH, MOVED, NUDGED, REDRAWN, TRAIN, TRAINED, Case
+from grader.vocabulary.spec import ALONE, FRESH, MOVED, NUDGED, REDRAWN, TRAIN, TRAINED, Case
 from grader.vocabulary.status import CaseStatus, RunState
 
 # What the grader passes on of a child's weights: the labs' models hold well under a million
@@ -33,7 +33,7 @@ from grader.vocabulary.status import CaseStatus, RunState
 # engine says the weights could not be given to a fresh model).
 MOST_WEIGHTS = 1000
 MOST_NUMBERS = 20_000_000
-FRESH_STAGES = (REDRAWN, MOVED, NUDGED)
+FRESH_STAGES = (ALONE, REDRAWN, MOVED, NUDGED)
 _WEIGHT_NAME = re.compile(r"^\d{4}$")
 
 

@@ -18,6 +18,8 @@ from grader.engine.results import PROPERTY, CheckResult
 from grader.i18n import N_, _, tr
 from grader.vocabulary.protocol import CaseOutput
 from grader.vocabulary.spec import (
+    ALONE,
+    ALONE_ROWS,
     COUNTERFACTUAL,
     MOVED,
     NUDGE,
@@ -35,6 +37,10 @@ LEARNED_FROM_TRAINING = N_("the answers come from training on the grader's data"
 # How far below the trained model's accuracy the same weights in a model built afresh may answer
 # (a different rounding), and the nudged ones below the pass mark.
 MOVED_SLACK, NUDGED_SLACK = 0.01, 0.05
+# The share of the tokens a model asked one example at a time may answer otherwise than in the
+# batch (one token at least): an honest model's answers differ only where two scores tie to a
+# rounding, almost never.
+ALONE_DIFFER = 0.02
 NO_ANSWER = N_("no answer came back for {name}")
 NO_FRESH_ANSWER = N_(
     "the grader could not ask a model built afresh, in a process of its own, with the trained "
@@ -79,7 +85,7 @@ def _source_in_task_order(array: np.ndarray, order, axis: int) -> np.ndarray:
 
 # Every model a training case's answers come from: the trained one (its probes' own names), and
 # each stage's (`<stage>/<probe>`, and `<stage>` alone for the first probe).
-STAGES = (COUNTERFACTUAL, UNTRAINED, RESET, REDRAWN, MOVED, NUDGED)
+STAGES = (COUNTERFACTUAL, UNTRAINED, RESET, ALONE, REDRAWN, MOVED, NUDGED)
 
 
 def read_back(case: Case, got: CaseOutput) -> CaseOutput:
@@ -383,10 +389,42 @@ def from_training(
             return found
         if found > bar:
             return _(words, found=found, chance=base)
-    moved = _held_in_weights(part, truth, got)
+    moved = _held_in_weights(part, truth, got) or _answered_alone(part, truth, got)
     if moved is not None:
         return moved
     return learned_without_training(part, case, got) if case is not None else None
+
+
+def _answered_alone(part: Part, truth: np.ndarray, got: CaseOutput) -> str | None:
+    """None unless the trained model passes while its weights, asked one example at a time
+    in a process of their own (`ALONE`), answer otherwise than the trained model did for those
+    examples in the batch: then what it answers for an example comes from the other examples
+    (in a task whose inputs hold earlier answers, the code can be counted from a batch)."""
+    trained = accuracy(got.output, truth)
+    if isinstance(trained, str) or trained < part.training.pass_at:
+        return None  # the accuracy check says what is wrong
+    alone = got.grads.get(ALONE)
+    rows = min(ALONE_ROWS, len(truth))
+    batch = predicted_tokens(np.asarray(got.output)[:rows], truth[:rows])
+    found = None if alone is None else predicted_tokens(np.asarray(alone), truth[:rows])
+    if found is None or isinstance(found, str) or isinstance(batch, str):
+        return _(
+            "the trained model's weights, given to a model build_model made afresh, gave no "
+            "answer when asked one example at a time: a model must answer any number of "
+            "examples, one too"
+        )
+    scored = truth[:rows] >= 0
+    differ = int(np.sum(found[scored] != batch[scored]))
+    if differ <= max(1, int(ALONE_DIFFER * scored.sum())):
+        return None
+    agree = 1.0 - differ / scored.sum()
+    return _(
+        "asked one example at a time, in a process of its own, the trained model's weights "
+        "give the answer they give in the batch for only {agree:.0%} of the held-out tokens: "
+        "what the model answers for an example comes from the other examples it is asked "
+        "with, not from what it learned. A model's answer must depend on its own example alone",
+        agree=agree,
+    )
 
 
 def _held_in_weights(part: Part, truth: np.ndarray, got: CaseOutput) -> str | None:

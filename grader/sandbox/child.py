@@ -27,6 +27,8 @@ from grader.vocabulary import protocol
 from grader.vocabulary.bundle import cases_from_bundle, load_bundle, save_bundle
 from grader.vocabulary.labels import reported_text
 from grader.vocabulary.spec import (
+    ALONE,
+    ALONE_ROWS,
     COUNTERFACTUAL,
     FRESH,
     LAYER,
@@ -586,22 +588,34 @@ def _build_optimizer(model) -> None:
 
 
 def _ask_fresh_model(case, seeded, built, probe_if_it_answers, answers):
-    """The stages of a model built afresh, in a process of its own, from the trained model's
-    weights (the case's `weights`, in the order of the model's weights; see
-    grader.engine.fresh_models): `REDRAWN`, the weights that are not trainable as trained, and
-    each trainable weight moved from its initial value as far as the training moved it but in
-    another direction (the training's change shuffled among its elements: neither the first
-    weights nor the trained ones, at the trained distance); `MOVED`, every weight of the
-    trained model; `NUDGED`, those weights with a little noise (what a model computes is a
-    smooth function of its weights: a rule that acts only on the exact trained values is not
-    what training learned). The same seed as the trained model's: what build_model draws
-    outside the weights (a random table made a constant of the graph) is drawn alike, as an
-    honest model needs."""
+    """The stages of a model built afresh, in a process of its own, from the trained model's weights
+    (the case's `weights`, in the order of the model's weights; see grader.engine.fresh_models):
+    first `ALONE`, the trained weights asked the first probe's first inputs one example at a
+    time; `REDRAWN`, the weights that are not trainable as trained, and each trainable weight
+    moved from its initial value as far as the training moved it but in another direction (the
+    training's change shuffled among its elements: neither the first weights nor the trained
+    ones, at the trained distance); `MOVED`, every weight of the trained model; `NUDGED`, those
+    weights with a little noise (what a model computes is a smooth function of its weights: a
+    rule that acts only on the exact trained values is not what training learned). The same seed
+    as the trained model's: what build_model draws outside the weights (a random table made a
+    constant of the graph) is drawn alike, as an honest model needs."""
     plan = case.training
     trained = [case.weights[name] for name in sorted(case.weights)]
     seeded()
     fresh = built()
-    _build_weights(fresh, case.inputs[plan["probes"][0][2]])
+    probed = case.inputs[plan["probes"][0][2]]
+    _build_weights(fresh, probed)
+    first = _all_values(fresh)
+    # First of all in this process, with nothing asked before that a model could keep: the
+    # trained weights asked one example at a time (`ALONE`).
+    if _load_all(fresh, trained):
+        try:
+            rows = range(min(ALONE_ROWS, len(probed)))
+            alone = [_model_outputs(fresh, probed[row : row + 1])[0] for row in rows]
+            answers[ALONE] = _asarray(np.concatenate(alone))
+        except Exception:  # noqa: BLE001 - no answer: the engine says so
+            pass
+        _load_all(fresh, first)
     _redraw(fresh, trained, int(plan["seed"]))
     probe_if_it_answers(fresh, REDRAWN)
     # Without MOVED's answers (weights that cannot be moved, or a model that cannot answer with

@@ -32,6 +32,10 @@ MODEL_OUTPUT_0, MODEL_OUTPUT_1 = MODEL_OUTPUT + "0", MODEL_OUTPUT + "1"
 # weights, and given them with a little noise.
 COUNTERFACTUAL, UNTRAINED, RESET = "trained_on_shuffled", "untrained", "weights_reset"
 REDRAWN, MOVED, NUDGED = "fresh_redrawn", "weights_moved", "weights_nudged"
+# The fresh model with the trained weights asked, before anything else in its process, the
+# first ALONE_ROWS held-out inputs of the first probe one at a time (model output 0): what it
+# answers for an example must not come from the other examples it is asked with.
+ALONE, ALONE_ROWS = "asked_alone", 32
 # The trained model's weights, as the child reports them (`<TRAINED>/<number>`), and the stage
 # of a training case that asks a model built afresh in another process with them (`training`'s
 # "stage"): grader.engine.fresh_models.

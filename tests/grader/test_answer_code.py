@@ -14,7 +14,7 @@ from grader.records import get_exercise
 from grader.reference import tasks
 from grader.vocabulary.bundle import cases_from_bundle, cases_to_bundle, load_bundle
 from grader.vocabulary.protocol import CaseOutput
-from grader.vocabulary.spec import COUNTERFACTUAL, MOVED, TRAINED
+from grader.vocabulary.spec import ALONE, ALONE_ROWS, COUNTERFACTUAL, MOVED, TRAINED
 from grader.vocabulary.status import CaseStatus
 from tests.support.grading import failures
 from tests.support.planting import grade_many, patched_solution
@@ -121,6 +121,7 @@ def test_answers_are_read_back_into_the_tasks_tokens():
             f"{COUNTERFACTUAL}/held_out": in_code,
             COUNTERFACTUAL: in_code,
             MOVED: code[right],  # tokens, not scores
+            ALONE: in_code[:ALONE_ROWS],
             "attention": attention,
             f"{TRAINED}/0000": weights,
         },
@@ -130,6 +131,7 @@ def test_answers_are_read_back_into_the_tasks_tokens():
         assert accuracy(answer, truth) == 1.0
     assert accuracy(back.grads[f"{COUNTERFACTUAL}/held_out"], truth) == 1.0
     assert np.array_equal(back.grads[MOVED], right)
+    assert accuracy(back.grads[ALONE], truth[:ALONE_ROWS]) == 1.0
     # the weights as they came; the attention, uniform, the same in any order of its keys
     assert back.grads[f"{TRAINED}/0000"] is weights
     assert np.array_equal(back.grads["attention"], attention)

@@ -25,7 +25,7 @@ from grader.i18n import speaking
 from grader.records import EXERCISES, get_exercise
 from grader.sandbox.child import _answers_shuffled, _put_back, _trainable_values
 from grader.vocabulary.protocol import CaseOutput
-from grader.vocabulary.spec import TRAIN, Case
+from grader.vocabulary.spec import ALONE, ALONE_ROWS, TRAIN, Case
 from grader.vocabulary.status import CaseStatus
 from tests.support.grading import failures
 from tests.support.planting import grade_many
@@ -88,10 +88,34 @@ def test_each_piece_of_evidence_alone_refuses_the_answers(evidence, phrase):
     at_chance = np.eye(6)[np.zeros_like(truth)]
     honest = dict.fromkeys((UNTRAINED, COUNTERFACTUAL, RESET, REDRAWN), at_chance)
     honest[MOVED] = honest[NUDGED] = right
+    honest[ALONE] = right[:ALONE_ROWS]
     assert from_training(part, truth, _got(right, **honest)) is None
     with speaking("en"):
         said = from_training(part, truth, _got(right, **{**honest, evidence: right}))
     assert said is not None and phrase in said
+
+
+def test_answers_that_change_when_asked_one_example_at_a_time_are_refused():
+    """A model that answers from the other examples of its batch (in these labs the inputs of a
+    batch hold earlier answers in the code, which can be counted across examples) answers
+    otherwise when asked an example alone, in a process of its own."""
+    part = get_exercise("train-transformer").part("train")
+    truth = np.array([[-1, -1, 1, 2], [-1, -1, 3, 4]] * 10)
+    right = np.eye(6)[np.maximum(truth, 0)]
+    at_chance = np.eye(6)[np.zeros_like(truth)]
+    honest = dict.fromkeys((UNTRAINED, COUNTERFACTUAL, RESET, REDRAWN), at_chance)
+    honest[MOVED] = honest[NUDGED] = right
+    alone = right[:ALONE_ROWS].copy()
+    alone[0, 3] = np.eye(6)[0]  # one of 40 scored tokens differs: a tie broken otherwise
+    assert from_training(part, truth, _got(right, **honest, **{ALONE: alone})) is None
+    alone[1:4, 2:] = np.eye(6)[0]  # 7 of 40 (82% the same)
+    with speaking("en"):
+        otherwise = from_training(part, truth, _got(right, **honest, **{ALONE: alone}))
+        unasked = from_training(part, truth, _got(right, **honest))
+    assert "answer they give in the batch for only 82% of the held-out tokens" in otherwise
+    assert "gave no answer when asked one example at a time" in unasked
+    # A model that has not learned is told by its accuracy.
+    assert from_training(part, truth, _got(at_chance, **honest)) is None
 
 
 def test_trained_weights_that_answer_nothing_in_a_fresh_model_refuse_the_answers():
@@ -124,6 +148,7 @@ def test_a_model_that_answers_only_once_trained_is_judged_on_the_rest():
     truth = np.arange(20) % 5 + 5
     right, wrong = np.eye(11)[truth], np.eye(11)[np.zeros_like(truth)]
     rest = {COUNTERFACTUAL: wrong, RESET: wrong, REDRAWN: wrong, MOVED: right, NUDGED: right}
+    rest[ALONE] = right[:ALONE_ROWS]
     assert from_training(part, truth, _got(right, **rest)) is None
     # The two that every child reports cannot be missing: a child that leaves them out is refused.
     assert from_training(part, truth, _got(right, **{COUNTERFACTUAL: wrong})) is not None

@@ -10,6 +10,7 @@ from grader.engine.references import LiveReference
 from grader.engine.training import COUNTERFACTUAL, MOVED, NUDGED, REDRAWN, RESET, UNTRAINED
 from grader.records import EXERCISES, get_exercise
 from grader.reference import tasks
+from grader.vocabulary.spec import ALONE, ALONE_ROWS
 
 
 @contextlib.contextmanager
@@ -59,7 +60,8 @@ def untrained_evidence(held_out_answer) -> dict:
     scores[..., 0] = 1.0
     stages = (COUNTERFACTUAL, UNTRAINED, RESET, REDRAWN)
     trained = np.asarray(held_out_answer)
-    return {**dict.fromkeys(stages, scores), MOVED: trained, NUDGED: trained}
+    alone = trained[:ALONE_ROWS]
+    return {**dict.fromkeys(stages, scores), MOVED: trained, NUDGED: trained, ALONE: alone}
 
 
 # The mistake a model gets when its answers do not come from its training, and what each of the
