@@ -34,8 +34,9 @@ COUNTERFACTUAL, UNTRAINED, RESET = "trained_on_shuffled", "untrained", "weights_
 REDRAWN, MOVED, NUDGED = "fresh_redrawn", "weights_moved", "weights_nudged"
 # The fresh model with the trained weights asked, before anything else in its process, the
 # first ALONE_ROWS held-out inputs of the first probe one at a time (model output 0): what it
-# answers for an example must not come from the other examples it is asked with.
-ALONE, ALONE_ROWS = "asked_alone", 32
+# answers for an example must not come from the other examples it is asked with. Eight: each is
+# a call of its own (64 ms of CPU for the reference seq2seq, whose recurrences run eagerly).
+ALONE, ALONE_ROWS = "asked_alone", 8
 # The trained model's weights, as the child reports them (`<TRAINED>/<number>`), and the stage
 # of a training case that asks a model built afresh in another process with them (`training`'s
 # "stage"): grader.engine.fresh_models.

@@ -106,13 +106,13 @@ def test_answers_that_change_when_asked_one_example_at_a_time_are_refused():
     honest = dict.fromkeys((UNTRAINED, COUNTERFACTUAL, RESET, REDRAWN), at_chance)
     honest[MOVED] = honest[NUDGED] = right
     alone = right[:ALONE_ROWS].copy()
-    alone[0, 3] = np.eye(6)[0]  # one of 40 scored tokens differs: a tie broken otherwise
+    alone[0, 3] = np.eye(6)[0]  # one scored token of 16 differs: a tie broken otherwise
     assert from_training(part, truth, _got(right, **honest, **{ALONE: alone})) is None
-    alone[1:4, 2:] = np.eye(6)[0]  # 7 of 40 (82% the same)
+    alone[1:4, 2:] = np.eye(6)[0]  # 7 of 16 (56% the same)
     with speaking("en"):
         otherwise = from_training(part, truth, _got(right, **honest, **{ALONE: alone}))
         unasked = from_training(part, truth, _got(right, **honest))
-    assert "answer they give in the batch for only 82% of the held-out tokens" in otherwise
+    assert "answer they give in the batch for only 56% of the held-out tokens" in otherwise
     assert "gave no answer when asked one example at a time" in unasked
     # A model that has not learned is told by its accuracy.
     assert from_training(part, truth, _got(at_chance, **honest)) is None
