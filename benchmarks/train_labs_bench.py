@@ -82,6 +82,8 @@ def main():
         "change: the training step traced twice), to pair against",
     )
     options = parser.parse_args()
+    if options.file and len(options.lab or []) != 1:
+        parser.error("--file grades one lab's file: give exactly one --lab with it")
     if options.keras_builds_optimizer:
         from grader.sandbox import child
 

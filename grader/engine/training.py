@@ -389,25 +389,25 @@ def from_training(
             return found
         if found > bar:
             return _(words, found=found, chance=base)
-    moved = _held_in_weights(part, truth, got) or _answered_alone(part, truth, got)
-    if moved is not None:
-        return moved
+    trained = accuracy(got.output, truth)
+    # A model that does not pass is told so by the accuracy check, not by where its weights went.
+    if not isinstance(trained, str) and trained >= part.training.pass_at:
+        moved = _held_in_weights(part, trained, truth, got) or _answered_alone(truth, got)
+        if moved is not None:
+            return moved
     return learned_without_training(part, case, got) if case is not None else None
 
 
-def _answered_alone(part: Part, truth: np.ndarray, got: CaseOutput) -> str | None:
-    """None unless the trained model passes while its weights, asked one example at a time
+def _answered_alone(truth: np.ndarray, got: CaseOutput) -> str | None:
+    """None unless the trained model's weights (the model passes), asked one example at a time
     in a process of their own (`ALONE`), answer otherwise than the trained model did for those
     examples in the batch: then what it answers for an example comes from the other examples
     (in a task whose inputs hold earlier answers, the code can be counted from a batch)."""
-    trained = accuracy(got.output, truth)
-    if isinstance(trained, str) or trained < part.training.pass_at:
-        return None  # the accuracy check says what is wrong
     alone = got.grads.get(ALONE)
     rows = min(ALONE_ROWS, len(truth))
     batch = predicted_tokens(np.asarray(got.output)[:rows], truth[:rows])
     found = None if alone is None else predicted_tokens(np.asarray(alone), truth[:rows])
-    if found is None or isinstance(found, str) or isinstance(batch, str):
+    if found is None or isinstance(found, str):
         return _(
             "the trained model's weights, given to a model build_model made afresh, gave no "
             "answer when asked one example at a time: a model must answer any number of "
@@ -427,14 +427,11 @@ def _answered_alone(part: Part, truth: np.ndarray, got: CaseOutput) -> str | Non
     )
 
 
-def _held_in_weights(part: Part, truth: np.ndarray, got: CaseOutput) -> str | None:
-    """None unless the trained model passes while its weights, given to a model `build_model`
-    made afresh in another process, answer worse than it does (or cannot be given to it), or
-    fall far below the pass mark once nudged a little: then what it answers is not held in
-    its weights, or only in their exact values."""
-    trained = accuracy(got.output, truth)
-    if isinstance(trained, str) or trained < part.training.pass_at:
-        return None  # the accuracy check says what is wrong
+def _held_in_weights(part: Part, trained: float, truth: np.ndarray, got: CaseOutput):
+    """None unless the trained model's weights (the model passes, answering `trained` of the
+    held-out tokens), given to a model `build_model` made afresh in another process, answer
+    worse than it does (or cannot be given to it), or fall far below the pass mark once nudged
+    a little: then what it answers is not held in its weights, or only in their exact values."""
     moved = got.grads.get(MOVED)
     if moved is None:
         return _(
