@@ -796,7 +796,8 @@ def _run_layer(layer_class, case) -> tuple[np.ndarray, dict[str, np.ndarray]]:
     layer = layer_class(dtype=case.dtype, **case.params)
     inputs = [keras.ops.convert_to_tensor(x.astype(case.dtype)) for x in case.inputs.values()]
     first = [keras.ops.convert_to_tensor(x.astype(case.dtype)) for x in case.first_call.values()]
-    layer(*(first or inputs))  # builds the layer, so its weights exist
+    with _filled_with_zeros(keras, case.weights):
+        layer(*(first or inputs))  # builds the layer, so its weights exist
     variables = _assign_weights(layer, case)
     output, grads = vector_jacobian(layer, inputs, variables, case.upstream.astype(case.dtype))
     after = {name: _left(x) for name, x in zip(case.inputs, inputs, strict=True)}
@@ -808,6 +809,36 @@ def _run_layer(layer_class, case) -> tuple[np.ndarray, dict[str, np.ndarray]]:
     )
     grads = {name: _asarray(keras.ops.convert_to_numpy(g)) for name, g in named.items()}
     return _to_numpy(output, f"{case.target}.call"), grads, after
+
+
+@contextlib.contextmanager
+def _filled_with_zeros(keras, assigned: dict):
+    """While in it, a weight a layer adds under a name and shape the case assigns afterwards
+    starts as zeros instead of its initializer's draw: the draw is overwritten anyway, and its
+    random ops were a twentieth of a course's CPU (a profile of `grader batch`, issue 48). Zeros,
+    not the case's values, so that a value a layer derives from its initial weights at build
+    time stays as wrong as a random draw left it."""
+    original = keras.layers.Layer.add_weight
+
+    def add_weight(self, *args, **kwargs):
+        value = assigned.get(kwargs.get("name"))
+        shape = kwargs.get("shape", args[0] if args else None)
+        if value is not None and not args[1:] and _same_shape(shape, value.shape):
+            kwargs["initializer"] = "zeros"
+        return original(self, *args, **kwargs)
+
+    keras.layers.Layer.add_weight = add_weight
+    try:
+        yield
+    finally:
+        keras.layers.Layer.add_weight = original
+
+
+def _same_shape(shape, expected: tuple) -> bool:
+    try:
+        return tuple(int(size) for size in shape) == tuple(expected)
+    except (TypeError, ValueError):
+        return False
 
 
 def _assign_weights(layer, case) -> list:
