@@ -240,7 +240,8 @@ def _search_target(part, usable, failing, budget: _Budget):
     if reference is None:
         return None
     function, pick = reference
-    passing = [u for u in usable if u not in failing]
+    failed = {u[3] for u in failing}  # by index: the tuples hold arrays
+    passing = [u for u in usable if u[3] not in failed]
     # Small cases first: a wrong mutant is usually rejected on the first one.
     failing = sorted(failing, key=lambda u: u[1].size)
     case, want, got, _index = failing[0]

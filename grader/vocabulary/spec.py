@@ -72,7 +72,10 @@ RUN_FROZEN = "run_frozen"
 NUDGE = 0.01
 
 
-@dataclass
+# Compared by identity (eq=False): a case holds arrays, and `==` between two of them would ask
+# NumPy for the truth of an elementwise comparison (a ValueError where two cases share their
+# target and label), so a membership test on cases raised in the mistake search (r8 red team).
+@dataclass(eq=False)
 class Case:
     """One check case: what to call, with what, and what to pass back through it.
 

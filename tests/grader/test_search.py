@@ -2,6 +2,8 @@
 and not taken from any catalogue, is named when a mutant of the part's reference reproduces it
 on every case, and nothing is said when none does."""
 
+import dataclasses
+
 import numpy as np
 import pytest
 
@@ -227,3 +229,24 @@ def test_a_composition_asked_for_again_is_the_same_edit_compiled_once():
             right = np.asarray(again.function(query, key, kernel), dtype=float)
         np.testing.assert_array_equal(left, right)
     assert made > 0
+
+
+def test_cases_alike_but_for_their_arrays_some_right_some_wrong_are_searched():
+    """All zeros for bilinear_asymmetry: right where W is symmetric, wrong elsewhere. Two cases
+    with the same target and label differ only in their arrays; telling the passing ones from
+    the failing ones once compared them by value, and NumPy's ValueError left the whole
+    exercise ungraded (r8 red team)."""
+    record = get_exercise("8-2")
+    part = record.part("bilinear_asymmetry")
+    base = next(c for c in part.make_cases(np.random.default_rng(3)) if not c.raises)
+    rng = np.random.default_rng(0)
+    square = rng.normal(size=(4, 4))
+    cases = [
+        dataclasses.replace(base, inputs={"W": square + square.T}),  # symmetric: zeros are right
+        dataclasses.replace(base, inputs={"W": square}),
+        dataclasses.replace(base, inputs={"W": rng.normal(size=(4, 4))}),
+    ]
+    expected = [c.inputs["W"] - c.inputs["W"].T for c in cases]
+    received = [np.zeros((4, 4)) for _ in cases]
+    found = search.explain(part, cases, expected, received, deadline=None)
+    assert 0 not in found  # the right case is not explained as a mistake
