@@ -250,8 +250,9 @@ def test_any_output_of_any_shape_rank_or_dtype_is_the_students_failure(tmp_path,
     assert any("expected shape" in m and "received (" in m for m in shapes) or offset == 5, shapes
 
 
-def reference_answers(exercise_id: str):
-    """The record, its cases (seed 0) and the reference's answers, as grading makes them."""
+def reference_answers(exercise_id: str, seed=0):
+    """The record, its cases and the reference's answers, as grading makes them; `seed` the
+    public seed, or (public, hidden) for a batch's hidden cases too."""
     import tempfile
     from pathlib import Path
 
@@ -261,11 +262,11 @@ def reference_answers(exercise_id: str):
 
     record = get_exercise(exercise_id)
     reference = default_reference(record)
-    cases = reference.cases(record, 0)
+    cases = reference.cases(record, seed)
     with tempfile.TemporaryDirectory() as folder:
-        job = reference.job(record, 0, Path(folder), cases)
+        job = reference.job(record, seed, Path(folder), cases)
         outcomes = run_jobs([job]) if job else {}
-        expected = reference.expected(record, 0, cases, outcomes.get("reference"))
+        expected = reference.expected(record, seed, cases, outcomes.get("reference"))
     return record, cases, expected
 
 

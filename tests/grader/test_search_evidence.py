@@ -260,3 +260,52 @@ def test_misshapen_outputs_of_functions_and_layers_are_the_students_failure(
             assert all(c.message for c in failures(result)), (part.name, kind)
             if kind in ("strings", "NaN", "empty"):
                 assert result.status == Status.FAILED, (part.name, kind, result.status)
+
+
+def _partly_right(right: list, kind: str) -> list:
+    """Every other case answered right, the rest wrong in `kind`'s way."""
+    wrong = {
+        "zeros": np.zeros_like,
+        "negated": np.negative,
+        "NaN": lambda r: np.full(r.shape, np.nan),
+        "an axis more": lambda r: r[..., None],
+    }[kind]
+    return [
+        np.zeros(1) if r is None else (np.asarray(r) if i % 2 else wrong(np.asarray(r, float)))
+        for i, r in enumerate(right)
+    ]
+
+
+def _layer_exercises() -> list[str]:
+    from grader.records import EXERCISES
+
+    return [e for e in EXERCISES if not e.startswith("train-")]
+
+
+@pytest.mark.parametrize("exercise_id", _layer_exercises())
+def test_answers_right_on_some_cases_and_wrong_on_others_are_the_students(exercise_id, monkeypatch):
+    """A wrong answer that is right on some cases (zeros where the answer is zero, say) goes
+    through the named mistakes, the ratios and the search together with the right ones; on
+    every part of every exercise, none of them may trip on it (the search once compared cases
+    by value and left a whole exercise ungraded: r8 red team)."""
+    from tests.grader.test_evidence import reference_answers
+
+    monkeypatch.setattr(search, "BUDGET", 0.05)
+    record, cases, expected = reference_answers(exercise_id, seed=(0, 1))  # the hidden cases too
+    for part in record.parts:
+        if part.name not in cases:
+            continue
+        right = [want.output for want in expected[part.name]]
+        for kind in ("zeros", "negated", "NaN", "an axis more"):
+            outputs = _partly_right(right, kind)
+            grads = [dict(want.grads) for want in expected[part.name]]
+            arrays: dict = {}
+            reports = [
+                answered(index, output, grads[index], arrays, case.inputs)
+                for index, (case, output) in enumerate(zip(cases[part.name], outputs, strict=True))
+            ]
+            outcome = Outcome(
+                RunState.FINISHED, 0.1, 0, {"import_error": None, "cases": reports}, arrays
+            )
+            result = judge_part(part, cases[part.name], expected[part.name], outcome, 5.0)
+            assert not result.grader_error, (part.name, kind)
