@@ -321,3 +321,29 @@ def test_an_export_made_again_is_not_called_out_of_date(opened):
     notes = refresh_gradebook(out, exporting="canvas")
     assert len(notes) == 1 and "moodle.csv" in notes[0] and "--roster ROSTER" in notes[0]
     assert len(refresh_gradebook(out)) == 2
+
+
+@pytest.mark.parametrize("bad", [float("nan"), float("inf"), -float("inf")])
+def test_points_that_are_no_finite_number_are_never_stored(opened, bad):
+    """NaN passes min and max untouched: a starting score, an item or a typed score of NaN
+    once reached the scores (and, on PostgreSQL, the gradebook) (r8 red team)."""
+    _, database = opened
+    ta = _ta(database)
+    part, answer = _written(database)
+    item = scores.add_item(database, ta, part.id, 1.0, "names the n²d term")
+    with pytest.raises(ValueError):
+        scores.set_base(database, ta, part.id, bad)
+    with pytest.raises(ValueError):
+        scores.add_item(database, ta, part.id, bad, "nothing")
+    with database.reading() as session:
+        version = session.get(scores.RubricItem, item).version
+    with pytest.raises(ValueError):
+        scores.edit_item(database, ta, item, version, bad, "names it")
+    with pytest.raises(ValueError):
+        scores.save_answer(database, ta, answer.id, answer.version, [item], points=bad)
+    assert scores.save_answer(database, ta, answer.id, answer.version, [item]).ok
+    written, _ = scores.review_scores(database)
+    assert written["ann"]["8-3 comparison"]["points"] == 1.0  # base 0 and the one item
+    with database.reading() as session:
+        assert len(scores.items_of(session, part.id)) == 1
+        assert session.get(scores.RubricItem, item).points == 1.0

@@ -322,12 +322,12 @@ class Workbench:
     def add_item(self, request, form, signed):
         part_id = int(request.path_params["id"])
         try:
-            points = float(form.get("points", ""))
+            points = _finite(form.get("points"))
         except ValueError:
             return self.bad(signed, "An item's points must be a number (negative to deduct).")
         text = str(form.get("text", "")).strip()
-        if not text or not math.isfinite(points):
-            return self.bad(signed, "An item needs a text and finite points.")
+        if not text:
+            return self.bad(signed, "An item needs a text.")
         try:
             scores.add_item(self.database, signed[0], part_id, points, text)
         except KeyError:
@@ -337,13 +337,13 @@ class Workbench:
     def edit_item(self, request, form, signed):
         item_id = int(request.path_params["id"])
         try:
-            points = float(form.get("points", ""))
+            points = _finite(form.get("points"))
             version = int(form.get("version", ""))
         except ValueError:
             return self.bad(signed, "An item's points must be a number.")
         text = str(form.get("text", "")).strip()
-        if not text or not math.isfinite(points):
-            return self.bad(signed, "An item needs a text and finite points.")
+        if not text:
+            return self.bad(signed, "An item needs a text.")
         with self.database.reading() as session:
             item = session.get(RubricItem, item_id)
             part_id = item.part_id if item else None
@@ -364,7 +364,7 @@ class Workbench:
     def base(self, request, form, signed):
         part_id = int(request.path_params["id"])
         try:
-            base = float(form.get("base", ""))
+            base = _finite(form.get("base"))
         except ValueError:
             return self.bad(signed, "The starting points must be a number.")
         try:
@@ -464,12 +464,16 @@ def _count_applied():
 
 
 def _number(value) -> float | None:
+    """A form's number, None where the field is empty; ValueError for anything but a finite
+    number ("nan", "inf" and "1e999" included: Python's float takes them all)."""
     text = str(value or "").strip()
-    if not text:
-        return None
-    number = float(text)
+    return _finite(text) if text else None
+
+
+def _finite(value) -> float:
+    number = float(str(value if value is not None else "").strip())
     if not math.isfinite(number):
-        raise ValueError(text)
+        raise ValueError(value)
     return number
 
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import math
 from dataclasses import dataclass, field
 
 from sqlalchemy import delete, func, insert, select, update
@@ -36,7 +37,16 @@ COMMENT_CHARS = 5_000
 
 
 def clamp(value: float, maximum: float) -> float:
-    return round(min(max(value, 0.0), maximum), 4)
+    return round(min(max(finite(value), 0.0), maximum), 4)
+
+
+def finite(points: float) -> float:
+    """`points`, refused unless a finite number: NaN passes min and max untouched (every
+    comparison with it is false) and would reach the scores, the gradebook and the LMS; no
+    caller may store one, nor an infinity (r8 red team)."""
+    if not math.isfinite(points):
+        raise ValueError(f"points must be a finite number. Received: {points!r}")
+    return float(points)
 
 
 def score(part: Part, answer: Answer, applied_sum: float) -> float | None:
@@ -265,6 +275,7 @@ def save_answer(
 
 
 def add_item(database, ta: TA, part_id: int, points: float, text: str) -> int:
+    points = finite(points)
     text = untrusted.clean(text, 1000).strip()
     with database.writing() as session:
         part = session.get(Part, part_id)
@@ -305,6 +316,7 @@ def edit_item(database, ta: TA, item_id: int, version: int, points: float, text:
     """Change an item's points and text (every answer that has it is re-scored: scores are
     computed; each answer's score before and after is in the audit log). Refused when the item
     changed since `version`."""
+    points = finite(points)
     text = untrusted.clean(text, 1000).strip()
     with database.writing() as session:
         item = session.get(RubricItem, item_id)
