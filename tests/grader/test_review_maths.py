@@ -79,3 +79,23 @@ def test_any_latex_renders_only_allowlisted_markup(latex):
     html = markdown_renderer().render(f"${latex}$ and $${latex}$$")
     assert_only_allowed(html)
     assert "<script" not in html.lower()
+
+
+LINKS = [
+    "see [my notes](http://evil.example/login)",
+    "<http://evil.example/login>",
+    "![a picture](http://evil.example/p.png)",
+    "[notes][ref]\n\n[ref]: http://evil.example/r",
+    "[x](javascript:alert(1))",
+    "[x](//evil.example)",
+]
+
+
+def test_nothing_in_an_answer_is_a_link_a_ta_could_follow():
+    """A link, an autolink, an image (which would become a link once images are off) or a
+    reference is shown as the text the student wrote, the address in view (r8 red team)."""
+    md = markdown_renderer()
+    for text in LINKS:
+        html = md.render(text)
+        assert "<a" not in html and "href" not in html and "<img" not in html, html
+        assert "evil.example" in html or "javascript" in html  # shown, not hidden

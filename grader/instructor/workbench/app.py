@@ -39,15 +39,20 @@ HEADERS = {
 
 
 def markdown_renderer():
-    """Markdown (CommonMark) with raw HTML off and images off (no request leaves the page);
-    `$…$` and `$$…$$` maths drawn as MathML by the browser (grader.instructor.workbench.maths
-    rebuilds it from an allowlist; maths it cannot draw safely is shown as its LaTeX text)."""
+    """Markdown (CommonMark) with raw HTML, images and links off: no request leaves the page,
+    and nothing in a student's answer is a link a TA could follow (to a page dressed as the
+    workbench's sign-in, say); a link is shown as the text the student wrote, its address
+    included. `$…$` and `$$…$$` maths drawn as MathML by the browser
+    (grader.instructor.workbench.maths rebuilds it from an allowlist; maths it cannot draw
+    safely is shown as its LaTeX text)."""
     from markdown_it import MarkdownIt
     from mdit_py_plugins.dollarmath import dollarmath_plugin
 
     from grader.instructor.workbench.maths import render_maths
 
-    md = MarkdownIt("commonmark", {"html": False, "linkify": False}).disable("image")
+    md = MarkdownIt("commonmark", {"html": False, "linkify": False}).disable(
+        ["image", "link", "autolink", "reference"]
+    )
     dollarmath_plugin(
         md,
         double_inline=True,  # `$$…$$` inside a sentence: displayed, as LaTeX would
