@@ -270,6 +270,11 @@ def reference_answers(exercise_id: str, seed=0):
     return record, cases, expected
 
 
+def judged_answers(part, cases, expected, outputs, grads):
+    """The part judged as if a child had answered `outputs` (and `grads`) on `cases`."""
+    return judge_part(part, cases, expected, reported(outputs, grads, cases), 5.0)
+
+
 def misshapen(right: np.ndarray) -> dict[str, np.ndarray]:
     """Wrong outputs made from a right one, as a child would write them."""
     return {
@@ -302,15 +307,7 @@ def test_misshapen_outputs_of_parts_with_properties_are_judged_as_the_students(e
                 {name: misshapen(np.asarray(g))[kind] for name, g in want.grads.items()}
                 for want in expected[part.name]
             ]
-            arrays: dict = {}
-            reports = [
-                answered(index, output, grads[index], arrays, case.inputs)
-                for index, (case, output) in enumerate(zip(cases[part.name], outputs, strict=True))
-            ]
-            outcome = Outcome(
-                RunState.FINISHED, 0.1, 0, {"import_error": None, "cases": reports}, arrays
-            )
-            result = judge_part(part, cases[part.name], expected[part.name], outcome, 5.0)
+            result = judged_answers(part, cases[part.name], expected[part.name], outputs, grads)
             assert not result.grader_error, (part.name, kind)
             arrays_expected = all(r is None or np.size(r) > 1 for r in right)
             if arrays_expected and kind in ("0-d", "an axis more", "empty", "NaN", "strings"):

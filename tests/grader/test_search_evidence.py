@@ -229,7 +229,7 @@ def test_misshapen_outputs_of_functions_and_layers_are_the_students_failure(
     (kv-cache): a 0-d, bool, int, string, extra-axis, empty or NaN output is judged as the
     student's, never the grader's, and a named mistake, the search and the NaN words never
     trip on it."""
-    from tests.grader.test_evidence import misshapen, reference_answers
+    from tests.grader.test_evidence import judged_answers, misshapen, reference_answers
 
     # The search runs on whatever it can read as numbers; a short budget keeps the test short
     # (its answer is not what is tested here).
@@ -247,15 +247,7 @@ def test_misshapen_outputs_of_functions_and_layers_are_the_students_failure(
                 {name: misshapen(np.asarray(g))[kind] for name, g in want.grads.items()}
                 for want in expected[part.name]
             ]
-            arrays: dict = {}
-            reports = [
-                answered(index, output, grads[index], arrays, case.inputs)
-                for index, (case, output) in enumerate(zip(cases[part.name], outputs, strict=True))
-            ]
-            outcome = Outcome(
-                RunState.FINISHED, 0.1, 0, {"import_error": None, "cases": reports}, arrays
-            )
-            result = judge_part(part, cases[part.name], expected[part.name], outcome, 5.0)
+            result = judged_answers(part, cases[part.name], expected[part.name], outputs, grads)
             assert not result.grader_error, (part.name, kind)
             assert all(c.message for c in failures(result)), (part.name, kind)
             if kind in ("strings", "NaN", "empty"):
@@ -288,7 +280,7 @@ def test_answers_right_on_some_cases_and_wrong_on_others_are_the_students(exerci
     through the named mistakes, the ratios and the search together with the right ones; on
     every part of every exercise, none of them may trip on it (the search once compared cases
     by value and left a whole exercise ungraded: r8 red team)."""
-    from tests.grader.test_evidence import reference_answers
+    from tests.grader.test_evidence import judged_answers, reference_answers
 
     monkeypatch.setattr(search, "BUDGET", 0.05)
     record, cases, expected = reference_answers(exercise_id, seed=(0, 1))  # the hidden cases too
@@ -299,13 +291,5 @@ def test_answers_right_on_some_cases_and_wrong_on_others_are_the_students(exerci
         for kind in ("zeros", "negated", "NaN", "an axis more"):
             outputs = _partly_right(right, kind)
             grads = [dict(want.grads) for want in expected[part.name]]
-            arrays: dict = {}
-            reports = [
-                answered(index, output, grads[index], arrays, case.inputs)
-                for index, (case, output) in enumerate(zip(cases[part.name], outputs, strict=True))
-            ]
-            outcome = Outcome(
-                RunState.FINISHED, 0.1, 0, {"import_error": None, "cases": reports}, arrays
-            )
-            result = judge_part(part, cases[part.name], expected[part.name], outcome, 5.0)
+            result = judged_answers(part, cases[part.name], expected[part.name], outputs, grads)
             assert not result.grader_error, (part.name, kind)
