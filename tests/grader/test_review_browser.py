@@ -169,6 +169,9 @@ def test_every_page_and_action_needs_a_sign_in(site):
             site.url + path, form={"version": "1", "csrf": "x"}, headers={"Origin": site.url}
         )
         assert response.status == 403, path
+    # No redirect of a path ending in "/": Starlette builds it from the Host header.
+    slashed = context.request.get(f"{site.url}/part/{answer.part_id}/", max_redirects=0)
+    assert slashed.status == 404 and "location" not in slashed.headers
     # A sign-in link works once.
     token = auth.add_ta(site.database, "Once")
     page.goto(f"{site.url}/signin/{token}")

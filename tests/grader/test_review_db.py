@@ -347,3 +347,43 @@ def test_points_that_are_no_finite_number_are_never_stored(opened, bad):
     with database.reading() as session:
         assert len(scores.items_of(session, part.id)) == 1
         assert session.get(scores.RubricItem, item).points == 1.0
+
+
+def test_ids_stay_hidden_in_the_audit_log_and_sheet_until_revealed(opened):
+    """A TA who has not revealed the ids reads aliases in the audit log, its CSV and review.csv
+    (which named the students: r8 red team); a sheet of aliases imports back."""
+    _, database = opened
+    ta = _ta(database)
+    part, answer = _written(database)
+    assert scores.save_answer(database, ta, answer.id, answer.version, [], "", points=1.0).ok
+    with database.reading() as session:
+        alias = {s.sid: s.alias for s in session.scalars(select(scores.Student))}
+        hidden = scores.audit_rows(session, reveal=False)
+        shown = scores.audit_rows(session)
+        hidden_csv = scores.audit_csv(session, reveal=False)
+    assert [r.target for r in shown if r.action == "grade"] == ["ann 8-3 comparison"]
+    assert [r.target for r in hidden if r.action == "grade"] == [f"{alias['ann']} 8-3 comparison"]
+    sheet = scores.export_sheet(database, reveal=False)
+    for sid in alias:
+        assert sid not in hidden_csv and sid not in sheet
+    rows = list(csv.DictReader(io.StringIO(sheet)))
+    assert {r["student"] for r in rows} == set(alias.values())
+    buffer = io.StringIO()
+    writer = csv.DictWriter(buffer, fieldnames=scores.SHEET_COLUMNS, lineterminator="\n")
+    writer.writeheader()
+    writer.writerows({**row, "points": "2"} for row in rows)
+    result = scores.import_sheet(database, buffer.getvalue(), "import review.csv")
+    assert result.problems == [] and len(result.imported) == 2  # ann's page score is kept
+    written, _ = scores.review_scores(database)
+    assert written["bob"]["8-3 comparison"]["points"] == 2.0
+
+
+def test_a_new_sign_in_link_ends_the_earlier_unused_ones(opened):
+    _, database = opened
+    first = auth.add_ta(database, "Ann TA")
+    second = auth.add_ta(database, "Ann TA")
+    assert auth.token_ta(database, first) is None
+    assert auth.token_ta(database, second).name == "Ann TA"
+    other = auth.add_ta(database, "Bo")  # another TA's link leaves Ann's alone
+    assert auth.token_ta(database, second).name == "Ann TA"
+    assert auth.token_ta(database, other).name == "Bo"

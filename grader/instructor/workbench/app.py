@@ -387,12 +387,12 @@ class Workbench:
 
     def audit(self, request, form, signed):
         with self.database.reading() as session:
-            rows = scores.audit_rows(session, limit=500)
+            rows = scores.audit_rows(session, limit=500, reveal=signed[1].reveal)
         return self.page("audit.html", rows=rows, **self.context(signed))
 
     def audit_csv(self, request, form, signed):
         with self.database.reading() as session:
-            text = scores.audit_csv(session)
+            text = scores.audit_csv(session, reveal=signed[1].reveal)
         return Response(
             text,
             media_type="text/csv; charset=utf-8",
@@ -401,7 +401,7 @@ class Workbench:
 
     def sheet_csv(self, request, form, signed):
         return Response(
-            scores.export_sheet(self.database),
+            scores.export_sheet(self.database, reveal=signed[1].reveal),
             media_type="text/csv; charset=utf-8",
             headers={**HEADERS, "Content-Disposition": "attachment; filename=review.csv"},
         )
@@ -452,7 +452,11 @@ class Workbench:
             Route("/audit.csv", e(self.audit_csv)),
             Route("/review.csv", e(self.sheet_csv)),
         ]
-        return Starlette(routes=routes)
+        app = Starlette(routes=routes)
+        # Its redirect of "/part/1/" to "/part/1" is built from the request's Host header,
+        # which anyone may set: a path ending in "/" is simply not found (r8 red team).
+        app.router.redirect_slashes = False
+        return app
 
 
 def _count_applied():

@@ -13,7 +13,7 @@ import secrets
 from datetime import timedelta
 
 from itsdangerous import BadSignature, Signer
-from sqlalchemy import select
+from sqlalchemy import select, update
 
 from grader.i18n import _
 from grader.instructor.workbench.ingest import now
@@ -43,7 +43,9 @@ def secret_key(database) -> str:
 
 
 def add_ta(database, name: str) -> str:
-    """Create the TA `name` (or keep the one there) and return a new one-time sign-in token."""
+    """Create the TA `name` (or keep the one there) and return a new one-time sign-in token;
+    the TA's earlier links that were never used stop working (a link sent to the wrong address
+    is mended by sending a new one: r8 red team)."""
     name = " ".join(name.split())[:200]
     if not name:
         raise ValueError(_("a TA needs a name"))
@@ -54,6 +56,11 @@ def add_ta(database, name: str) -> str:
             ta = TA(name=name, created_at=now())
             session.add(ta)
             session.flush()
+        session.execute(
+            update(SigninToken)
+            .where(SigninToken.ta_id == ta.id, SigninToken.used_at.is_(None))
+            .values(expires_at=now() - timedelta(seconds=1))
+        )
         session.add(
             SigninToken(
                 token_hash=_hash(token),

@@ -17,6 +17,7 @@ import io
 import json
 import math
 from dataclasses import dataclass, field
+from datetime import datetime
 
 from sqlalchemy import delete, func, insert, select, update
 
@@ -433,18 +434,51 @@ def progress(session) -> tuple[dict[int, dict], dict[str, dict[int, int]]]:
 AUDIT_COLUMNS = ["at", "who", "action", "target", "before", "after"]
 
 
-def audit_rows(session, limit: int | None = None) -> list[Audit]:
+@dataclass(frozen=True)
+class Logged:
+    """One line of the audit log, as a reader may see it."""
+
+    at: datetime
+    who: str
+    action: str
+    target: str
+    before: str
+    after: str
+
+
+def audit_rows(session, limit: int | None = None, reveal: bool = True) -> list[Logged]:
+    """The audit log, newest first. Without `reveal`, the student a line is about is named by
+    their alias, as on every page of a TA who has not revealed the ids (r8 red team: the log
+    and its CSV named them)."""
     query = select(Audit).order_by(Audit.id.desc())
     if limit:
         query = query.limit(limit)
-    return list(session.scalars(query))
+    rows = list(session.scalars(query))
+    named = (lambda target: target) if reveal else _aliased_targets(session)
+    return [Logged(r.at, r.who, r.action, named(r.target), r.before, r.after) for r in rows]
 
 
-def audit_csv(session) -> str:
+def _aliased_targets(session):
+    """target -> the same target with its student's id replaced by their alias (`_target`
+    writes "<sid> <exercise> <part>"; a target that names no student is kept)."""
+    aliases = dict(session.execute(select(Student.sid, Student.alias)).all())
+    suffixes = [f" {p.exercise} {p.name}" for p in session.scalars(select(Part))]
+
+    def named(target: str) -> str:
+        for suffix in suffixes:
+            sid = target[: -len(suffix)] if target.endswith(suffix) else None
+            if sid in aliases:
+                return aliases[sid] + suffix
+        return target
+
+    return named
+
+
+def audit_csv(session, reveal: bool = True) -> str:
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
     writer.writerow(AUDIT_COLUMNS)
-    for row in reversed(audit_rows(session)):
+    for row in reversed(audit_rows(session, reveal=reveal)):
         writer.writerow(
             [
                 row.at.isoformat(timespec="seconds") + "Z",
@@ -511,26 +545,27 @@ def review_scores(database) -> tuple[dict, dict]:
 SHEET_COLUMNS = ["student", "exercise", "part", "max_points", "points", "comment", "answer"]
 
 
-def export_sheet(database) -> str:
+def export_sheet(database, reveal: bool = True) -> str:
     """review.csv, as `grader batch --written` writes it, with the points and comments given
-    in the workbench (a spreadsheet's way back in: `grader review OUT import-csv`)."""
+    in the workbench (a spreadsheet's way back in: `grader review OUT import-csv`). Without
+    `reveal`, students are named by their aliases, which the import reads back."""
     written, _regrades = review_scores(database)
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
     writer.writerow(SHEET_COLUMNS)
     with database.reading() as session:
         rows = session.execute(
-            select(Answer, Part, Student.sid)
+            select(Answer, Part, Student.sid, Student.alias)
             .join(Part, Part.id == Answer.part_id)
             .join(Student, Student.id == Answer.student_id)
             .where(Part.kind == "written")
-            .order_by(Part.position, Student.sid)
+            .order_by(Part.position, Student.sid if reveal else Student.alias)
         )
-        for answer, part, sid in rows:
+        for answer, part, sid, alias in rows:
             entry = written.get(sid, {}).get(f"{part.exercise} {part.name}", {})
             writer.writerow(
                 [
-                    untrusted.csv_cell(sid),
+                    untrusted.csv_cell(sid if reveal else alias),
                     part.exercise,
                     part.name,
                     f"{part.max_points:g}",
@@ -562,6 +597,8 @@ def import_sheet(database, text: str, who: str, overwrite: bool = False) -> Impo
     with database.writing() as session:
         sids = {s.sid: s for s in session.scalars(select(Student))}
         shown = {untrusted.csv_cell(s): s for s in sids}
+        # A sheet exported by a TA who had not revealed the ids names students by alias.
+        shown |= {s.alias: s.sid for s in sids.values() if s.alias not in shown}
         parts_by = {
             (p.exercise, p.name): p
             for p in session.scalars(select(Part).where(Part.kind == "written"))
