@@ -21,7 +21,7 @@ from pathlib import Path
 from grader.engine import fresh_models
 from grader.engine.cases import save_cases
 from grader.engine.filenames import near_names, not_utf8
-from grader.engine.judging import cannot_load, judge_part
+from grader.engine.judging import cannot_load, judge_part_or_fail
 from grader.engine.references import default_reference
 from grader.engine.results import ExerciseResult
 from grader.engine.safe_files import RefusedFile, read_plain_path
@@ -127,7 +127,7 @@ def grade(
     result.refused, result.refused_examples = refused_counts(mine.values())
     for part in chosen:
         result.parts.append(
-            judge_part(
+            judge_part_or_fail(
                 part,
                 cases[part.name],
                 expected[part.name],

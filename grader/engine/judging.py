@@ -9,6 +9,7 @@ says why: `part_failure`.
 
 from __future__ import annotations
 
+import traceback
 from dataclasses import replace
 
 import numpy as np
@@ -33,6 +34,16 @@ from grader.vocabulary.text import one_line, printable, without_framework_logs
 GRADER_FAILED_WORDS = N_(
     "not graded: the grader itself failed here, not your code; it will be graded again"
 )
+
+
+def judge_part_or_fail(part, cases, expected, outcome: Outcome, timeout: float, source=None):
+    """`judge_part`, where a failure of the grader's own code (a bug of ours, on whatever the
+    child answered) is that part's `grader_failure`: never a zero, never the other parts' loss
+    (on Gradescope it once failed the whole submission: r8 red team)."""
+    try:
+        return judge_part(part, cases, expected, outcome, timeout, source)
+    except Exception:  # noqa: BLE001 - a bug of ours must not become a student's zero
+        return grader_failure(part, traceback.format_exc(limit=5))
 
 
 def judge_part(part, cases, expected, outcome: Outcome, timeout: float, source=None) -> PartResult:

@@ -15,7 +15,6 @@ import json
 import os
 import secrets
 import shutil
-import traceback
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -25,7 +24,7 @@ import numpy as np
 from grader import sandbox
 from grader.engine import fresh_models
 from grader.engine.cases import make_cases, save_cases
-from grader.engine.judging import cannot_load, grader_failure, judge_part
+from grader.engine.judging import cannot_load, judge_part_or_fail
 from grader.engine.references import LiveReference, default_reference
 from grader.engine.results import ExerciseResult, PartResult
 from grader.grading import output_cap_mb, part_jobs, refused_counts, unloadable
@@ -535,17 +534,14 @@ def _finish(run: _Run, plan: _Plan) -> None:
         outcomes = {p.name: plan.outcomes[plan.parts[(record.id, p.name)]] for p in record.parts}
         not_graded = False
         for part in record.parts:
-            try:
-                judged = judge_part(
-                    part,
-                    run.cases[record.id][part.name],
-                    run.expected[record.id][part.name],
-                    outcomes[part.name],
-                    run.timeout(record),
-                    source=_readable(plan.sources.get(record.id)),
-                )
-            except Exception:  # noqa: BLE001 - a bug of ours must not become a student's zero
-                judged = grader_failure(part, traceback.format_exc(limit=5))
+            judged = judge_part_or_fail(
+                part,
+                run.cases[record.id][part.name],
+                run.expected[record.id][part.name],
+                outcomes[part.name],
+                run.timeout(record),
+                source=_readable(plan.sources.get(record.id)),
+            )
             result.parts.append(_explain_limits(judged, run.options, record))
             page.observe(
                 record,

@@ -35,6 +35,7 @@ import pwd
 import select
 import shutil
 import signal
+import sys
 import time
 import traceback
 from pathlib import Path
@@ -205,6 +206,8 @@ def _grade_all(exercises, files, seed, limits, policy, tests: list, lines: list)
             )
         for part in result.parts:
             name = f"{record.id} {part.name}"
+            if part.grader_error:  # Gradescope's log: the instructor's eyes only
+                print(f"{name}: the grader failed: {part.grader_error}", file=sys.stderr)
             public = [c for c in part.checks if not c.hidden and not c.passed]
             hidden = [c for c in part.checks if c.hidden and not c.passed]
             output = [tr(STATUS_WORDS[part.status])]

@@ -152,3 +152,34 @@ def test_the_schema_rejects_what_the_old_autograder_wrote():
     ):
         with pytest.raises(ValidationError):
             validate(bad)
+
+
+def test_a_failure_of_the_grader_on_one_part_costs_no_other_part(monkeypatch, tmp_path, capsys):
+    """A bug of ours judging one part (the r8 red team's: the mistake search raised on an
+    ordinary wrong answer) once failed the whole autograder: 0.0 for every part. Now that part
+    alone is not graded, said so, the traceback in the instructor's log."""
+    import shutil
+    from pathlib import Path
+
+    from grader.engine import judging
+
+    sandboxed(monkeypatch)
+    (tmp_path / "submission").mkdir()
+    solution = Path(__file__).resolve().parents[2] / "solutions" / RECORD.file
+    shutil.copy(solution, tmp_path / "submission" / RECORD.file)
+    broken = RECORD.parts[-1].name
+    original = judging.judge_part
+
+    def judge_part(part, *args, **kwargs):
+        if part.name == broken:
+            raise ValueError("a bug of the grader's")
+        return original(part, *args, **kwargs)
+
+    monkeypatch.setattr(judging, "judge_part", judge_part)
+    results = validate(gradescope.results_for(tmp_path / "submission", ["8-2"], 7, tmp_path))
+    rows = {t["name"]: t for t in results["tests"]}
+    assert results["score"] == RECORD.max_score - RECORD.parts[-1].points
+    assert rows[f"8-2 {broken}"]["score"] == 0.0
+    assert "grader" in rows[f"8-2 {broken}"]["output"]
+    assert "a bug of the grader's" not in json.dumps(results)  # the traceback is not the student's
+    assert "a bug of the grader's" in capsys.readouterr().err
