@@ -47,9 +47,16 @@ def clean(text, limit: int = LIMIT, newlines: bool = True) -> str:
         elif char < "\x80":
             if not _ASCII_CONTROL.match(char):
                 kept.append(char)
-        elif unicodedata.category(char) not in _DROPPED:
+        elif unicodedata.category(char) not in _DROPPED and not _noncharacter(char):
             kept.append(char)
     return bound("".join(kept), limit)
+
+
+def _noncharacter(char: str) -> bool:
+    """One of Unicode's 66 noncharacters (U+FDD0 to U+FDEF, and the last two of every plane,
+    U+FFFE, U+FFFF, ...): never text, shown as boxes or refused by XML readers."""
+    point = ord(char)
+    return 0xFDD0 <= point <= 0xFDEF or point & 0xFFFE == 0xFFFE
 
 
 def bound(text: str, limit: int = LIMIT) -> str:

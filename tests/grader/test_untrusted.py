@@ -215,6 +215,7 @@ HOSTILE = [
     "bidi \u202eevil\u202c and \u2066isolate\u2069 and \u200bzero width \ufeffbom",
     "lone surrogate \ud800 here",
     "line\u2028separator",
+    "noncharacters \ufffe\uffff\ufdd0\U0010ffff here",
     "&amp; entity & ampersand",
     "quote \" and ' apostrophe",
     "\\](javascript:alert(1))",
@@ -223,7 +224,13 @@ HOSTILE = [
 
 
 def has_control(text: str) -> bool:
-    return any(unicodedata.category(c) in ("Cc", "Cf", "Cs") and c not in "\n" for c in text)
+    """A control, format or surrogate character, or a noncharacter (never text: r8 red team)."""
+    return any(
+        (unicodedata.category(c) in ("Cc", "Cf", "Cs") and c not in "\n")
+        or 0xFDD0 <= ord(c) <= 0xFDEF
+        or ord(c) & 0xFFFE == 0xFFFE
+        for c in text
+    )
 
 
 @pytest.mark.parametrize("text", HOSTILE)
