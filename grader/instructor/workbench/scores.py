@@ -46,7 +46,7 @@ def finite(points: float) -> float:
     comparison with it is false) and would reach the scores, the gradebook and the LMS; no
     caller may store one, nor an infinity (r8 red team)."""
     if not math.isfinite(points):
-        raise ValueError(f"points must be a finite number. Received: {points!r}")
+        raise ValueError(_("points must be a finite number. Received: {points}", points=points))
     return float(points)
 
 
