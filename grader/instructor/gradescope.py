@@ -42,6 +42,8 @@ from pathlib import Path
 
 from grader import i18n
 from grader.engine import safe_files
+from grader.engine.judging import grader_failure
+from grader.engine.results import ExerciseResult
 from grader.grading import grade
 from grader.i18n import N_, _, n_, tr
 from grader.instructor.batch import BatchError, BatchOptions, require_sandbox
@@ -185,14 +187,22 @@ def _grade_all(exercises, files, seed, limits, policy, tests: list, lines: list)
                     )
                 )
             continue
-        result = grade(
-            record.id,
-            path,
-            hidden_seed=seed,
-            limits=limits,
-            blocked_imports=FORBIDDEN_PACKAGES,
-            sandbox=policy,
-        )
+        try:
+            result = grade(
+                record.id,
+                path,
+                hidden_seed=seed,
+                limits=limits,
+                blocked_imports=FORBIDDEN_PACKAGES,
+                sandbox=policy,
+            )
+        except Exception:  # noqa: BLE001 - a bug of ours costs this exercise, not the others
+            traceback.print_exc()  # Gradescope's log: the instructor's eyes only
+            result = ExerciseResult(
+                record.id,
+                [grader_failure(part, "see the log") for part in record.parts],
+                submission=str(path),
+            )
         if result.refused:
             refused = ", ".join(f"{k} x{n}" for k, n in sorted(result.refused.items()))
             tests.append(

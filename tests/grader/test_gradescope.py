@@ -183,3 +183,29 @@ def test_a_failure_of_the_grader_on_one_part_costs_no_other_part(monkeypatch, tm
     assert "grader" in rows[f"8-2 {broken}"]["output"]
     assert "a bug of the grader's" not in json.dumps(results)  # the traceback is not the student's
     assert "a bug of the grader's" in capsys.readouterr().err
+
+
+def test_a_failure_of_the_grader_on_one_exercise_costs_no_other_exercise(
+    monkeypatch, tmp_path, capsys
+):
+    """Anything of ours that breaks grading one exercise (not only its judging) leaves that
+    exercise's parts not graded, said so, and the other exercises graded."""
+    sandboxed(monkeypatch)
+    (tmp_path / "submission").mkdir()
+    for exercise_id in ("8-2", "8-3"):
+        (tmp_path / "submission" / EXERCISES[exercise_id].file).write_text("x = 1\n")
+
+    def fake_grade(exercise_id, path, **kwargs):
+        if exercise_id == "8-3":
+            raise RuntimeError("a bug of the grader's")
+        parts = [part_result(p, Status.PASSED) for p in RECORD.parts]
+        return ExerciseResult(exercise_id, parts, submission=str(path))
+
+    monkeypatch.setattr(gradescope, "grade", fake_grade)
+    results = validate(gradescope.results_for(tmp_path / "submission", ["8-2", "8-3"], 1, tmp_path))
+    assert results["score"] == RECORD.max_score
+    failed = [t for t in results["tests"] if t["name"].startswith("8-3 ")]
+    assert len(failed) == len(EXERCISES["8-3"].parts)
+    assert all(t["score"] == 0.0 and "grader" in t["output"] for t in failed)
+    assert "a bug of the grader's" not in json.dumps(results)
+    assert "a bug of the grader's" in capsys.readouterr().err
