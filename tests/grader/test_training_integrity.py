@@ -152,9 +152,9 @@ def test_a_model_that_answers_only_once_trained_is_judged_on_the_rest():
     assert from_training(part, truth, _got(right, **rest)) is None
     # The two that every child reports cannot be missing: a child that leaves them out is refused.
     assert from_training(part, truth, _got(right, **{COUNTERFACTUAL: wrong})) is not None
-    # Halfway between chance (20%) and the pass mark (90%), 55%, is the most the evidence may
-    # reach: 11 of 20 right is no evidence, 12 of 20 is.
-    for right_count, refused in ((11, False), (12, True)):
+    # Halfway between chance (20%) and the pass mark (85%), 52.5%, is the most the evidence may
+    # reach: 10 of 20 right is no evidence, 11 of 20 is.
+    for right_count, refused in ((10, False), (11, True)):
         partly = np.eye(11)[np.where(np.arange(20) < right_count, truth, 0)]
         said = from_training(part, truth, _got(right, **{**rest, COUNTERFACTUAL: partly}))
         assert (said is not None) == refused
