@@ -47,16 +47,21 @@ def clean(text, limit: int = LIMIT, newlines: bool = True) -> str:
         elif char < "\x80":
             if not _ASCII_CONTROL.match(char):
                 kept.append(char)
-        elif unicodedata.category(char) not in _DROPPED and not _noncharacter(char):
+        elif not _not_text(char):
             kept.append(char)
     return bound("".join(kept), limit)
 
 
-def _noncharacter(char: str) -> bool:
-    """One of Unicode's 66 noncharacters (U+FDD0 to U+FDEF, and the last two of every plane,
-    U+FFFE, U+FFFF, ...): never text, shown as boxes or refused by XML readers."""
+def _not_text(char: str) -> bool:
+    """A character beyond ASCII that is no text: of a category in `_DROPPED`, or one of
+    Unicode's 66 noncharacters (U+FDD0 to U+FDEF, and the last two of every plane, U+FFFE,
+    U+FFFF, ...), shown as boxes or refused by XML readers."""
     point = ord(char)
-    return 0xFDD0 <= point <= 0xFDEF or point & 0xFFFE == 0xFFFE
+    return (
+        unicodedata.category(char) in _DROPPED
+        or 0xFDD0 <= point <= 0xFDEF
+        or point & 0xFFFE == 0xFFFE
+    )
 
 
 def bound(text: str, limit: int = LIMIT) -> str:
@@ -124,8 +129,8 @@ def csv_row(cells) -> list:
 
 def json_text(data, **options) -> str:
     """`json.dumps(data, ensure_ascii=False, **options)`, but every control or format character
-    (and lone surrogate) written as a `\\u` escape: the data read back are exactly the same (an
-    id stays the id), and no reader of the file sees the character itself."""
+    (lone surrogate, noncharacter) written as a `\\u` escape: the data read back are exactly
+    the same (an id stays the id), and no reader of the file sees the character itself."""
     text = json.dumps(data, ensure_ascii=False, **options)
     if text.isascii():  # json.dumps escaped the C0 controls; only DEL can be left
         return text.replace("\x7f", "\\u007f")
@@ -133,7 +138,7 @@ def json_text(data, **options) -> str:
 
 
 def _hidden(char: str) -> bool:
-    return char == "\x7f" or (char >= "\x80" and unicodedata.category(char) in _DROPPED)
+    return char == "\x7f" or (char >= "\x80" and _not_text(char))
 
 
 # A student id used as a file name as it is: short, plain ASCII, not hidden, not an option.

@@ -413,6 +413,6 @@ def test_written_files_are_well_formed_and_inert(hostile_batch):
 
 
 def test_json_keeps_an_id_exactly_and_shows_no_hidden_character():
-    data = {"student": "李雷 \u202eevil \x7f \x85 \udcff \U000e0041", "n": [1.5]}
+    data = {"student": "李雷 \u202eevil \x7f \x85 \udcff \U000e0041 \ufffe", "n": [1.5]}
     text = untrusted.json_text(data, indent=1)
     assert json.loads(text) == data and not has_control(text)

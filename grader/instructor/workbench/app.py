@@ -5,7 +5,6 @@ token and must come from the page's own origin."""
 
 from __future__ import annotations
 
-import math
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -480,10 +479,7 @@ def _number(value) -> float | None:
 
 
 def _finite(value) -> float:
-    number = float(str(value if value is not None else "").strip())
-    if not math.isfinite(number):
-        raise ValueError(value)
-    return number
+    return scores.finite(float(str(value if value is not None else "").strip()))
 
 
 def _points(value) -> str:
