@@ -110,7 +110,7 @@ def review(context, out, db, host, port, origin):
         )
     )
     origins = (base,) if origin else (base, f"http://localhost:{port}")
-    uvicorn.run(make_app(database, out, origins), host=host, port=port, log_level="warning")
+    uvicorn.run(make_app(database, out, origins, port), host=host, port=port, log_level="warning")
 
 
 @review.command("add-ta")

@@ -9,6 +9,7 @@ docs/review.md shows); without it they go to the test's temporary folder only.""
 
 from __future__ import annotations
 
+import http.client
 import http.server
 import os
 import shutil
@@ -313,6 +314,36 @@ def test_keyboard_rubric_edit_and_regrade(site, tmp_path):
     page.goto(site.url + "/audit")
     assert page.locator("#audit tr").count() > 3
     site.shot(page, "audit", tmp_path)
+    context.close()
+
+
+def _get(site, path: str, host: str, cookie: str | None = None) -> int:
+    """The status of a GET sent with the Host header `host` (a browser sends the name it
+    looked up: a rebound name reaches this server with its own)."""
+    connection = http.client.HTTPConnection("127.0.0.1", site.url.rsplit(":", 1)[1], timeout=30)
+    headers = {"Host": host} | ({"Cookie": cookie} if cookie else {})
+    try:
+        connection.request("GET", path, headers=headers)
+        return connection.getresponse().status
+    finally:
+        connection.close()
+
+
+def test_a_page_asked_under_another_name_or_with_a_reshaped_cookie_is_refused(site):
+    context, page = site.signed_in("Eve")
+    port = site.url.rsplit(":", 1)[1]
+    (cookie,) = [c for c in context.cookies() if c["name"].startswith(auth.COOKIE)]
+    signed = f"{cookie['name']}={cookie['value']}"
+    assert _get(site, "/", f"127.0.0.1:{port}", signed) == 200
+    assert _get(site, "/", f"localhost:{port}", signed) == 200
+    # DNS rebinding: another site's name, now pointing at this machine. Signed out or not
+    # (its cookie is not sent across names, but a proxy or a script could send one).
+    for host in (f"evil.example:{port}", "evil.example", f"127.0.0.1:{int(port) + 1}"):
+        assert _get(site, "/", host, signed) == 421, host
+        assert _get(site, "/signed-out", host) == 421, host
+    # The same cookie with base64 padding added is not the cookie the page gave.
+    for reshaped in (cookie["value"] + "=", cookie["value"] + "==", cookie["value"][:-1]):
+        assert _get(site, "/", f"127.0.0.1:{port}", f"{cookie['name']}={reshaped}") == 401
     context.close()
 
 

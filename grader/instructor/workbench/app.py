@@ -60,11 +60,40 @@ def markdown_renderer():
     return md
 
 
+LOOPBACK = ("127.0.0.1", "localhost", "[::1]")
+
+
+def known_hosts(origins, port: int | None = None) -> set[str]:
+    """The Host headers the page answers: each origin's, and this machine's loopback names at
+    `port` (where it listens: a TLS proxy on this machine may pass its upstream's address) and
+    at the port of an origin on this machine. A page asked under any other name (DNS
+    rebinding: a site whose name now points at this machine) is refused. Empty (every host)
+    when no origin is given."""
+    hosts: set[str] = set()
+    for origin in origins:
+        parts = urlsplit(origin)
+        if not parts.hostname:
+            continue
+        hosts.add(parts.netloc.lower())
+        if parts.hostname in ("127.0.0.1", "localhost", "::1") and parts.port:
+            hosts.update(f"{name}:{parts.port}" for name in LOOPBACK)
+    if hosts and port:
+        hosts.update(f"{name}:{port}" for name in LOOPBACK)
+    return hosts
+
+
 class Workbench:
-    def __init__(self, database, out: Path | None = None, origins: tuple[str, ...] = ()):
+    def __init__(
+        self,
+        database,
+        out: Path | None = None,
+        origins: tuple[str, ...] = (),
+        port: int | None = None,
+    ):
         self.database = database
         self.out = out
         self.origins = {o.rstrip("/") for o in origins}
+        self.hosts = known_hosts(self.origins, port)
         self.secret = auth.secret_key(database)
         # Cookies do not tell ports apart: two workbenches on one host (two courses) keep a
         # cookie each, named after their database's key.
@@ -106,6 +135,15 @@ class Workbench:
         the CSRF token; the handler runs in a worker thread (the database is synchronous)."""
 
         async def route(request: Request):
+            if self.hosts and request.headers.get("host", "").lower() not in self.hosts:
+                return self.page(
+                    "message.html",
+                    421,
+                    title="Refused",
+                    message="This page is not served under that address: open the address "
+                    "your instructor gave you.",
+                    user=None,
+                )
             form = None
             if request.method == "POST":
                 if not self.origin_ok(request):
@@ -488,5 +526,9 @@ def _points(value) -> str:
     return f"{value:g}"
 
 
-def make_app(database, out: Path | None = None, origins: tuple[str, ...] = ()) -> Starlette:
-    return Workbench(database, out, origins).app()
+def make_app(
+    database, out: Path | None = None, origins: tuple[str, ...] = (), port: int | None = None
+) -> Starlette:
+    """The page; `origins`: the addresses TAs open (forms from any other are refused, and so is
+    a request under any other Host); `port`: where it listens (its loopback names are known)."""
+    return Workbench(database, out, origins, port).app()

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import re
 import secrets
 from datetime import timedelta
 
@@ -101,8 +102,14 @@ def redeem(database, token: str, secret: str) -> str | None:
     return Signer(secret, salt="review-session").sign(session_id).decode()
 
 
+# The one form redeem() gives a cookie: a session id and its signature, both URL-safe base64
+# without padding. Anything else is refused before the signature is looked at (the signer's
+# base64 would take a value with padding added as the same).
+COOKIE_FORM = re.compile(r"[A-Za-z0-9_-]{43}\.[A-Za-z0-9_-]{16,86}")
+
+
 def session_id(cookie: str | None, secret: str) -> str | None:
-    if not cookie:
+    if not cookie or not COOKIE_FORM.fullmatch(cookie):
         return None
     try:
         return Signer(secret, salt="review-session").unsign(cookie).decode()
