@@ -16,11 +16,12 @@ exception, os._exit, a syntax error) and the untouched stub; in the proportions 
 exercises: the first --exercises (15) of those both revisions know, none that trains a model
 (at 5b066c3: the chapter's six and nine labs).
 
-Three runs of `grader batch --jobs J --no-similarity --no-pictures` on the same class and seed:
-the revision given with --against (a git worktree of it), this checkout, and this checkout with
-GRADER_SEARCH_MEMORY=off (every search from scratch). Core-seconds are the user and system CPU
-of each batch and all its children (RUSAGE_CHILDREN); the machine's load moves them, so the
-three runs take turns (--rounds) and the median is printed. The gradebooks of the last two
+Four runs of `grader batch --jobs J --no-similarity --no-pictures` on the same class and seed:
+the revision given with --against (a git worktree of it), this checkout, this checkout with
+GRADER_SEARCH_MEMORY=off (every search from scratch), and this checkout with
+GRADER_ONE_CHILD=off (a child per exercise, not one per student). Core-seconds are the user and
+system CPU of each batch and all its children (RUSAGE_CHILDREN); the machine's load moves them,
+so the runs take turns (--rounds) and the median is printed. The gradebooks of the last three
 must be the same, byte for byte.
 """
 
@@ -155,7 +156,11 @@ def main(argv=None) -> None:
         contextlib.ExitStack() as stack,
     ):
         root = Path(scratch)
-        runs = {"this checkout": (KIT, {}), "  search memory off": (KIT, {"off": True})}
+        runs = {
+            "this checkout": (KIT, {}),
+            "  search memory off": (KIT, {"GRADER_SEARCH_MEMORY": "off"}),
+            "  a child per exercise": (KIT, {"GRADER_ONE_CHILD": "off"}),
+        }
         tree = None
         if args.against:
             tree = stack.enter_context(worktree(args.against, root / "against"))
@@ -166,9 +171,7 @@ def main(argv=None) -> None:
         results: dict[str, list[tuple[float, float]]] = {name: [] for name in runs}
         for round_ in range(args.rounds):
             for number, (name, (code, flags)) in enumerate(runs.items()):
-                env = dict(os.environ, PYTHONPATH=str(code))
-                if flags.get("off"):
-                    env["GRADER_SEARCH_MEMORY"] = "off"
+                env = dict(os.environ, PYTHONPATH=str(code), **flags)
                 out = root / f"out{number}-{round_}"
                 command = [sys.executable, "-m", "grader.cli", "batch", root / "class"]
                 command += [word for e in exercises for word in ("-e", e)]
@@ -176,9 +179,11 @@ def main(argv=None) -> None:
                 command += ["--no-similarity", "--no-pictures", "--out", out]
                 results[name].append(measured([str(w) for w in command], code, env))
         names = list(runs)
-        same = gradebook(root / f"out{names.index('this checkout')}-0") == gradebook(
-            root / f"out{names.index('  search memory off')}-0"
-        )
+        mine = gradebook(root / f"out{names.index('this checkout')}-0")
+        same = {
+            name: gradebook(root / f"out{names.index(name)}-0") == mine
+            for name in ("  search memory off", "  a child per exercise")
+        }
     print(
         f"{args.students} students x {len(exercises)} exercises = {units} student-exercises "
         f"({', '.join(f'{k} {v}' for k, v in counts.items())}); --jobs {args.jobs}, "
@@ -190,7 +195,8 @@ def main(argv=None) -> None:
         cpu = statistics.median(c for c, _w in measures)
         wall = statistics.median(w for _c, w in measures)
         print(f"{name:28} {cpu:8.1f} {wall:8.1f} {cpu / units:13.3f} {cpu / base:6.2f}x")
-    print(f"the same gradebook and feedback with and without the search memory: {same}")
+    for name, equal in same.items():
+        print(f"the same gradebook and feedback as with {name.strip()}: {equal}")
 
 
 def sharded(args) -> None:

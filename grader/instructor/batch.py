@@ -52,7 +52,7 @@ from grader.sandbox.processes import Job, run_jobs
 from grader.vocabulary import untrusted
 from grader.vocabulary.bundle import cases_to_bundle
 from grader.vocabulary.protocol import Outcome
-from grader.vocabulary.spec import Exercise
+from grader.vocabulary.spec import TRAIN, Exercise
 from grader.vocabulary.status import Limit
 from grader.vocabulary.text import printable
 from grader.vocabulary.untrusted import file_stem
@@ -363,6 +363,7 @@ class _Run:
     cases: dict = field(default_factory=dict)
     case_files: dict = field(default_factory=dict)
     expected: dict = field(default_factory=dict)
+    one_child: bool = False  # see one_child_per_student
 
     @property
     def seeds(self) -> tuple[int, int]:
@@ -385,6 +386,7 @@ def _grade_students(run: _Run, pending: list[tuple[Student, str]], shared: set[s
     try:
         run.cases = {r.id: references[r.id].cases(r, seeds) for r in records}
         run.case_files = {r.id: _save_cases(scratch, r, run.cases[r.id]) for r in records}
+        run.one_child = one_child_per_student(len(pending), run.options.jobs)
         plans, jobs = {}, []
         for number, (student, stamp) in enumerate(pending):
             plans[student.id] = _plan_student(run, student, stamp, scratch / f"s{number}", jobs)
@@ -482,6 +484,7 @@ def _plan_student(run: _Run, student: Student, stamp: str, home: Path, jobs: lis
         plan.flags.append("unsafe-submission")
         plan.problems = {record.id: str(error) for record in run.records}
         return plan
+    shared_copy = None  # the folder of the one child that runs the exercises training nothing
     for record in run.records:
         found = find_exercise_file(source, record.file, refused)
         problem = found.problem or unloadable(found.path)
@@ -493,10 +496,17 @@ def _plan_student(run: _Run, student: Student, stamp: str, home: Path, jobs: lis
             plan.flags.append(f"renamed-{record.id}")
         plan.flags.extend(f"{flag}:{record.id}" for flag in scan(found.path))
         plan.sources[record.id] = found.path
-        # One copy of the submission per exercise: that exercise's child works (and may write)
-        # in it, its parts one after another.
-        directory = home / f"ex{len(jobs)}"
-        shutil.copytree(source, directory)
+        # A copy of the submission for each child, which works (and may write) in it, its parts
+        # one after another: one child for all the exercises that train nothing (their files
+        # one after another, see grader.sandbox.shared_state), one for each that trains.
+        if run.one_child and not _trains(run, record):
+            if shared_copy is None:
+                shared_copy = home / f"ex{len(jobs)}"
+                shutil.copytree(source, shared_copy)
+            directory = shared_copy
+        else:
+            directory = home / f"ex{len(jobs)}"
+            shutil.copytree(source, directory)
         mine = part_jobs(
             record.parts,
             directory / found.path.relative_to(source),
@@ -516,6 +526,21 @@ def _plan_student(run: _Run, student: Student, stamp: str, home: Path, jobs: lis
             plan.parts[(record.id, name)] = job.key
             plan.waiting.add(job.key)
     return plan
+
+
+def _trains(run: _Run, record: Exercise) -> bool:
+    return any(case.kind == TRAIN for cases in run.cases[record.id].values() for case in cases)
+
+
+def one_child_per_student(students: int, parallel: int | None) -> bool:
+    """Whether each student's exercises that train nothing run in one child (TensorFlow's
+    kernels warm after the first, one start of a child instead of one per exercise): where the
+    class has students enough to keep every slot busy (two per slot), so that a small batch
+    still runs its exercises side by side. GRADER_ONE_CHILD=off: a child per exercise
+    (benchmarks/course_bench.py compares the two)."""
+    if os.environ.get("GRADER_ONE_CHILD", "on") == "off":
+        return False
+    return students >= 2 * max(1, parallel or os.cpu_count() or 1)
 
 
 def _finish(run: _Run, plan: _Plan) -> None:

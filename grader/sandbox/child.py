@@ -22,7 +22,8 @@ import numpy as np
 
 from grader import sandbox
 from grader.i18n import N_
-from grader.sandbox import limits, supervisor, world
+from grader.sandbox import limits, shared_state, supervisor, world
+from grader.sandbox.units import ready_marker, segments
 from grader.vocabulary import protocol
 from grader.vocabulary.bundle import cases_from_bundle, load_bundle, save_bundle
 from grader.vocabulary.labels import reported_text
@@ -111,11 +112,16 @@ def run_job(job: dict, end=None) -> None:
     """Entry point of a child process. `job` holds paths only (written by the grader); `end` is
     this child's end of its channel to the supervisor (grader.sandbox.supervisor).
 
-    Every part's cases are read before the submission is imported, so that nothing it patches
+    Every part's cases are read before any submission is imported, so that nothing it patches
     can change them. Then the child enters the sandbox the job asks for and tells the supervisor
     it has started: whatever fails before that is the grader's failure, not the submission's.
-    What the import and each part print goes to that part's own log (the import to the first
-    part's), each log under its own output cap.
+    What each import and each part print goes to that part's own log (an import to the first
+    part of its module), each log under its own output cap.
+
+    The parts may come from several files of one student (grader.sandbox.scheduler.segments),
+    each imported before its first part, the process's shared state put back before each
+    import after the first (grader.sandbox.shared_state), and the supervisor told where each
+    begins, so that what the sandbox refused is counted for the exercise that tried it.
     """
     parts = job["parts"]
     _isolate(job, parts[0]["log"])
@@ -123,38 +129,48 @@ def run_job(job: dict, end=None) -> None:
     for part in parts:
         meta, arrays = load_bundle(part["cases"])
         cases.append(cases_from_bundle(meta["cases"], arrays))
+    modules = [part.get("module", job["module"]) for part in parts]
     # Read while the child may still read what the grader can (the submission's folder may be
     # private to the grader's user): from here on, under root, it is a user of its own.
-    source = _read_source(job["module"])
+    sources = {path: _read_source(path) for path in dict.fromkeys(modules)}
     world.become_own_user(job)
     if job.get("sandbox") is not None:
         policy = dict(job["sandbox"], workdir=job["workdir"])
         policy["read"] = [
             *policy.get("read", ()),
-            os.path.dirname(job["module"]),
+            *dict.fromkeys(os.path.dirname(path) for path in modules),
             *(part["cases"] for part in parts),
         ]
         sandbox.enter(policy, end)
     else:
         supervisor.tell_started(end, None)
     block_imports(job.get("blocked_imports") or (), end)
-    try:
-        module = load_submission(job["module"], job.get("module_name", "submission"), source)
-    except BaseException as error:  # noqa: BLE001 - a submission may raise anything, SystemExit too
-        failure = describe(error, job["module"])
-        _mark(job["ready"])
-        for part in parts:
-            _save_bundle(part["out"], {"import_error": failure, "cases": []}, {})
-        return
-    _mark(job["ready"])
-    for number, (part, part_cases) in enumerate(zip(parts, cases, strict=True)):
-        if number:
-            _log_to(part["log"])
-        results: dict = {"import_error": None, "cases": []}
-        arrays: dict[str, np.ndarray] = {}
-        for index, case in enumerate(part_cases):
-            results["cases"].append(_run_case(module, case, index, arrays, job["module"]))
-        _save_bundle(part["out"], results, arrays)
+    started = shared_state.Snapshot()
+    for first, last in segments(parts, job["module"]):
+        if first:
+            _log_to(parts[first]["log"])
+            supervisor.send_mark(end, first)
+            started.restore(job["workdir"])
+        path = modules[first]
+        name = parts[first].get("module_name", job.get("module_name", "submission"))
+        try:
+            module = load_submission(path, name, sources[path])
+        except BaseException as error:  # noqa: BLE001 - a submission may raise anything
+            failure = describe(error, path)
+            _mark(ready_marker(job, first))
+            for part in parts[first:last]:
+                _save_bundle(part["out"], {"import_error": failure, "cases": []}, {})
+            continue
+        _mark(ready_marker(job, first))
+        for number in range(first, last):
+            if number != first:
+                _log_to(parts[number]["log"])
+            results: dict = {"import_error": None, "cases": []}
+            arrays: dict[str, np.ndarray] = {}
+            for index, case in enumerate(cases[number]):
+                results["cases"].append(_run_case(module, case, index, arrays, path))
+            _save_bundle(parts[number]["out"], results, arrays)
+        module = None  # its layers and arrays go with it
 
 
 def _mark(path: str) -> None:

@@ -83,8 +83,9 @@ class Job:
     # None: trusted code (a reference solution). Else the sandbox's policy (grader.sandbox):
     # {"protected": [paths never to grant], "read": [extra paths to read]}.
     sandbox: dict | None = None
-    # Jobs with the same group run in one child, in the order given; they must share the module,
-    # module name, directory, limits and blocked imports. None: a child of its own.
+    # Jobs with the same group run in one child, in the order given; they must share the
+    # directory, limits, blocked imports and sandbox, and may come from several files of one
+    # submission (grader.sandbox.units). None: a child of its own.
     group: str | None = None
     # The folder `directory` was copied from, as the grader made it (batch: the student's
     # submission), where the module lies inside `directory`: a later child of the same
@@ -107,24 +108,29 @@ class Job:
             "cases": str(self.cases),
             "out": str(self.out),
             "log": str(self.log),
+            "module": str(self.module),
+            "module_name": self.module_name,
         }
 
 
 def describe_units(jobs: list[Job]) -> list[dict]:
-    """What each child is asked to run: one unit per group (or per job without a group)."""
+    """What each child is asked to run: one unit per group (or per job without a group). The
+    unit's `module` is its first part's; each part names its own."""
     units: dict[str, dict] = {}
     for job in jobs:
         name = job.group or job.key
+        if name not in units:
+            units[name] = {"module": str(job.module), "module_name": job.module_name}
         shared = {
             "key": name,
-            "module": str(job.module),
-            "module_name": job.module_name,
             "workdir": str(job.directory),
             "limits": job.limits,
             "blocked_imports": list(job.blocked_imports),
             "sandbox": job.sandbox,
         }
-        unit = units.setdefault(name, {**shared, "parts": []})
+        unit = units[name]
+        if "parts" not in unit:
+            unit.update(shared, parts=[])
         if {k: unit[k] for k in shared} != shared:
             raise ValueError(f"the jobs of group {name!r} differ in more than their cases")
         unit["parts"].append(job.part())

@@ -33,6 +33,7 @@ from typing import NoReturn
 from grader import sandbox
 from grader.i18n import N_
 from grader.sandbox import limits, platforms, supervisor, world
+from grader.sandbox.units import ready_marker, segments
 from grader.vocabulary.labels import reported_text
 from grader.vocabulary.status import RunState
 
@@ -264,11 +265,17 @@ class _Running:
             ready=os.path.join(unit["workdir"], f"{unit['key']}.ready{attempt}"),
         )
         self.parts = unit["parts"]
+        # Where each segment (the parts of one file) begins: a part there imports its file.
+        self.segment_of = {}
+        for first, end in segments(self.parts, unit.get("module")):
+            self.segment_of.update(dict.fromkeys(range(first, end), first))
+        self.firsts = set(self.segment_of.values())
         self.ready = False
         self.current = 0
         self.seconds: list[float] = []
         self.phase_started = time.monotonic()
-        discard(self.job["ready"])
+        for first in self.firsts:
+            discard(ready_marker(self.job, first))
         # What earlier children of this unit left in the folder is not this child's doing.
         limits = unit.get("limits") or {}
         self.disk_at_start = _folder_usage(unit["workdir"], 2 * MAX_FILES) if limits else (0, 0)
@@ -289,17 +296,22 @@ class _Running:
         started = self.phase_started
         if not self.up and self.child.started:
             self.up, self.phase_started = True, now
-        if not self.ready and (
-            os.path.exists(self.job["ready"]) or os.path.exists(self.parts[0]["out"])
-        ):
-            self.ready, self.phase_started = True, now
-        while (
-            self.ready
-            and self.current < len(self.parts)
-            and os.path.exists(self.parts[self.current]["out"])
-        ):
+        while self.current < len(self.parts):
+            part = self.parts[self.current]
+            if not self.ready:
+                # The file of the current part imported: the part's own clock starts.
+                if not (
+                    os.path.exists(ready_marker(self.job, self.current))
+                    or os.path.exists(part["out"])
+                ):
+                    break
+                self.ready, self.phase_started = True, now
+            if not os.path.exists(part["out"]):
+                break
             self.seconds.append(round(now - self.phase_started, 3))
             self.current, self.phase_started = self.current + 1, now
+            # The next part imports another file first: its import is a phase of its own.
+            self.ready = self.current not in self.firsts
         if self.phase_started != started:
             self.waited_at_phase_start = self._waited()
             self.busy_at_phase_start = self._busy()
@@ -352,29 +364,46 @@ class _Running:
         if state != RunState.TIMED_OUT:  # the child is gone: its last bundles are all there now
             self.advance()
         seen = getattr(self.child, "watch", None)
-        extra = seen.report() if seen is not None else {}
-        if self.reason:
-            extra["reason"] = self.reason
+
+        def extra(index: int) -> dict:
+            found = seen.report(self.segment_of[index]) if seen is not None else {}
+            return found | ({"reason": self.reason} if self.reason else {})
+
         if not self.child.started:  # it failed before any submitted code ran: ours, not theirs
             failures = self.job.get("setup_failures", 0) + 1
             if failures < SETUP_ATTEMPTS:
                 return dict(self.job, setup_failures=failures)
             first = self.parts[0]["key"]
-            for part in self.parts:
-                report(part["key"], RunState.GRADER_FAILED, exitcode, 0.0, log_of=first, **extra)
+            for index, part in enumerate(self.parts):
+                report(
+                    part["key"], RunState.GRADER_FAILED, exitcode, 0.0, log_of=first, **extra(index)
+                )
             return None
         for index, part in enumerate(self.parts[: self.current]):
-            report(part["key"], RunState.FINISHED, exitcode, self.seconds[index], **extra)
+            report(part["key"], RunState.FINISHED, exitcode, self.seconds[index], **extra(index))
         if self.current == len(self.parts):
             return None
         elapsed = round(time.monotonic() - self.phase_started, 3)
-        if not self.ready:  # it never finished importing the submission: every part would fail
-            first = self.parts[0]["key"]
-            for part in self.parts:
-                report(part["key"], state, exitcode, elapsed, log_of=first, importing=True, **extra)
-            return None
-        report(self.parts[self.current]["key"], state, exitcode, elapsed, **extra)
-        rest = self.parts[self.current + 1 :]
+        if not self.ready:
+            # It never finished importing the current part's file: every part of that file
+            # would fail the same way. Another file's parts run again in a fresh child.
+            first = self.current
+            end = next((i for i in sorted(self.firsts) if i > first), len(self.parts))
+            for index in range(first, end):
+                part = self.parts[index]
+                report(
+                    part["key"],
+                    state,
+                    exitcode,
+                    elapsed,
+                    log_of=self.parts[first]["key"],
+                    importing=True,
+                    **extra(index),
+                )
+            rest = self.parts[end:]
+        else:
+            report(self.parts[self.current]["key"], state, exitcode, elapsed, **extra(self.current))
+            rest = self.parts[self.current + 1 :]
         for part in rest:  # nothing but this unit's next child may write them
             discard(part["out"])
         return dict(self.job, parts=rest) if rest else None

@@ -22,6 +22,10 @@ import struct
 from grader.sandbox import seccomp
 
 START = b"start"
+# "next <part>": the child goes on to another file of the same submission (grader.sandbox.units);
+# what is refused from then on is counted for it. Sent after `start`, so never obeyed: a child
+# that sends it falsely only moves its own refusals between its own exercises.
+NEXT = "next"
 MAX_MESSAGE = 4096
 MAX_EXAMPLES = 5
 PER_POLL = 256
@@ -74,6 +78,9 @@ class Watch:
         self.started = False
         self.refused: dict[str, int] = {}
         self.examples: dict[str, list[str]] = {}
+        # By segment (the index of its first part): what was refused while the child ran it.
+        self.segment = 0
+        self.by_segment: dict[int, tuple[dict[str, int], dict[str, list[str]]]] = {0: ({}, {})}
 
     def fds(self) -> list[int]:
         fds = [] if self.end is None else [self.end.fileno()]
@@ -84,10 +91,20 @@ class Watch:
         self._answer_refused_calls()
 
     def _count(self, kind: str, example: str = "") -> None:
-        self.refused[kind] = self.refused.get(kind, 0) + 1
-        seen = self.examples.setdefault(kind, [])
-        if example and len(seen) < MAX_EXAMPLES and example not in seen:
-            seen.append(example)
+        for refused, examples in ((self.refused, self.examples), self.by_segment[self.segment]):
+            refused[kind] = refused.get(kind, 0) + 1
+            seen = examples.setdefault(kind, [])
+            if example and len(seen) < MAX_EXAMPLES and example not in seen:
+                seen.append(example)
+
+    def _next(self, detail: str) -> None:
+        try:
+            first = int(detail)
+        except ValueError:
+            return
+        if first > self.segment and first not in self.by_segment:
+            self.segment = first
+            self.by_segment[first] = ({}, {})
 
     def _read_messages(self) -> None:
         # A bounded number a call: a child that floods its end must not hold up the scheduler.
@@ -117,6 +134,8 @@ class Watch:
             kind, _, detail = message.decode("utf-8", "replace").partition(" ")
             if kind in ("open", "import"):
                 self._count(kind, detail[:300])
+            elif kind == NEXT:
+                self._next(detail[:20])
 
     def _answer_refused_calls(self) -> None:
         if self.listener is None:
@@ -144,6 +163,8 @@ class Watch:
                     self._close_listener()
                 return
             ident, _pid, _flags, number, _arch, _ip, *args = struct.unpack_from(NOTICE, notice)
+            # The child sent what it told before this call: a `next` among it moves the count.
+            self._read_messages()
             if TRACE_LOG:  # a maintainer's trace (grader.sandbox.seccomp): let it go on
                 _log_call(number, args)
                 answer = struct.pack("QqiI", ident, 0, 0, CONTINUE)
@@ -170,8 +191,30 @@ class Watch:
         self._close_end()
         self._close_listener()
 
-    def report(self) -> dict:
-        return {"refused": dict(self.refused), "refused_examples": dict(self.examples)}
+    def report(self, segment: int | None = None) -> dict:
+        """What was refused: in all (None), or while the segment starting at part `segment`
+        ran."""
+        if segment is None:
+            return {"refused": dict(self.refused), "refused_examples": dict(self.examples)}
+        refused, examples = self.by_segment.get(segment, ({}, {}))
+        return {"refused": dict(refused), "refused_examples": dict(examples)}
+
+
+def send_mark(end: socket.socket | None, first: int) -> None:
+    """In the child: tell the supervisor that the part `first` starts another file. Waits for
+    room (a few seconds at most): what this file's code tries must be counted for it."""
+    if end is None:
+        return
+    try:
+        end.settimeout(5.0)
+        end.send(f"{NEXT} {first}".encode())
+    except OSError:
+        pass
+    finally:
+        try:
+            end.setblocking(False)
+        except OSError:
+            pass
 
 
 def send_event(end: socket.socket | None, kind: str, detail: str) -> None:

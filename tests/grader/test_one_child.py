@@ -1,0 +1,150 @@
+"""`grader batch` runs a student's exercises that train nothing in one child, one file after
+another (issue 48): each is graded as it would be in a child of its own. What one exercise's
+code breaks (a crash at import, a hang, a setting it changes, a call the sandbox refuses) costs
+that exercise alone, and the gradebook is the same, byte for byte, as with a child per exercise
+(GRADER_ONE_CHILD=off)."""
+
+import json
+from pathlib import Path
+
+import pytest
+
+from grader.instructor.batch import BatchOptions, one_child_per_student, run_batch
+from grader.instructor.course.stubs import package_dir
+from tests.support.grading import replace_function
+
+pytestmark = pytest.mark.ex8_1
+
+
+def solution(name: str) -> str:
+    text = (package_dir("solutions") / name).read_text()
+    return "\n".join(line for line in text.splitlines() if "SOLUTION" not in line) + "\n"
+
+
+GOOD_1, GOOD_6 = solution("ex8_1.py"), solution("ex8_6.py")
+# Settings honest code may change at import, each of which a fresh child would not have.
+PATCHES = """
+import os, random, sys, warnings
+import keras
+import numpy as np
+keras.config.set_floatx("float64")
+np.seterr(all="raise")
+np.set_printoptions(precision=2)
+warnings.simplefilter("ignore")
+sys.path.insert(0, "/nowhere")
+np.random.seed(5)
+random.seed(5)
+os.environ["ATTNKIT_PATCHED"] = "1"
+"""
+# Raises at import unless the process is as a fresh child has it.
+FRESH = """
+import os, random, sys, warnings
+import keras
+import numpy as np
+_state = {
+    "floatx": keras.config.floatx(),
+    "seterr": np.geterr()["divide"],
+    "precision": np.get_printoptions()["precision"],
+    "path": "/nowhere" in sys.path,
+    "environ": os.environ.get("ATTNKIT_PATCHED"),
+    "filters": any(f[0] == "ignore" and f[1] is None and f[2] is Warning for f in warnings.filters),
+}
+if _state != {"floatx": "float32", "seterr": "warn", "precision": 8, "path": False,
+              "environ": None, "filters": False}:
+    raise RuntimeError(f"not fresh: {_state}")
+"""
+CLASS = {
+    "honest": (GOOD_1, GOOD_6),
+    "patcher": (PATCHES + GOOD_1, FRESH + GOOD_6),
+    "crasher": ("import os\nos._exit(3)\n", GOOD_6),
+    "hanger": (
+        replace_function(GOOD_1, "lstm_param_count", "    while True:\n        pass"),
+        GOOD_6,
+    ),
+    "refuser": (
+        "try:\n    open('/etc/shadow').read()\nexcept OSError:\n    pass\n" + GOOD_1,
+        GOOD_6,
+    ),
+    # The same process? ex8_1 leaves its process id in the folder it works in; ex8_6 says
+    # whether it finds its own.
+    "witness": (
+        "import os\nopen('pid.txt', 'w').write(str(os.getpid()))\n" + GOOD_1,
+        "import os\n_mine = os.path.exists('pid.txt') and open('pid.txt').read() == "
+        "str(os.getpid())\nraise RuntimeError(f'one child: {_mine}')\n",
+    ),
+}
+
+
+def grade(root: Path, out: Path, monkeypatch, one_child: str) -> dict:
+    monkeypatch.setenv("GRADER_ONE_CHILD", one_child)
+    options = BatchOptions(["8-1", "8-6"], out, jobs=2, timeout=3, seed=7, similarity=False)
+    options.pictures = False
+    run_batch(root, options)
+    return {p.stem: json.loads(p.read_text()) for p in (out / "results").glob("*.json")}
+
+
+@pytest.fixture(scope="module")
+def graded(tmp_path_factory):
+    root = tmp_path_factory.mktemp("class")
+    for student, (first, sixth) in CLASS.items():
+        (root / student).mkdir()
+        (root / student / "ex8_1.py").write_text(first)
+        (root / student / "ex8_6.py").write_text(sixth)
+    outs = {}
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        for mode in ("on", "off"):
+            outs[mode] = tmp_path_factory.mktemp(f"out-{mode}")
+            grade(root, outs[mode], monkeypatch, mode)
+    return outs
+
+
+def results_of(out: Path) -> dict:
+    return {p.stem: json.loads(p.read_text()) for p in (out / "results").glob("*.json")}
+
+
+def exercise(results, student, exercise_id):
+    return next(e for e in results[student]["exercises"] if e["exercise"] == exercise_id)
+
+
+def text_of(results, student, exercise_id) -> str:
+    return json.dumps(exercise(results, student, exercise_id))
+
+
+def test_a_students_exercises_share_one_child(graded):
+    on, off = results_of(graded["on"]), results_of(graded["off"])
+    assert "one child: True" in text_of(on, "witness", "8-6")
+    assert "one child: False" in text_of(off, "witness", "8-6")
+    # A class smaller than two students a slot keeps a child per exercise, side by side.
+    assert one_child_per_student(4, 2) and not one_child_per_student(3, 2)
+
+
+def test_what_one_exercise_breaks_costs_it_alone(graded):
+    results = results_of(graded["on"])
+    full = exercise(results, "honest", "8-6")["max_score"]
+    for student in ("honest", "patcher", "crasher", "hanger", "refuser"):
+        assert exercise(results, student, "8-6")["score"] == full, text_of(results, student, "8-6")
+    assert (
+        exercise(results, "honest", "8-1")["score"] == exercise(results, "patcher", "8-1")["score"]
+    )
+    assert exercise(results, "crasher", "8-1")["score"] == 0
+    assert "status 3" in text_of(results, "crasher", "8-1")
+    hung = {p["name"]: p for p in exercise(results, "hanger", "8-1")["parts"]}
+    assert hung["lstm_param_count"]["score"] == 0
+    for name in ("gru_param_count", "simple_rnn_param_count", "param_count_coefficients"):
+        assert hung[name]["score"] == hung[name]["max_score"], name  # (doubling_ratio calls it)
+    # What the sandbox refused is flagged for the exercise that tried it, not the next one.
+    if "refused-open:8-1" in results["refuser"]["flags"]:  # sandboxed (Landlock) machines
+        assert [f for f in results["refuser"]["flags"] if f.startswith("refused-")] == [
+            "refused-open:8-1"
+        ]
+
+
+def test_the_gradebook_is_the_same_as_with_a_child_per_exercise(graded):
+    on, off = graded["on"], graded["off"]
+    for student in set(CLASS) - {"witness"}:
+        assert (on / "feedback" / f"{student}.md").read_text() == (
+            off / "feedback" / f"{student}.md"
+        ).read_text(), student
+        assert json.loads((on / "results" / f"{student}.json").read_text()) == json.loads(
+            (off / "results" / f"{student}.json").read_text()
+        )
