@@ -366,7 +366,9 @@ class _Running:
         seen = getattr(self.child, "watch", None)
 
         def extra(index: int) -> dict:
-            found = seen.report(self.segment_of[index]) if seen is not None else {}
+            first = self.segment_of[index]
+            end = next((i for i in sorted(self.firsts) if i > first), None)
+            found = seen.report(first, end) if seen is not None else {}
             return found | ({"reason": self.reason} if self.reason else {})
 
         if not self.child.started:  # it failed before any submitted code ran: ours, not theirs

@@ -191,13 +191,24 @@ class Watch:
         self._close_end()
         self._close_listener()
 
-    def report(self, segment: int | None = None) -> dict:
-        """What was refused: in all (None), or while the segment starting at part `segment`
-        ran."""
-        if segment is None:
+    def report(self, first: int | None = None, end: int | None = None) -> dict:
+        """What was refused: in all (no `first`), or while the parts `first` to `end` (one
+        file's; None: to the last) ran. A `next` a child sent falsely, past its real parts,
+        moves its refusals to its last file's, never out of every count."""
+        if first is None:
             return {"refused": dict(self.refused), "refused_examples": dict(self.examples)}
-        refused, examples = self.by_segment.get(segment, ({}, {}))
-        return {"refused": dict(refused), "refused_examples": dict(examples)}
+        refused: dict[str, int] = {}
+        examples: dict[str, list[str]] = {}
+        for segment in sorted(self.by_segment):
+            if segment < first or (end is not None and segment >= end):
+                continue
+            counts, seen = self.by_segment[segment]
+            for kind, count in counts.items():
+                refused[kind] = refused.get(kind, 0) + count
+            for kind, found in seen.items():
+                kept = examples.setdefault(kind, [])
+                kept += [e for e in found if e not in kept][: MAX_EXAMPLES - len(kept)]
+        return {"refused": refused, "refused_examples": examples}
 
 
 def send_mark(end: socket.socket | None, first: int) -> None:

@@ -148,3 +148,25 @@ def test_the_gradebook_is_the_same_as_with_a_child_per_exercise(graded):
         assert json.loads((on / "results" / f"{student}.json").read_text()) == json.loads(
             (off / "results" / f"{student}.json").read_text()
         )
+
+
+def test_a_false_next_mark_moves_a_refusal_to_another_file_but_never_hides_it():
+    """The child marks where each file begins ("next <part>"); marks come from a process that
+    runs submitted code, so one that names no real file's first part, or goes back, cannot take
+    a refusal out of every count: it lands in the file at or before the part it names."""
+    from grader.sandbox import supervisor
+
+    mine, theirs = supervisor.channel()
+    watch = supervisor.Watch(mine)
+    supervisor.tell_started(theirs, None)
+    for message in ("open a", "next 2", "open b", "next 3", "open c", "next 999", "open d",
+                    "next 1", "open e"):  # fmt: skip
+        theirs.send(message.encode())
+    watch.poll()
+    first_file, second_file = watch.report(0, 3), watch.report(3, None)  # parts 0-2, then 3-
+    assert first_file["refused"] == {"open": 2}  # a, and b after the false mark "next 2"
+    assert second_file["refused"] == {"open": 3}  # c, d past every part, e after going back
+    assert watch.report()["refused"] == {"open": 5}
+    assert sorted(first_file["refused_examples"]["open"]) == ["a", "b"]
+    theirs.close()
+    watch.close()
