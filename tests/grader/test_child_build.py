@@ -45,3 +45,27 @@ def test_add_weight_is_keras_own_again_afterwards():
     original = keras.layers.Layer.add_weight
     _built({"w": np.zeros((4, 3))})
     assert keras.layers.Layer.add_weight is original
+
+
+NAMED_LAYER = '''
+class BilinearScore(keras.layers.Layer):
+    def build(self, query_shape, key_shape):
+        self.kernel = self.add_weight(name="kernel", shape=(query_shape[-1], key_shape[-1]))
+        self.helper = keras.layers.Dense(2)
+
+    def call(self, query, key):
+        raise RuntimeError(f"named {self.name} {self.kernel.path} {self.helper.name}")
+'''
+
+
+def test_every_case_names_its_layer_as_if_it_were_the_first(tmp_path):
+    """Keras counts every layer a process made into the next one's name; the child counts
+    afresh for each case, so that a message names the layer alike on every case (and
+    TensorFlow keeps the weights' handle ops in its cache, issue 48)."""
+    from grader.grading import grade
+    from tests.support.grading import failures, submit
+
+    result = grade("8-2", submit(tmp_path, "8-2", NAMED_LAYER), parts=["BilinearScore"])
+    messages = {c.message for c in failures(result.part("BilinearScore"))}
+    assert len(messages) == 1, messages  # every case, public and hidden, alike
+    assert "named bilinear_score bilinear_score/kernel dense [" in messages.pop()
