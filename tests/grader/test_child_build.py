@@ -47,7 +47,7 @@ def test_add_weight_is_keras_own_again_afterwards():
     assert keras.layers.Layer.add_weight is original
 
 
-NAMED_LAYER = '''
+NAMED_LAYER = """
 class BilinearScore(keras.layers.Layer):
     def build(self, query_shape, key_shape):
         self.kernel = self.add_weight(name="kernel", shape=(query_shape[-1], key_shape[-1]))
@@ -55,7 +55,7 @@ class BilinearScore(keras.layers.Layer):
 
     def call(self, query, key):
         raise RuntimeError(f"named {self.name} {self.kernel.path} {self.helper.name}")
-'''
+"""
 
 
 def test_every_case_names_its_layer_as_if_it_were_the_first(tmp_path):
