@@ -65,7 +65,9 @@ class Snapshot:
         warnings.filters[:] = self.filters
         warnings._filters_mutated()  # the caches of what was shown, as a fresh process has them
         for module in list(sys.modules.values()):
-            registry = getattr(module, "__warningregistry__", None)
+            # The module's own namespace, never its __getattr__ (TensorFlow's lazy modules).
+            namespace = _namespace(module)
+            registry = namespace.get("__warningregistry__") if namespace else None
             if isinstance(registry, dict):
                 registry.clear()
         np.seterr(**self.numpy_errors)
@@ -77,12 +79,20 @@ class Snapshot:
         for name, module in list(sys.modules.items()):
             if name in self.modules:
                 continue
-            where = getattr(module, "__file__", None)
+            where = (_namespace(module) or {}).get("__file__")
             if root is None or not isinstance(where, str):
                 continue
             if os.path.realpath(where).startswith(root):
                 del sys.modules[name]
         _restore_keras(self.keras)
+
+
+def _namespace(module) -> dict | None:
+    try:
+        namespace = object.__getattribute__(module, "__dict__")
+    except (AttributeError, TypeError):
+        return None
+    return namespace if isinstance(namespace, dict) else None
 
 
 def _keras_state():
