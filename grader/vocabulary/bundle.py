@@ -98,7 +98,8 @@ def load_bundle(path: str | os.PathLike) -> tuple[dict, dict[str, np.ndarray]]:
 
 def _read_members(handle, name: str) -> dict[str, np.ndarray]:
     """Every `.npy` member, each checked from its zip and array headers before it is read."""
-    with zipfile.ZipFile(handle) as archive:
+    whole = handle.read(MAX_BUNDLE_BYTES + 1)  # its size was checked: one read, then slices
+    with zipfile.ZipFile(io.BytesIO(whole)) as archive:
         members = archive.infolist()
         if len(members) > MAX_MEMBERS:
             raise BundleError(f"{name} holds {len(members)} arrays (at most {MAX_MEMBERS})")
@@ -117,12 +118,33 @@ def _read_members(handle, name: str) -> dict[str, np.ndarray]:
                 raise BundleError(f"{name} holds more than {MAX_BUNDLE_BYTES // 2**20} MiB")
             if not member.filename.endswith(".npy") or key in arrays:
                 raise BundleError(f"{name}: {member.filename!r} is not one array of its own")
-            with archive.open(member) as source:
-                data = source.read(member.file_size + 1)
+            data = _stored(whole, member, name, key)
             if len(data) != member.file_size:
                 raise BundleError(f"{name}: {key!r} is not the size its header says")
             arrays[key] = _array(data, name, key)
     return arrays
+
+
+def _stored(whole: bytes, member: zipfile.ZipInfo, name: str, key: str) -> bytes:
+    """A stored member's bytes, sliced from the file after its local header (which must name
+    the same file, unencrypted and stored, as the central directory does); what zipfile's own
+    reader checks, without its file object and CRC pass per member, a third of the parent's
+    reading of a bundle of a few hundred small arrays."""
+    offset = member.header_offset
+    header = whole[offset : offset + 30]
+    if len(header) != 30 or header[:4] != b"PK\x03\x04":
+        raise BundleError(f"{name}: {key!r} has no local header where the directory says")
+    flags = int.from_bytes(header[6:8], "little")
+    if flags & 0x1 or int.from_bytes(header[8:10], "little") != zipfile.ZIP_STORED:
+        raise BundleError(f"{name}: {key!r} is encrypted or compressed; bundles are stored as is")
+    name_length = int.from_bytes(header[26:28], "little")
+    extra_length = int.from_bytes(header[28:30], "little")
+    local_name = whole[offset + 30 : offset + 30 + name_length]
+    encoding = "utf-8" if flags & 0x800 else "cp437"
+    if local_name.decode(encoding, "replace") != member.orig_filename:
+        raise BundleError(f"{name}: {key!r} is named otherwise in its local header")
+    start = offset + 30 + name_length + extra_length
+    return whole[start : start + member.file_size]
 
 
 # The header NumPy's own writer gives a numeric array (format 1.0): read by this pattern, a

@@ -81,6 +81,32 @@ def test_a_header_in_any_other_form_is_left_to_numpys_reader(tmp_path):
     assert np.array_equal(load_bundle(path)[1]["x"], np.arange(3.0))
 
 
+@pytest.mark.parametrize(
+    "where, value, words",
+    [
+        (26, None, "named otherwise in its local header"),  # the local name: x.npy -> y.npy
+        (8, 8, "encrypted or compressed"),  # the local method: deflate
+        (6, 1, "encrypted or compressed"),  # the local flags: encrypted
+        (0, 0, "no local header"),  # the signature
+    ],
+)
+def test_a_local_header_that_disagrees_with_the_directory_is_refused(tmp_path, where, value, words):
+    """The parent slices each member from the file after its local header: that header must
+    name the same member, unencrypted and stored, as the central directory does."""
+    path = tmp_path / "local.npz"
+    save_bundle(path, {}, {"x": np.arange(3.0)})
+    data = bytearray(path.read_bytes())
+    with zipfile.ZipFile(path) as archive:
+        offset = archive.getinfo("x.npy").header_offset
+    if value is None:
+        data[offset + 30 : offset + 31] = b"y"
+    else:
+        data[offset + where : offset + where + 2] = value.to_bytes(2, "little")
+    path.write_bytes(bytes(data))
+    with pytest.raises(BundleError, match=words):
+        load_bundle(path)
+
+
 def test_a_zip_bomb_is_refused_before_it_inflates(tmp_path):
     path = tmp_path / "bomb.npz"
     huge = npy(np.zeros(2**27, dtype=np.uint8))  # 128 MiB of zeros: a few hundred KB deflated
