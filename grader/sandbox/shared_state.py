@@ -63,13 +63,10 @@ class Snapshot:
         if workdir:
             os.chdir(workdir)
         warnings.filters[:] = self.filters
-        warnings._filters_mutated()  # the caches of what was shown, as a fresh process has them
-        for module in list(sys.modules.values()):
-            # The module's own namespace, never its __getattr__ (TensorFlow's lazy modules).
-            namespace = _namespace(module)
-            registry = namespace.get("__warningregistry__") if namespace else None
-            if isinstance(registry, dict):
-                registry.clear()
+        # What was shown: every module's registry of it starts afresh at its next warning once
+        # the filters' version moves (Python's warnings module), and "once" has its own.
+        warnings._filters_mutated()
+        warnings.onceregistry.clear()
         np.seterr(**self.numpy_errors)
         np.set_printoptions(**self.numpy_printing)
         np.random.set_state(self.numpy_random)

@@ -170,3 +170,26 @@ def test_a_false_next_mark_moves_a_refusal_to_another_file_but_never_hides_it():
     assert sorted(first_file["refused_examples"]["open"]) == ["a", "b"]
     theirs.close()
     watch.close()
+
+
+def test_a_warning_shown_by_one_file_is_shown_again_for_the_next():
+    """A fresh process shows a library's warning the first time; so must the next file."""
+    import warnings
+
+    import keras
+    import numpy as np
+
+    from grader.sandbox.shared_state import Snapshot
+
+    def size_one_softmax():  # Keras warns: "a softmax over an axis of size 1"
+        keras.ops.softmax(np.ones((1, 1), "float32"))
+
+    with warnings.catch_warnings(record=True) as shown:
+        warnings.simplefilter("default")
+        snapshot = Snapshot()  # with the "default" filter in place, as a child has it
+        size_one_softmax()
+        size_one_softmax()
+        assert sum("softmax" in str(w.message) for w in shown) == 1  # once, as a process does
+        snapshot.restore("")
+        size_one_softmax()
+        assert sum("softmax" in str(w.message) for w in shown) == 2
