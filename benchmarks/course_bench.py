@@ -18,8 +18,8 @@ exercises: the first --exercises (15) of those both revisions know, none that tr
 
 Four runs of `grader batch --jobs J --no-similarity --no-pictures` on the same class and seed:
 the revision given with --against (a git worktree of it), this checkout, this checkout with
-GRADER_SEARCH_MEMORY=off (every search from scratch), and this checkout with
-GRADER_ONE_CHILD=off (a child per exercise, not one per student). Core-seconds are the user and
+GRADER_SEARCH_MEMORY=off (every search from scratch), and this checkout with GRADER_ONE_CHILD=on
+(`--one-child`: one child per student, not per exercise). Core-seconds are the user and
 system CPU of each batch and all its children (RUSAGE_CHILDREN); the machine's load moves them,
 so the runs take turns (--rounds) and the median is printed. The gradebooks of the last three
 must be the same, byte for byte.
@@ -159,7 +159,7 @@ def main(argv=None) -> None:
         runs = {
             "this checkout": (KIT, {}),
             "  search memory off": (KIT, {"GRADER_SEARCH_MEMORY": "off"}),
-            "  a child per exercise": (KIT, {"GRADER_ONE_CHILD": "off"}),
+            "  --one-child": (KIT, {"GRADER_ONE_CHILD": "on"}),
         }
         tree = None
         if args.against:
@@ -182,7 +182,7 @@ def main(argv=None) -> None:
         mine = gradebook(root / f"out{names.index('this checkout')}-0")
         same = {
             name: gradebook(root / f"out{names.index(name)}-0") == mine
-            for name in ("  search memory off", "  a child per exercise")
+            for name in ("  search memory off", "  --one-child")
         }
     print(
         f"{args.students} students x {len(exercises)} exercises = {units} student-exercises "

@@ -92,6 +92,8 @@ class BatchOptions:
     late: object | None = None
     # Each student's feedback also as a page with pictures (feedback/<id>.html; needs matplotlib).
     pictures: bool = True
+    # Each student's exercises that train nothing in one child (see one_child_per_student).
+    one_child: bool = False
     # (K, N): grade only the students of shard K of N (grader.instructor.course.shards), and
     # leave the class-wide outputs to `grader gather`. Needs `seed`.
     shard: tuple[int, int] | None = None
@@ -386,7 +388,7 @@ def _grade_students(run: _Run, pending: list[tuple[Student, str]], shared: set[s
     try:
         run.cases = {r.id: references[r.id].cases(r, seeds) for r in records}
         run.case_files = {r.id: _save_cases(scratch, r, run.cases[r.id]) for r in records}
-        run.one_child = one_child_per_student(len(pending), run.options.jobs)
+        run.one_child = one_child_per_student(len(pending), run.options.jobs, run.options.one_child)
         plans, jobs = {}, []
         for number, (student, stamp) in enumerate(pending):
             plans[student.id] = _plan_student(run, student, stamp, scratch / f"s{number}", jobs)
@@ -532,15 +534,19 @@ def _trains(run: _Run, record: Exercise) -> bool:
     return any(case.kind == TRAIN for cases in run.cases[record.id].values() for case in cases)
 
 
-def one_child_per_student(students: int, parallel: int | None) -> bool:
-    """Whether each student's exercises that train nothing run in one child (TensorFlow's
-    kernels warm after the first, one start of a child instead of one per exercise): where the
-    class has students enough to keep every slot busy (two per slot), so that a small batch
-    still runs its exercises side by side. GRADER_ONE_CHILD=off: a child per exercise
-    (benchmarks/course_bench.py compares the two)."""
-    if os.environ.get("GRADER_ONE_CHILD", "on") == "off":
-        return False
-    return students >= 2 * max(1, parallel or os.cpu_count() or 1)
+def one_child_per_student(students: int, parallel: int | None, asked: bool) -> bool:
+    """Whether each student's exercises that train nothing run in one child, one file after
+    another (`--one-child`): TensorFlow's kernels, warm after the first file, serve the rest, and
+    a student pays one start of a child instead of one per exercise; where the class has
+    students enough to keep every slot busy (two per slot), so that a small batch still runs
+    its exercises side by side. Not by default: files of one process can reach one another
+    (a file's code can leave code that a later file runs, a stub then graded on it: the r9 red
+    team, tests/heldout_attacks_r9/), which only a process of its own rules out.
+    GRADER_ONE_CHILD=on or off decides for every batch (benchmarks/course_bench.py)."""
+    forced = os.environ.get("GRADER_ONE_CHILD")
+    if forced in ("on", "off"):
+        asked = forced == "on"
+    return asked and students >= 2 * max(1, parallel or os.cpu_count() or 1)
 
 
 def _finish(run: _Run, plan: _Plan) -> None:

@@ -1,5 +1,6 @@
-"""`grader batch` runs a student's exercises that train nothing in one child, one file after
-another (issue 48): each is graded as it would be in a child of its own. What one exercise's
+"""`grader batch --one-child` runs a student's exercises that train nothing in one child, one
+file after another (issue 48): each is graded as it would be in a child of its own, as far as
+one process allows (what it does not: tests/heldout_attacks_r9/). What one exercise's
 code breaks (a crash at import, a hang, a setting it changes, a call the sandbox refuses) costs
 that exercise alone, and the gradebook is the same, byte for byte, as with a child per exercise
 (GRADER_ONE_CHILD=off)."""
@@ -114,8 +115,12 @@ def test_a_students_exercises_share_one_child(graded):
     on, off = results_of(graded["on"]), results_of(graded["off"])
     assert "one child: True" in text_of(on, "witness", "8-6")
     assert "one child: False" in text_of(off, "witness", "8-6")
-    # A class smaller than two students a slot keeps a child per exercise, side by side.
-    assert one_child_per_student(4, 2) and not one_child_per_student(3, 2)
+    # Asked for (--one-child), in a class of two students a slot or more; never by default.
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        monkeypatch.delenv("GRADER_ONE_CHILD", raising=False)
+        assert one_child_per_student(4, 2, asked=True)
+        assert not one_child_per_student(3, 2, asked=True)
+        assert not one_child_per_student(100, 2, asked=False)
 
 
 def test_what_one_exercise_breaks_costs_it_alone(graded):
