@@ -72,10 +72,11 @@ def load_bundle(path: str | os.PathLike) -> tuple[dict, dict[str, np.ndarray]]:
     except OSError as error:
         raise BundleError(f"{name} could not be read: {error.strerror or error}") from None
     with handle:
-        if os.fstat(handle.fileno()).st_size > MAX_BUNDLE_BYTES:
+        size = os.fstat(handle.fileno()).st_size
+        if size > MAX_BUNDLE_BYTES:
             raise BundleError(f"{name} is larger than {MAX_BUNDLE_BYTES // 2**20} MiB")
         try:
-            arrays = _read_members(handle, name)
+            arrays = _read_members(handle, size, name)
         except BundleError:
             raise
         except Exception as error:  # a corrupt or hostile file: report, never trust
@@ -96,9 +97,12 @@ def load_bundle(path: str | os.PathLike) -> tuple[dict, dict[str, np.ndarray]]:
     return meta, arrays
 
 
-def _read_members(handle, name: str) -> dict[str, np.ndarray]:
+def _read_members(handle, size: int, name: str) -> dict[str, np.ndarray]:
     """Every `.npy` member, each checked from its zip and array headers before it is read."""
-    whole = handle.read(MAX_BUNDLE_BYTES + 1)  # its size was checked: one read, then slices
+    # One read of the size the file had when it was checked (never more, were it to grow), then
+    # slices. Exactly that size: a read allocates what it is asked for first, and a child reads
+    # its cases under a memory cap.
+    whole = handle.read(size)
     with zipfile.ZipFile(io.BytesIO(whole)) as archive:
         members = archive.infolist()
         if len(members) > MAX_MEMBERS:

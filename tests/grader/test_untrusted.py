@@ -467,3 +467,26 @@ def test_json_keeps_an_id_exactly_and_shows_no_hidden_character():
     data = {"student": "李雷 \u202eevil \x7f \x85 \udcff \U000e0041 \ufffe", "n": [1.5]}
     text = untrusted.json_text(data, indent=1)
     assert json.loads(text) == data and not has_control(text)
+
+
+def test_a_bundle_reads_under_a_memory_cap_smaller_than_the_largest_bundle(tmp_path):
+    """A child reads its cases under a memory cap (`--memory`): reading a bundle must ask for
+    its own size, never for the largest a bundle may be (256 MiB)."""
+    import subprocess
+    import sys
+
+    path = tmp_path / "cases.npz"
+    save_bundle(path, {"cases": []}, {f"a{i}": np.arange(100.0) for i in range(50)})
+    script = (
+        "import resource, sys\n"
+        "import numpy as np\n"
+        "from grader.vocabulary.bundle import load_bundle\n"
+        "size = int(open('/proc/self/status').read().split('VmSize:')[1].split()[0]) * 1024\n"
+        "resource.setrlimit(resource.RLIMIT_AS, (size + 64 * 2**20, resource.RLIM_INFINITY))\n"
+        "meta, arrays = load_bundle(sys.argv[1])\n"
+        "print(len(arrays))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script, str(path)], capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0 and done.stdout.strip() == "50", done.stderr[-2000:]
