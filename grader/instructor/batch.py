@@ -52,7 +52,7 @@ from grader.sandbox.processes import Job, run_jobs
 from grader.vocabulary import untrusted
 from grader.vocabulary.bundle import cases_to_bundle
 from grader.vocabulary.protocol import Outcome
-from grader.vocabulary.spec import TRAIN, Exercise
+from grader.vocabulary.spec import Exercise
 from grader.vocabulary.status import Limit
 from grader.vocabulary.text import printable
 from grader.vocabulary.untrusted import file_stem
@@ -501,7 +501,7 @@ def _plan_student(run: _Run, student: Student, stamp: str, home: Path, jobs: lis
         # A copy of the submission for each child, which works (and may write) in it, its parts
         # one after another: one child for all the exercises that train nothing (their files
         # one after another, see grader.sandbox.shared_state), one for each that trains.
-        if run.one_child and not _trains(run, record):
+        if run.one_child and not record.trains:
             if shared_copy is None:
                 shared_copy = home / f"ex{len(jobs)}"
                 shutil.copytree(source, shared_copy)
@@ -528,10 +528,6 @@ def _plan_student(run: _Run, student: Student, stamp: str, home: Path, jobs: lis
             plan.parts[(record.id, name)] = job.key
             plan.waiting.add(job.key)
     return plan
-
-
-def _trains(run: _Run, record: Exercise) -> bool:
-    return any(case.kind == TRAIN for cases in run.cases[record.id].values() for case in cases)
 
 
 def one_child_per_student(students: int, parallel: int | None, asked: bool) -> bool:

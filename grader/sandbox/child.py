@@ -118,7 +118,7 @@ def run_job(job: dict, end=None) -> None:
     What each import and each part print goes to that part's own log (an import to the first
     part of its module), each log under its own output cap.
 
-    The parts may come from several files of one student (grader.sandbox.scheduler.segments),
+    The parts may come from several files of one student (grader.sandbox.units.segments),
     each imported before its first part, the process's shared state put back before each
     import after the first (grader.sandbox.shared_state), and the supervisor told where each
     begins, so that what the sandbox refused is counted for the exercise that tried it.

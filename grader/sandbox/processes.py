@@ -119,8 +119,6 @@ def describe_units(jobs: list[Job]) -> list[dict]:
     units: dict[str, dict] = {}
     for job in jobs:
         name = job.group or job.key
-        if name not in units:
-            units[name] = {"module": str(job.module), "module_name": job.module_name}
         shared = {
             "key": name,
             "workdir": str(job.directory),
@@ -128,9 +126,8 @@ def describe_units(jobs: list[Job]) -> list[dict]:
             "blocked_imports": list(job.blocked_imports),
             "sandbox": job.sandbox,
         }
-        unit = units[name]
-        if "parts" not in unit:
-            unit.update(shared, parts=[])
+        first = {"module": str(job.module), "module_name": job.module_name, "parts": []}
+        unit = units.setdefault(name, {**shared, **first})
         if {k: unit[k] for k in shared} != shared:
             raise ValueError(f"the jobs of group {name!r} differ in more than their cases")
         unit["parts"].append(job.part())

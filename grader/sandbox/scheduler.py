@@ -265,11 +265,15 @@ class _Running:
             ready=os.path.join(unit["workdir"], f"{unit['key']}.ready{attempt}"),
         )
         self.parts = unit["parts"]
-        # Where each segment (the parts of one file) begins: a part there imports its file.
-        self.segment_of = {}
-        for first, end in segments(self.parts, unit.get("module")):
-            self.segment_of.update(dict.fromkeys(range(first, end), first))
-        self.firsts = set(self.segment_of.values())
+        # Each part's segment (the parts of one file): (its first part, which imports the
+        # file; the next file's first, None for the last file).
+        bounds = segments(self.parts, unit.get("module"))
+        self.segment_of = {
+            index: (first, end if end < len(self.parts) else None)
+            for first, end in bounds
+            for index in range(first, end)
+        }
+        self.firsts = {first for first, _end in bounds}
         self.ready = False
         self.current = 0
         self.seconds: list[float] = []
@@ -366,9 +370,7 @@ class _Running:
         seen = getattr(self.child, "watch", None)
 
         def extra(index: int) -> dict:
-            first = self.segment_of[index]
-            end = next((i for i in sorted(self.firsts) if i > first), None)
-            found = seen.report(first, end) if seen is not None else {}
+            found = seen.report(*self.segment_of[index]) if seen is not None else {}
             return found | ({"reason": self.reason} if self.reason else {})
 
         if not self.child.started:  # it failed before any submitted code ran: ours, not theirs
@@ -389,8 +391,8 @@ class _Running:
         if not self.ready:
             # It never finished importing the current part's file: every part of that file
             # would fail the same way. Another file's parts run again in a fresh child.
-            first = self.current
-            end = next((i for i in sorted(self.firsts) if i > first), len(self.parts))
+            first, end = self.segment_of[self.current]
+            end = len(self.parts) if end is None else end
             for index in range(first, end):
                 part = self.parts[index]
                 report(

@@ -1,8 +1,9 @@
 """What one exercise's code may leave behind in a child for the next exercise it runs.
 
-A batch runs a student's exercises one after another in one child (grader.sandbox.scheduler):
-TensorFlow's kernels, warm after the first, serve the rest, and a student pays one start of a
-child instead of one per exercise. Each exercise must still be graded as in a child of its own,
+`grader batch --one-child` runs a student's exercises one after another in one child
+(grader.sandbox.scheduler): TensorFlow's kernels, warm after the first, serve the rest, and a
+student pays one start of a child instead of one per exercise. Each exercise must still be
+graded as in a child of its own as far as one process allows,
 so the process-wide settings that honest code changes, and that outputs, logs and messages
 depend on, are taken when the child starts and put back before each later exercise is imported:
 Keras's global state (the counters that name layers, the dtype policy) and configuration, the
@@ -12,8 +13,10 @@ signal handlers, and the student's own modules (imported again, fresh). Nothing 
 call the sandbox refuses (timers are refused to submissions anyway): it would be counted as the
 student's attempt.
 
-A library that a submission patches (`numpy.matmul = ...`) stays patched for the student's later
-exercises: nothing a submission does reaches a classmate, whose files run in other children.
+A library that a submission patches (`numpy.matmul = ...`), a thread or a hook it leaves, stays
+for the student's later exercises (a stub can then be graded on an earlier file's code: the r9
+red team, hence not the default); nothing a submission does reaches a classmate, whose files
+run in other children.
 """
 
 from __future__ import annotations

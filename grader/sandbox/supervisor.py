@@ -76,8 +76,6 @@ class Watch:
         self.end.setblocking(False)
         self.listener: int | None = None
         self.started = False
-        self.refused: dict[str, int] = {}
-        self.examples: dict[str, list[str]] = {}
         # By segment (the index of its first part): what was refused while the child ran it.
         self.segment = 0
         self.by_segment: dict[int, tuple[dict[str, int], dict[str, list[str]]]] = {0: ({}, {})}
@@ -91,11 +89,11 @@ class Watch:
         self._answer_refused_calls()
 
     def _count(self, kind: str, example: str = "") -> None:
-        for refused, examples in ((self.refused, self.examples), self.by_segment[self.segment]):
-            refused[kind] = refused.get(kind, 0) + 1
-            seen = examples.setdefault(kind, [])
-            if example and len(seen) < MAX_EXAMPLES and example not in seen:
-                seen.append(example)
+        refused, examples = self.by_segment[self.segment]
+        refused[kind] = refused.get(kind, 0) + 1
+        seen = examples.setdefault(kind, [])
+        if example and len(seen) < MAX_EXAMPLES and example not in seen:
+            seen.append(example)
 
     def _next(self, detail: str) -> None:
         try:
@@ -191,12 +189,10 @@ class Watch:
         self._close_end()
         self._close_listener()
 
-    def report(self, first: int | None = None, end: int | None = None) -> dict:
-        """What was refused: in all (no `first`), or while the parts `first` to `end` (one
-        file's; None: to the last) ran. A `next` a child sent falsely, past its real parts,
-        moves its refusals to its last file's, never out of every count."""
-        if first is None:
-            return {"refused": dict(self.refused), "refused_examples": dict(self.examples)}
+    def report(self, first: int = 0, end: int | None = None) -> dict:
+        """What was refused while the parts `first` to `end` ran (one file's; None: to the
+        last; by default, all). A `next` a child sent falsely, past its real parts, moves its
+        refusals to its last file's, never out of every count."""
         refused: dict[str, int] = {}
         examples: dict[str, list[str]] = {}
         for segment in sorted(self.by_segment):

@@ -175,7 +175,6 @@ def reachable_paths(job: dict) -> list[str]:
             *sandbox.SYSTEM_FOLDERS,
             *policy.get("read", ()),
             job["workdir"],
-            os.path.dirname(job["module"]),
             *(os.path.dirname(part.get("module", job["module"])) for part in job["parts"]),
             *(part["cases"] for part in job["parts"]),
         }
