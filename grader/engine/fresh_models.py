@@ -6,7 +6,8 @@ the submission kept in the child's process (a global, an attribute of a module, 
 outside the model) must not answer for it. So the grader gives the weights, as data it checked
 here, to another child of the same submission, which builds the model afresh with the case's
 seed and answers the probes three ways (`_ask_fresh_model` there): with the training's change
-shuffled (REDRAWN), with the trained weights (MOVED) and with them nudged (NUDGED). Their
+shuffled (REDRAWN), with the trained weights (MOVED) and with them nudged (NUDGED); then it trains
+a model built afresh by the grader's own recipe (RELEARNED, grader.sandbox.relearn). Their
 answers are put into the first child's report as if it had given them, and
 grader.engine.training judges them with the others.
 
@@ -25,7 +26,20 @@ import numpy as np
 from grader.sandbox.processes import Job
 from grader.vocabulary.bundle import BundleError, cases_from_bundle, load_bundle
 from grader.vocabulary.protocol import Outcome, grad_key, output_key, refused_counts
-from grader.vocabulary.spec import ALONE, FRESH, MOVED, NUDGED, REDRAWN, TRAIN, TRAINED, Case
+from grader.vocabulary.spec import (
+    ALONE,
+    FRESH,
+    MOVED,
+    NUDGED,
+    REDRAWN,
+    RELEARN_FAILED,
+    RELEARNED,
+    RELEARNED_REDRAWN,
+    RELEARNED_RESET,
+    TRAIN,
+    TRAINED,
+    Case,
+)
 from grader.vocabulary.status import CaseStatus, RunState
 
 # What the grader passes on of a child's weights: the labs' models hold well under a million
@@ -33,7 +47,16 @@ from grader.vocabulary.status import CaseStatus, RunState
 # engine says the weights could not be given to a fresh model).
 MOST_WEIGHTS = 1000
 MOST_NUMBERS = 20_000_000
-FRESH_STAGES = (ALONE, REDRAWN, MOVED, NUDGED)
+FRESH_STAGES = (
+    ALONE,
+    REDRAWN,
+    MOVED,
+    NUDGED,
+    RELEARNED,
+    RELEARNED_RESET,
+    RELEARNED_REDRAWN,
+    RELEARN_FAILED,
+)
 _WEIGHT_NAME = re.compile(r"^\d{4}$")
 
 
@@ -112,10 +135,13 @@ def trained_weights(outcome: Outcome, index: int) -> dict[str, np.ndarray] | Non
 
 
 def fresh_case(case: Case, weights: dict[str, np.ndarray]) -> Case:
-    """The case that asks a fresh model: the probes' inputs (not the training data, which a
-    model built afresh never sees), the trained weights, the stage FRESH."""
+    """The case that asks a fresh model: the probes' inputs, the trained weights, the stage
+    FRESH; the training data only where the grader trains a model itself there (the plan's
+    "relearn", grader.sandbox.relearn), after every stage of the trained weights."""
     plan = dict(case.training, stage=FRESH)
     probed = {source for _answer, _function, source in plan.get("probes", [])}
+    if plan.get("relearn"):
+        probed |= {"inputs", "targets"}
     inputs = {name: value for name, value in case.inputs.items() if name in probed}
     return replace(case, inputs=inputs, weights=dict(weights), training=plan)
 
@@ -178,6 +204,9 @@ def in_one_process(run, module, case: Case, path: str):
     """`run(module, case, path)` (grader.sandbox.child._run_training) and then its fresh
     model's stages, both in this process, answered as one case: for benchmarks and tests of
     trusted models, where what the process keeps between the two is no one's trick."""
+    from grader.sandbox import relearn
+
+    relearn.remember_machinery()
     output, answers = run(module, case, path)
     marker = TRAINED + "/"
     weights = {

@@ -21,10 +21,15 @@ from grader.vocabulary.spec import (
     ALONE,
     ALONE_ROWS,
     COUNTERFACTUAL,
+    LEARNED_SLACK,
     MOVED,
     NUDGE,
     NUDGED,
     REDRAWN,
+    RELEARN_FAILED,
+    RELEARNED,
+    RELEARNED_REDRAWN,
+    RELEARNED_RESET,
     RESET,
     UNTRAINED,
     Case,
@@ -32,6 +37,7 @@ from grader.vocabulary.spec import (
     Part,
 )
 from grader.vocabulary.status import CaseStatus
+from grader.vocabulary.text import one_line
 
 LEARNED_FROM_TRAINING = N_("the answers come from training on the grader's data")
 # How far below the trained model's accuracy the same weights in a model built afresh may answer
@@ -85,7 +91,18 @@ def _source_in_task_order(array: np.ndarray, order, axis: int) -> np.ndarray:
 
 # Every model a training case's answers come from: the trained one (its probes' own names), and
 # each stage's (`<stage>/<probe>`, and `<stage>` alone for the first probe).
-STAGES = (COUNTERFACTUAL, UNTRAINED, RESET, ALONE, REDRAWN, MOVED, NUDGED)
+STAGES = (
+    COUNTERFACTUAL,
+    UNTRAINED,
+    RESET,
+    ALONE,
+    REDRAWN,
+    MOVED,
+    NUDGED,
+    RELEARNED,
+    RELEARNED_RESET,
+    RELEARNED_REDRAWN,
+)
 
 
 def read_back(case: Case, got: CaseOutput) -> CaseOutput:
@@ -395,7 +412,118 @@ def from_training(
         moved = _held_in_weights(part, trained, truth, got) or _answered_alone(truth, got)
         if moved is not None:
             return moved
-    return learned_without_training(part, case, got) if case is not None else None
+    unearned = learned_without_training(part, case, got) if case is not None else None
+    if unearned is None and case is not None and case.training.get("relearn"):
+        if not isinstance(trained, str) and trained >= part.training.pass_at:
+            return learned_by_gradient_descent(part, case, truth, got, trained)
+    return unearned
+
+
+def _child_text(value) -> str:
+    """A line of text a child reported as UTF-8 bytes, on one line; what is not such bytes is
+    not read."""
+    value = np.asarray(value)
+    if value.dtype != np.uint8 or value.ndim != 1:
+        return "?"
+    return one_line(bytes(value[:RELEARN_TEXT]).decode("utf-8", "replace"), RELEARN_TEXT)
+
+
+# How far below its mark a learned gate may hold on the copy the grader trained itself: its one
+# recipe leaves some honest models a little short of where their own schedules took them.
+RELEARNED_GATE_SLACK = 0.1
+
+# The most of a child's reason a failed training of the grader's is shown with.
+RELEARN_TEXT = 300
+
+RELEARN_RECIPE = N_(
+    "Adam, the learning rate and epochs of the lab's reference, from the same first weights"
+)
+
+
+def learned_by_gradient_descent(
+    part: Part, case: Case, truth: np.ndarray, got: CaseOutput, trained: float
+) -> str | None:
+    """None when a copy of the model built afresh and trained by the grader's own gradient
+    descent on the same data (`RELEARNED`, grader.sandbox.relearn) learns too: it answers better
+    than halfway from chance to the pass mark, and every learned gate holds on it (within
+    `RELEARNED_GATE_SLACK` of its mark); and when,
+    with its trainable weights put back or its change shuffled (`RELEARNED_RESET`,
+    `RELEARNED_REDRAWN`), neither holds. Else what was seen: what a lab credits must be learned
+    by gradient descent on the grader's data, which no train_model (a rule, counts written into
+    the weights, a callback, an optimizer or a gradient of the student's) can stand in for."""
+    recipe = _(RELEARN_RECIPE)
+    failed = got.grads.get(RELEARN_FAILED)
+    if failed is not None:
+        why = _child_text(failed)
+        return _(
+            "the grader could not train a fresh copy of the model by its own gradient descent "
+            "({recipe}): {why}. The lab's model must train with Keras's ordinary gradients",
+            recipe=recipe,
+            why=why,
+        )
+    answer = got.grads.get(RELEARNED)
+    if answer is None:
+        return _(NO_ANSWER, name=RELEARNED)
+    base = chance(truth)
+    bar = base + (part.training.pass_at - base) / 2
+    found = accuracy(answer, truth)
+    if isinstance(found, str):
+        return found
+    if found <= bar:
+        return _(
+            "your training reached {trained:.0%}, but a fresh copy of the model trained by the "
+            "grader's own gradient descent on the same data ({recipe}) answers only {found:.0%} "
+            "of the held-out tokens right (chance is {chance:.0%}): what the model answers must "
+            "be learned by gradient descent on the grader's data. Weights written by a rule or "
+            "from counts, a callback, an optimizer or a gradient of your own are not learning; a "
+            "model that needs a gentler learning rate must be made to train with the lab's",
+            trained=trained,
+            recipe=recipe,
+            found=found,
+            chance=base,
+        )
+    probes = [name for name, _function, _source in case.training.get("probes", [])]
+    relearned = {name: got.grads.get(f"{RELEARNED}/{name}") for name in probes}
+    for gate in part.training.gates:
+        if not gate.learned or any(value is None for value in relearned.values()):
+            continue
+        slack = LEARNED_SLACK.set(RELEARNED_GATE_SLACK)
+        try:
+            broken = gate.check(case, relearned)
+        finally:
+            LEARNED_SLACK.reset(slack)
+        if broken is not None:
+            return _(
+                "a fresh copy of the model trained by the grader's own gradient descent on the "
+                "same data ({recipe}) answers {found:.0%} of the held-out tokens right but fails "
+                "the check “{gate}”: {why}. What the check sees must be learned with the "
+                "answers, by gradient descent on the grader's data: an attention fitted apart "
+                "from the answers (to labels of your own, or set by a rule) is not",
+                recipe=recipe,
+                found=found,
+                gate=tr(gate.name),
+                why=broken.message,
+            )
+    for stage in (RELEARNED_RESET, RELEARNED_REDRAWN):
+        answers = {name: got.grads.get(f"{stage}/{name}") for name in probes}
+        if any(value is None for value in answers.values()):
+            continue  # a model that cannot answer without its training: no evidence either way
+        again = accuracy(answers[probes[0]], truth)
+        held = [g for g in part.training.gates if g.learned and g.check(case, answers) is None]
+        if (not isinstance(again, str) and again > bar) or held:
+            return _(
+                "a fresh copy of the model trained by the grader's own gradient descent still "
+                "answers {found:.0%} of the held-out tokens right (chance is {chance:.0%}) with "
+                "the weights that training changed {how}: what it answers is not held in the "
+                "weights gradient descent learned (something else, a count or a flag kept outside "
+                "the weights, decides it)",
+                found=0.0 if isinstance(again, str) else again,
+                chance=base,
+                how=_("put back")
+                if stage == RELEARNED_RESET
+                else _("moved as far in other directions"),
+            )
+    return None
 
 
 def _answered_alone(truth: np.ndarray, got: CaseOutput) -> str | None:

@@ -24,6 +24,7 @@ from grader.vocabulary.spec import (
     GateFailure,
     Part,
     Training,
+    learned_mark,
 )
 
 # The words of this record's case labels, translated where shown (grader.vocabulary.labels).
@@ -37,6 +38,16 @@ PERSONS, PLACES, FACTS = 4, 6, 6
 VOCAB_SIZE = 1 + PERSONS + PLACES
 TRAIN_COUNT = 5000
 HELD_OUT_COUNT = 500
+# The grader's own training of the model (grader.sandbox.relearn): the reference's recipe; a
+# gentler one where it leaves the training rows' answers below "retry_below".
+RELEARN = {
+    "epochs": 12,
+    "batch_size": 64,
+    "rate": 1e-2,
+    "cosine": True,
+    "answers_from": None,
+    "retry_below": 0.95,
+}
 PASS_AT = 0.85
 # The share of held-out stories whose largest attention weight must be on the supporting fact.
 SUPPORT_AT = 0.8
@@ -89,6 +100,7 @@ def story_cases(rng, hidden=False):
             [QUERY_SHUFFLED, MODEL_OUTPUT_0, QUERY_SHUFFLED],
             [QUERY_SHUFFLED_ATTENTION, MODEL_OUTPUT_1, QUERY_SHUFFLED],
         ],
+        "relearn": RELEARN,
     }
     params = {"vocab_size": VOCAB_SIZE, "facts": FACTS}
     codes = {"answer_code": code, "position_code": order}  # the grader's, never the child's
@@ -129,7 +141,7 @@ def on_the_supporting_fact(case, answers):
     support = tasks.whereabouts_answers(case.inputs["held_out"])[1]
     hits = (weights.argmax(axis=-1) == support[:, None]).mean(axis=0)  # per hop
     best = int(np.argmax(hits))
-    if hits[best] >= SUPPORT_AT:
+    if hits[best] >= learned_mark(SUPPORT_AT):
         return None
     return GateFailure.unlearned(
         _(
@@ -140,7 +152,7 @@ def on_the_supporting_fact(case, answers):
             "add a temporal encoding to them",
             hits=float(hits[best]),
             hop=best,
-            needed=SUPPORT_AT,
+            needed=learned_mark(SUPPORT_AT),
         )
     )
 
@@ -158,7 +170,7 @@ def follows_the_fact(case, answers):
         )
     right = tasks.whereabouts_answers(case.inputs["moved"])[0]
     follows = float(np.mean(np.asarray(moved).argmax(axis=-1) == right))
-    if follows >= FOLLOWS_AT:
+    if follows >= learned_mark(FOLLOWS_AT):
         return None
     return GateFailure.unlearned(
         _(
@@ -166,7 +178,7 @@ def follows_the_fact(case, answers):
             "{follows:.0%} of the held-out stories (at least {needed:.0%} needed): the model "
             "answers from what it remembers of the training stories, not from the story it reads",
             follows=follows,
-            needed=FOLLOWS_AT,
+            needed=learned_mark(FOLLOWS_AT),
         )
     )
 

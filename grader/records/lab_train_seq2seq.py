@@ -23,6 +23,7 @@ from grader.vocabulary.spec import (
     GateFailure,
     Part,
     Training,
+    learned_mark,
 )
 
 # The words of this record's case labels, translated where shown (grader.vocabulary.labels).
@@ -30,6 +31,16 @@ LABEL_TEXTS = label_texts(N_("dates to digits"), N_("{count} training dates"), N
 
 TRAIN_COUNT = 3000
 HELD_OUT_COUNT = 500
+# The grader's own training of the model (grader.sandbox.relearn): the reference's recipe; a
+# gentler one where it leaves the training rows' answers below "retry_below".
+RELEARN = {
+    "epochs": 3,
+    "batch_size": 64,
+    "rate": 1e-2,
+    "cosine": False,
+    "answers_from": None,
+    "retry_below": 0.99,
+}
 PASS_AT = 0.95
 # The share of target steps whose largest attention weight must be on their source token.
 ALIGNED_AT = 0.8
@@ -74,6 +85,7 @@ def date_cases(rng, hidden=False):
         "seed": seed,
         "probes": PROBES,
         "run_probes": RUN_PROBES,
+        "relearn": RELEARN,
     }
     params = {
         "vocab_size": tasks.DATE_VOCABULARY,
@@ -246,7 +258,7 @@ def monotone_alignment(case, answers):
     if refused is not None:
         return refused
     aligned = weights.argmax(axis=-1) == tasks.DATE_ALIGNMENT  # (N, T)
-    if aligned.mean() >= ALIGNED_AT:
+    if aligned.mean() >= learned_mark(ALIGNED_AT):
         return None
     worst = int(np.argmin(aligned.mean(axis=0)))
     return GateFailure.unlearned(
@@ -257,7 +269,7 @@ def monotone_alignment(case, answers):
             "source token 0, 1, 2, 2, 3, 4, 5, 6, and an attention that looks there is what lets "
             "the decoder copy and convert",
             share=float(aligned.mean()),
-            needed=ALIGNED_AT,
+            needed=learned_mark(ALIGNED_AT),
             step=worst,
             token=int(tasks.DATE_ALIGNMENT[worst]),
             worst=float(aligned[:, worst].mean()),

@@ -22,6 +22,7 @@ from grader.vocabulary.spec import (
     GateFailure,
     Part,
     Training,
+    learned_mark,
 )
 
 # The words of this record's case labels, translated where shown (grader.vocabulary.labels).
@@ -40,6 +41,17 @@ ANTI_DIAGONAL_AT = 0.8
 FOLLOWS_AT = 0.8
 # How far an output before the first changed token may move (float32 rounding, batching).
 CAUSAL_TOLERANCE = 1e-4
+
+# The grader's own training of the model (grader.sandbox.relearn): the reference's recipe, the
+# answers (positions n on) weighed.
+RELEARN = {
+    "epochs": 10,
+    "batch_size": 64,
+    "rate": 1e-2,
+    "cosine": True,
+    "answers_from": SOURCE_LENGTH,
+    "retry_below": 0.99,
+}
 
 PROBES = [
     ["held_out", MODEL_OUTPUT_0, "held_out"],
@@ -82,6 +94,7 @@ def reversal_cases(rng, hidden=False):
         "seed": seed,
         "probes": PROBES,
         "run_probes": RUN_PROBES,
+        "relearn": RELEARN,
     }
     params = {"vocab_size": VOCAB_SIZE, "length": 2 * SOURCE_LENGTH}
     codes = {"answer_code": code, "position_code": order}  # the grader's, never the child's
@@ -180,7 +193,7 @@ def uses_positions(case, answers):
     rows = tasks.reordered_rows(held_out, reordered)
     before, after, reordered = before[rows, first], after[rows, first], reordered[rows]
     follows = float(np.mean(after.argmax(axis=-1) == reordered[:, first - 1]))
-    if follows >= FOLLOWS_AT:
+    if follows >= learned_mark(FOLLOWS_AT):
         return None
     unchanged = float(np.mean(np.abs(after - before).max(axis=-1) < 1e-5))
     # A model that gives every sequence the same first answer (one that collapsed while
@@ -205,7 +218,7 @@ def uses_positions(case, answers):
             "source token in only {follows:.0%} of the held-out sequences (at least {needed:.0%} "
             "needed): the model does not find the token by its position",
             follows=follows,
-            needed=FOLLOWS_AT,
+            needed=learned_mark(FOLLOWS_AT),
         )
     )
 
@@ -253,7 +266,7 @@ def anti_diagonal(case, answers):
     # Heads may share the answers out (one looks for some positions, another for the rest):
     # their mean weight looks at the mirrored token too.
     together = tasks.anti_diagonal_hits(weights.mean(axis=1))[0][0] if weights.ndim == 4 else 0.0
-    if max(hits[best], together) >= ANTI_DIAGONAL_AT:
+    if max(hits[best], together) >= learned_mark(ANTI_DIAGONAL_AT):
         return None
     return GateFailure.unlearned(
         _(
@@ -264,7 +277,7 @@ def anti_diagonal(case, answers):
             hits=float(hits[best]),
             head=best,
             mass=float(mass[best]),
-            needed=ANTI_DIAGONAL_AT,
+            needed=learned_mark(ANTI_DIAGONAL_AT),
         )
     )
 

@@ -22,7 +22,7 @@ import numpy as np
 
 from grader import sandbox
 from grader.i18n import N_
-from grader.sandbox import limits, shared_state, supervisor, world
+from grader.sandbox import limits, relearn, shared_state, supervisor, world
 from grader.sandbox.units import ready_marker, segments
 from grader.vocabulary import protocol
 from grader.vocabulary.bundle import cases_from_bundle, load_bundle, save_bundle
@@ -38,6 +38,10 @@ from grader.vocabulary.spec import (
     NUDGE,
     NUDGED,
     REDRAWN,
+    RELEARN_FAILED,
+    RELEARNED,
+    RELEARNED_REDRAWN,
+    RELEARNED_RESET,
     RESET,
     RUN_FIT,
     RUN_FROZEN,
@@ -145,6 +149,8 @@ def run_job(job: dict, end=None) -> None:
     else:
         supervisor.tell_started(end, None)
     block_imports(job.get("blocked_imports") or (), end)
+    if any(_relearns(case) for part_cases in cases for case in part_cases):
+        relearn.remember_machinery()  # before any submission can patch what it calls
     started = shared_state.Snapshot()
     for first, last in segments(parts, job["module"]):
         if first:
@@ -171,6 +177,12 @@ def run_job(job: dict, end=None) -> None:
                 results["cases"].append(_run_case(module, case, index, arrays, path))
             _save_bundle(parts[number]["out"], results, arrays)
         module = None  # its layers and arrays go with it
+
+
+def _relearns(case) -> bool:
+    """Whether `case` asks a fresh model and its training by the grader's own recipe."""
+    plan = getattr(case, "training", None) or {}
+    return plan.get("stage") == FRESH and bool(plan.get("relearn"))
 
 
 def _mark(path: str) -> None:
@@ -471,6 +483,9 @@ def _fitting(keras, losses: list, fits: list | None = None, given: tuple | None 
     is built with the variables its first step would build it with, its slots zeros: the same
     training, bit for bit."""
     original = keras.Model.fit
+    # Keras defines fit on a base of Model: put back means take ours away, not set it on Model
+    # (what the grader's own training checks is unchanged, grader.sandbox.relearn).
+    owned = "fit" in vars(keras.Model)
     rows: dict = {}  # the given inputs' rows, by their bytes (made at the first fit)
 
     def fit(self, *args, **kwargs):
@@ -489,7 +504,10 @@ def _fitting(keras, losses: list, fits: list | None = None, given: tuple | None 
     try:
         yield
     finally:
-        keras.Model.fit = original
+        if owned:
+            keras.Model.fit = original
+        else:
+            del keras.Model.fit
 
 
 # Keras's `fit`, its arguments in their positional order.
@@ -653,8 +671,37 @@ def _ask_fresh_model(case, seeded, built, probe_if_it_answers, answers):
         probe_if_it_answers(fresh, MOVED)
         _nudge(fresh, int(plan["seed"]))
         probe_if_it_answers(fresh, NUDGED)
+    if plan.get("relearn"):
+        _relearn_fresh(case, seeded, built, probe_if_it_answers, answers)
     stage = next((name for name in (MOVED, REDRAWN) if name in answers), None)
     return (answers[stage] if stage else _asarray([], dtype=np.float32)), answers
+
+
+def _relearn_fresh(case, seeded, built, probe_if_it_answers, answers) -> None:
+    """The grader's own training (grader.sandbox.relearn) of a model built afresh with the
+    case's seed, from the first weights the student's training started from: its answers
+    (`RELEARNED`), with its trainable weights put back (`RELEARNED_RESET`), and with the change
+    its training made shuffled among each weight's elements (`RELEARNED_REDRAWN`). Where the
+    training fails, why (`RELEARN_FAILED`, one line the engine reads as text)."""
+    plan = case.training
+    seed = int(plan["seed"])
+    seeded()
+    model = built()
+    _build_weights(model, case.inputs[plan["probes"][0][2]])
+    initial = _trainable_values(model)
+    inputs, targets = (_copy(case.inputs[name], copy=True) for name in ("inputs", "targets"))
+    try:
+        relearn.relearn(model, inputs, targets, plan["relearn"], seed)
+    except Exception as error:  # noqa: BLE001 - a submission's model may raise anything
+        text = f"{type(error).__name__}: {error}".replace("\n", " ")[:300]
+        answers[RELEARN_FAILED] = np.frombuffer(text.encode("utf-8", "replace"), dtype=np.uint8)
+        return
+    relearned = _all_values(model)
+    probe_if_it_answers(model, RELEARNED)
+    _put_back(model, initial)
+    probe_if_it_answers(model, RELEARNED_RESET)
+    _redraw(model, relearned, seed)
+    probe_if_it_answers(model, RELEARNED_REDRAWN)
 
 
 def _nudge(model, seed: int) -> None:

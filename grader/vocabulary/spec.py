@@ -8,6 +8,7 @@ showing exercises stays fast.
 
 from __future__ import annotations
 
+import contextvars
 import inspect
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -41,6 +42,16 @@ ALONE, ALONE_ROWS = "asked_alone", 8
 # of a training case that asks a model built afresh in another process with them (`training`'s
 # "stage"): grader.engine.fresh_models.
 TRAINED, FRESH = "trained_weights", "fresh"
+# In the same process, last: a model built afresh (the student's model before its training)
+# trained by the grader's own gradient descent on the case's training data, by the recipe in
+# `training["relearn"]` (grader.sandbox.relearn), and then with its trainable weights put back:
+# what a lab credits must be learned by gradient descent on the grader's data, which no
+# train_model of the student's (a rule, counts written into the weights, a callback, an
+# optimizer or a gradient of its own) can stand in for.
+RELEARNED, RELEARNED_RESET = "grader_trained", "grader_trained_reset"
+# ... with the change its training made shuffled among each weight's elements (as REDRAWN), and,
+# where the grader's training could not run, why (UTF-8 bytes, read as one line of text).
+RELEARNED_REDRAWN, RELEARN_FAILED = "grader_trained_redrawn", "grader_training_failed"
 # The loss of each epoch of the real training, as the child recorded it (for the diagnosis).
 RUN_LOSS = "run_loss"
 # The probes asked of the trained model alone, for the run's diagnosis (a case's
@@ -307,6 +318,18 @@ class Gate:
     # follows the fact): a model that already does it before its training, or without what
     # training gave it, did not learn it (grader.engine.training.from_training).
     learned: bool = False
+
+
+# How far below its mark a learned gate holds while the copy the grader trained itself is judged
+# (grader.engine.training.learned_by_gradient_descent): one recipe for every model leaves an
+# honest one a little short where its own schedule reached the mark (an alignment of 79% against
+# 80%); an attention never trained, a decoy's, stays near chance.
+LEARNED_SLACK = contextvars.ContextVar("learned_slack", default=0.0)
+
+
+def learned_mark(mark: float) -> float:
+    """A learned gate's mark, less the slack of the judgement under way (`LEARNED_SLACK`)."""
+    return mark - LEARNED_SLACK.get()
 
 
 @dataclass(frozen=True)

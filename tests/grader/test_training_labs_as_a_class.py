@@ -7,6 +7,7 @@ cap") while `grader check`, which has no cap, gave 10/10. Each test trains the r
 the sandbox (about 10 s of one core)."""
 
 import csv
+from pathlib import Path
 
 import pytest
 
@@ -42,6 +43,31 @@ def test_a_class_batch_gives_the_reference_transformer_full_marks(tmp_path):
     feedback = (out / "feedback" / "ada.md").read_text(encoding="utf-8")
     assert row[record.id] == "10", feedback
     assert "output cap" not in feedback
+    # Nothing the grader's own training does in the child is counted as the student's attempt
+    # (its tf.function once read grader/sandbox/relearn.py's source: "refused-open").
+    assert not row["flags"], row["flags"]
+
+
+@pytest.mark.long
+def test_an_attention_the_answers_never_read_loses_the_part(tmp_path):
+    """A decoy (tests/support/submissions/lab_train_memn2n_decoy.py): every check of the
+    student's own training passes it (10/10 before the grader trained a copy itself); the copy
+    the grader trains never trains the decoy, which stays at chance."""
+    record = get_exercise("train-memn2n")
+    (tmp_path / "class" / "ada").mkdir(parents=True)
+    decoy = Path(__file__).parents[1] / "support" / "submissions" / "lab_train_memn2n_decoy.py"
+    (tmp_path / "class" / "ada" / record.file).write_bytes(decoy.read_bytes())
+    out = tmp_path / "out"
+    run_batch(
+        tmp_path / "class",
+        BatchOptions([record.id], out, jobs=1, seed=2026, pictures=False, similarity=False),
+    )
+    with open(out / "grades.csv", newline="", encoding="utf-8") as handle:
+        row = next(csv.DictReader(handle))
+    feedback = (out / "feedback" / "ada.md").read_text(encoding="utf-8")
+    assert row[record.id] == "0", feedback
+    assert "trained by the grader's own gradient descent" in feedback
+    assert "fails the check “attention on the supporting fact”" in feedback
 
 
 def test_gradescope_gives_the_reference_seq2seq_full_marks(tmp_path):

@@ -1,0 +1,281 @@
+"""The grader's own training of a student's model: gradient descent it runs itself (issue 45).
+
+A training lab credits what a model learns. A `train_model` of the student's can put anything
+in the weights (counts, a closed form, a callback's or an optimizer's or a custom gradient's
+doing) and a model can pass without learning. So, in the fresh model's process
+(grader.engine.fresh_models), the grader also trains a model `build_model` makes afresh, from
+the same first weights, by a recipe it owns (`training["relearn"]` of the case: Adam, the lab's
+learning rate and epochs, the cross-entropy of the first output on the answers); what it
+learns there is judged as the student's training is (grader.engine.training).
+
+What the model computes is the student's (its call, its layers, its gradients); the state of the
+training is the grader's: the weights are tensors held here and given to the model through
+`stateless_call`, so a layer that assigns its own weights in its call changes nothing; the
+optimiser is a few lines of TensorFlow here, not a Keras object a submission can replace; and the
+classes the loop calls are checked, before it runs, to be those the child had before the
+submission was imported (`remember_machinery`, `machinery_changed`).
+
+Where the training cannot run (a model that is not a Keras model, outputs that are not
+probabilities), `relearn` raises and the grader's stage has no answers: the engine says so.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+# Adam's constants (Kingma and Ba 2015), as Keras's defaults.
+BETA_1, BETA_2, EPSILON = 0.9, 0.999, 1e-7
+# A cosine decay ends at this share of the first rate (as the references' schedules).
+COSINE_ALPHA = 0.05
+# Probabilities are clipped here before their log, as Keras's cross-entropy does.
+CLIP = 1e-7
+
+# Attributes Python makes on a class when first read: not a patch.
+LAZY = {"__annotations__"}
+
+_machinery: dict | None = None
+
+
+def _classes():
+    import keras
+    import tensorflow as tf
+
+    return {
+        "GradientTape": tf.GradientTape,
+        "Layer": keras.Layer,
+        "Model": keras.Model,
+        "Operation": keras.Operation,
+        "Variable": keras.Variable,
+        "function": tf.function,
+        "StatelessScope": keras.StatelessScope,
+    }
+
+
+def _fingerprint() -> dict:
+    """What the loop relies on: each class's own attributes (and those of its bases), by
+    identity; and the functions of TensorFlow it calls."""
+    import tensorflow as tf
+
+    seen = {}
+    for name, thing in _classes().items():
+        if isinstance(thing, type):
+            for klass in thing.__mro__:
+                if klass is object:
+                    continue
+                for attribute, value in vars(klass).items():
+                    if attribute in LAZY:
+                        continue
+                    seen[(klass.__module__, klass.__qualname__, attribute)] = id(value)
+        else:
+            seen[(name,)] = id(thing)
+    for name in ("gather", "reduce_sum", "math", "sqrt", "cast", "stop_gradient"):
+        seen[("tf", name)] = id(getattr(tf, name))
+    for name in ("log", "sqrt", "cos"):
+        seen[("tf.math", name)] = id(getattr(tf.math, name))
+    return seen
+
+
+def remember_machinery() -> None:
+    """Take the fingerprint of the training's machinery; called in the child before any
+    submission is imported."""
+    global _machinery
+    _machinery = _fingerprint()
+
+
+def machinery_changed() -> list[str]:
+    """The attributes of the loop's machinery that differ from when the child started (a
+    submission patched them), or ["not remembered"] where nothing was taken."""
+    if _machinery is None:
+        return ["not remembered"]
+    now = _fingerprint()
+    changed = [key for key in set(_machinery) | set(now) if _machinery.get(key) != now.get(key)]
+    return sorted(".".join(key) for key in changed)
+
+
+class RelearnError(Exception):
+    """The grader's training could not run on this model; the message says why."""
+
+
+def attempts(recipe: dict) -> list[dict]:
+    """The recipes the grader tries, in order: the lab's, then (where the first leaves the
+    training rows' answers below the recipe's "retry_below") a gentler one: a third of the
+    rate, reached by a warm-up over the first epoch, and half as many epochs again; the
+    schedule a model without normalisation, or deeper than the reference, needs."""
+    gentler = dict(
+        recipe,
+        rate=float(recipe["rate"]) * GENTLER_RATE,
+        epochs=-(-int(recipe["epochs"]) * 3 // 2),
+        cosine=True,
+        warmup_epochs=1,
+    )
+    return [recipe, gentler]
+
+
+# The gentler recipe's share of the lab's learning rate.
+GENTLER_RATE = 0.3
+# The most training rows the child scores an attempt on (to choose whether to try again).
+SCORED_ROWS = 1000
+
+
+def relearn(model, inputs: np.ndarray, targets: np.ndarray, recipe: dict, seed: int) -> int:
+    """Train `model` (built, its weights made) on (`inputs`, `targets`) by the grader's own
+    Adam, per `recipe` (`_train`); where that leaves the answers of the training rows below
+    the recipe's "retry_below", train it again from the same first weights by the gentler
+    recipe (`attempts`), and keep the attempt that answers more of them. Returns the number of
+    attempts run."""
+    import keras
+
+    changed = machinery_changed()
+    if changed:
+        raise RelearnError(
+            "what the grader's training calls was changed by the submission: "
+            + ", ".join(changed[:5])
+        )
+    if not isinstance(model, keras.Model):
+        raise RelearnError(f"build_model returned a {type(model).__name__}, not a keras.Model")
+    trainable = list(model.trainable_variables)
+    non_trainable = list(model.non_trainable_variables)
+    if not trainable:
+        raise RelearnError("the model has no trainable weights")
+    weights = np.ones(targets.shape, dtype="float32")
+    if recipe.get("answers_from") is not None and targets.ndim > 1:
+        weights[:, : int(recipe["answers_from"])] = 0.0
+    start = ([variable.value for variable in trainable], [v.value for v in non_trainable])
+    best, tried = None, 0
+    for attempt in attempts(recipe):
+        tried += 1
+        state = _train(
+            model, trainable, non_trainable, start, inputs, targets, weights, attempt, seed
+        )
+        if state is None:
+            continue
+        scored = _training_accuracy(
+            model, trainable, non_trainable, state, inputs, targets, weights
+        )
+        if best is None or scored > best[0]:
+            best = (scored, state)
+        if scored >= float(recipe.get("retry_below", 0.0)):
+            break
+    if best is None:
+        raise RelearnError("the loss became NaN or infinite")
+    values, others = best[1]
+    for variable, value in zip(trainable, values, strict=True):
+        variable.assign(value)
+    for variable, value in zip(non_trainable, others, strict=True):
+        variable.assign(value)
+    return tried
+
+
+def _first_output(outputs):
+    if isinstance(outputs, dict):
+        outputs = list(outputs.values())
+    if isinstance(outputs, list | tuple):
+        outputs = outputs[0]
+    return outputs
+
+
+def _called(model, trainable, non_trainable, values, others, x, training):
+    """The model's first output for `x` with the given weights, and its non-trainable weights
+    after the call: the call made through Keras's own `__call__` (which passes `training` only
+    to a call that takes it), inside a scope in which every weight reads the value given here
+    and a call that assigns one changes nothing outside it."""
+    import keras
+
+    mapping = list(zip(trainable, values, strict=True)) + list(
+        zip(non_trainable, others, strict=True)
+    )
+    with keras.StatelessScope(state_mapping=mapping) as scope:
+        outputs = model(x, training=training)
+    others = [scope.get_current_value(variable) for variable in non_trainable]
+    return _first_output(outputs), others
+
+
+def _training_accuracy(model, trainable, non_trainable, state, inputs, targets, weights):
+    """The share of the weighed targets of the first training rows the trained state answers."""
+    rows = slice(0, SCORED_ROWS)
+    probabilities, _others = _called(
+        model, trainable, non_trainable, *state, inputs[rows], training=False
+    )
+    predicted = np.asarray(probabilities).argmax(-1)
+    if predicted.shape != targets[rows].shape:
+        raise RelearnError(
+            f"the model's first output has shape {tuple(np.shape(probabilities))}, not the "
+            f"targets' {targets[rows].shape} with the vocabulary last"
+        )
+    counted = weights[rows] > 0
+    return float(np.mean(predicted[counted] == targets[rows][counted])) if counted.any() else 0.0
+
+
+def _train(model, trainable, non_trainable, start, inputs, targets, weights, recipe, seed):
+    """(trainable values, non-trainable values) after the grader's Adam, per `recipe`:
+    "epochs", "batch_size", "rate", "cosine" (a cosine decay over the whole run),
+    "warmup_epochs" (a linear warm-up first). The batches are drawn from `seed`; the last one
+    is filled up with rows of weight zero, so that every step has the same shape (one trace)."""
+    import tensorflow as tf
+
+    count = len(inputs)
+    batch = int(recipe["batch_size"])
+    steps_per_epoch = -(-count // batch)
+    total = int(recipe["epochs"]) * steps_per_epoch
+    warmup = int(recipe.get("warmup_epochs", 0)) * steps_per_epoch
+    rate, cosine = float(recipe["rate"]), bool(recipe.get("cosine"))
+
+    def loss_of(values, others, x, y, w):
+        probabilities, others = _called(model, trainable, non_trainable, values, others, x, True)
+        picked = tf.gather(tf.cast(probabilities, "float32"), y, batch_dims=len(y.shape))
+        losses = -tf.math.log(tf.clip_by_value(picked, CLIP, 1.0))
+        return tf.reduce_sum(losses * w) / tf.cast(tf.size(w), "float32"), others
+
+    def rate_at(number):
+        step = tf.cast(number, "float32")
+        now = tf.constant(rate)
+        if cosine:
+            progress = tf.clip_by_value((step - warmup) / max(total - warmup, 1), 0.0, 1.0)
+            now = rate * (COSINE_ALPHA + (1 - COSINE_ALPHA) * 0.5 * (1 + tf.cos(np.pi * progress)))
+        if warmup:
+            now = now * tf.minimum((step + 1) / warmup, 1.0)
+        return now
+
+    def step(values, others, firsts, seconds, number, x, y, w):
+        with tf.GradientTape() as tape:
+            tape.watch(values)
+            loss, others = loss_of(values, others, x, y, w)
+        grads = tape.gradient(loss, values)
+        t = tf.cast(number + 1, "float32")
+        corrected = rate_at(number) * tf.sqrt(1 - BETA_2**t) / (1 - BETA_1**t)
+        new_values, new_firsts, new_seconds = [], [], []
+        for value, grad, first, second in zip(values, grads, firsts, seconds, strict=True):
+            if grad is None:
+                grad = tf.zeros_like(value)
+            grad = tf.cast(tf.convert_to_tensor(grad), first.dtype)  # an embedding's: rows
+            first = BETA_1 * first + (1 - BETA_1) * grad
+            second = BETA_2 * second + (1 - BETA_2) * tf.square(grad)
+            update = corrected * first / (tf.sqrt(second) + EPSILON)
+            new_values.append(value - tf.cast(update, value.dtype))
+            new_firsts.append(first)
+            new_seconds.append(second)
+        return new_values, others, new_firsts, new_seconds, loss
+
+    # No autograph: it reads this file's source, which the sandbox does not let the child read.
+    traced = tf.function(step, reduce_retracing=True, autograph=False)
+    values = [tf.convert_to_tensor(value) for value in start[0]]
+    others = [tf.convert_to_tensor(value) for value in start[1]]
+    firsts = [tf.zeros(value.shape, "float32") for value in values]
+    seconds = [tf.zeros(value.shape, "float32") for value in values]
+    rng = np.random.default_rng(seed)
+    number, loss = 0, 0.0
+    for _epoch in range(int(recipe["epochs"])):
+        order = rng.permutation(count)
+        padded = np.concatenate([order, order[: steps_per_epoch * batch - count]])
+        for begin in range(0, len(padded), batch):
+            rows = padded[begin : begin + batch]
+            w = weights[rows].copy()
+            if begin + batch > count:
+                w[count - begin :] = 0.0
+            values, others, firsts, seconds, loss = traced(
+                values, others, firsts, seconds, tf.constant(number), inputs[rows], targets[rows], w
+            )
+            number += 1
+    if not np.isfinite(float(loss)):
+        return None  # diverged: the next attempt, if any
+    return values, others

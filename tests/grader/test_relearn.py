@@ -1,0 +1,248 @@
+"""The grader's own training of a student's model (issue 45): gradient descent it runs itself,
+whose state a submission cannot reach, and the judgement of what it learns.
+
+The models here are tiny (a token's code learned by an embedding), so each training takes well
+under a second; what they learn is checked against the code drawn here, not against the loop."""
+
+import keras
+import numpy as np
+import pytest
+
+from grader.engine.training import learned_by_gradient_descent
+from grader.i18n import speaking
+from grader.sandbox import relearn
+from grader.vocabulary.protocol import CaseOutput
+from grader.vocabulary.spec import (
+    RELEARN_FAILED,
+    RELEARNED,
+    RELEARNED_REDRAWN,
+    RELEARNED_RESET,
+    TRAIN,
+    Case,
+    Gate,
+    GateFailure,
+    Part,
+    Training,
+)
+from grader.vocabulary.status import CaseStatus
+
+pytestmark = pytest.mark.labs
+
+VOCABULARY = 10
+RECIPE = {"epochs": 20, "batch_size": 32, "rate": 0.05, "cosine": True, "answers_from": None}
+
+
+def _task(seed=0, count=400):
+    """Tokens (count, 1) and their codes (count,) under a permutation drawn from `seed`."""
+    rng = np.random.default_rng(seed)
+    code = rng.permutation(VOCABULARY)
+    inputs = rng.integers(VOCABULARY, size=(count, 1)).astype("int32")
+    return inputs, code[inputs[:, 0]].astype("int32"), code
+
+
+def _code_model(layer=None):
+    keras.utils.set_random_seed(0)
+    inputs = keras.Input((1,), dtype="int32")
+    hidden = (layer or keras.layers.Embedding(VOCABULARY, 8))(inputs)[:, 0]
+    probabilities = keras.layers.Dense(VOCABULARY, activation="softmax")(hidden)
+    return keras.Model(inputs, [probabilities, probabilities])
+
+
+def _accuracy(model, inputs, answers):
+    probabilities = np.asarray(model(inputs)[0])
+    return float(np.mean(probabilities.argmax(-1) == answers))
+
+
+@pytest.fixture(autouse=True)
+def _machinery():
+    relearn.remember_machinery()
+
+
+def test_the_graders_training_learns_a_model_it_never_saw():
+    inputs, answers, _code = _task()
+    model = _code_model()
+    before = _accuracy(model, inputs, answers)
+    relearn.relearn(model, inputs, answers, RECIPE, seed=0)
+    assert before < 0.5
+    assert _accuracy(model, inputs, answers) == 1.0
+
+
+def test_only_the_answer_positions_are_learned_from():
+    """With `answers_from`, the positions before it weigh nothing: a model whose every target
+    is weighed out does not move; one whose first position's targets are noise learns the
+    second's."""
+    inputs, answers, _code = _task()
+    noise = np.random.default_rng(1).integers(VOCABULARY, size=answers.shape).astype("int32")
+    targets = np.stack([noise, answers], axis=1)
+    keras.utils.set_random_seed(0)
+    tokens = keras.Input((2,), dtype="int32")
+    scores = keras.layers.Dense(VOCABULARY, activation="softmax")(
+        keras.layers.Embedding(VOCABULARY, 8)(tokens)
+    )
+    model = keras.Model(tokens, [scores, scores])
+    pairs = np.concatenate([inputs, inputs], axis=1)
+    start = [np.array(weight) for weight in model.get_weights()]
+    relearn.relearn(model, pairs, targets, dict(RECIPE, answers_from=2), seed=0)
+    assert all(np.array_equal(a, b) for a, b in zip(start, model.get_weights(), strict=True))
+    relearn.relearn(model, pairs, targets, dict(RECIPE, answers_from=1), seed=0)
+    predicted = np.asarray(model(pairs)[0]).argmax(-1)
+    assert np.mean(predicted[:, 1] == answers) == 1.0
+
+
+class WritesItsAnswers(keras.layers.Layer):
+    """A layer that, in its call while training, writes the answers into its own weights
+    instead of learning them: the learner a `train_model` could hide in a model."""
+
+    def __init__(self, code, **kwargs):
+        super().__init__(**kwargs)
+        self.code = code
+
+    def build(self, shape):
+        self.table = self.add_weight(shape=(VOCABULARY, VOCABULARY), initializer="zeros")
+
+    def call(self, tokens, training=False):
+        if training:
+            self.table.assign(10.0 * np.eye(VOCABULARY, dtype="float32")[self.code])
+        return keras.ops.take(self.table, tokens, axis=0)
+
+
+def test_a_layer_that_writes_its_own_weights_in_its_call_gains_nothing():
+    """The training's state is the grader's: what a call assigns to the model's weights is
+    not kept. With a learning rate too small to learn, the model stays at chance."""
+    inputs, answers, code = _task()
+
+    def made():
+        keras.utils.set_random_seed(0)
+        tokens = keras.Input((1,), dtype="int32")
+        probabilities = keras.layers.Softmax()(WritesItsAnswers(code)(tokens)[:, 0])
+        return keras.Model(tokens, [probabilities, probabilities])
+
+    # Keras's own fit keeps what the call wrote: the model answers everything.
+    fitted = made()
+    fitted.compile("sgd", ["sparse_categorical_crossentropy", None])
+    fitted.fit(inputs, [answers, answers], epochs=1, verbose=0)
+    assert _accuracy(fitted, inputs, answers) == 1.0
+    model = made()
+    relearn.relearn(model, inputs, answers, dict(RECIPE, epochs=1, rate=1e-6), seed=0)
+    assert _accuracy(model, inputs, answers) < 0.3
+    assert not np.any(np.asarray(model.weights[0]) > 1)
+
+
+@pytest.mark.parametrize(
+    ("owner", "name"),
+    [("Layer", "stateless_call"), ("Variable", "assign"), ("GradientTape", "gradient")],
+)
+def test_a_patched_piece_of_the_training_is_refused(monkeypatch, owner, name):
+    import tensorflow as tf
+
+    owners = {"Layer": keras.Layer, "Variable": keras.Variable, "GradientTape": tf.GradientTape}
+    original = getattr(owners[owner], name)
+    monkeypatch.setattr(owners[owner], name, lambda *a, **k: original(*a, **k))
+    inputs, answers, _code = _task()
+    with pytest.raises(relearn.RelearnError, match=name):
+        relearn.relearn(_code_model(), inputs, answers, RECIPE, seed=0)
+
+
+def test_a_model_without_trainable_weights_is_refused():
+    inputs, answers, _code = _task()
+    model = _code_model()
+    for layer in model.layers:
+        layer.trainable = False
+    with pytest.raises(relearn.RelearnError, match="no trainable weights"):
+        relearn.relearn(model, inputs, answers, RECIPE, seed=0)
+
+
+# The judgement, on answers made here: truth (20,), five answer tokens 5 … 9, chance 20%.
+TRUTH = np.arange(20) % 5 + 5
+RIGHT, WRONG = np.eye(11)[TRUTH], np.eye(11)[np.zeros_like(TRUTH)]
+
+
+def _looks(case, answers):
+    """A learned gate: the "attention" answer must be the right one (a stand-in for the labs'
+    attention checks, which need the labs' shapes)."""
+    if np.array_equal(np.asarray(answers["attention"]), RIGHT):
+        return None
+    return GateFailure.unlearned("the attention looks elsewhere")
+
+
+PART = Part(
+    "train",
+    10,
+    lambda rng, hidden=False: [],
+    training=Training(
+        answers=lambda case: TRUTH, pass_at=0.85, gates=(Gate("looks", _looks, learned=True),)
+    ),
+)
+CASE = Case(
+    "build_model",
+    TRAIN,
+    "label",
+    {},
+    {},
+    training={
+        "probes": [["held_out", "model output 0", "held_out"], ["attention", "m1", "held_out"]],
+        "relearn": RECIPE,
+    },
+)
+
+
+def _judged(**stages):
+    grads = {}
+    for stage, (answer, attention) in stages.items():
+        grads[f"{stage}/held_out"], grads[f"{stage}/attention"] = answer, attention
+    if RELEARNED in stages:
+        grads[RELEARNED] = stages[RELEARNED][0]
+    got = CaseOutput(CaseStatus.OK, output=RIGHT, grads=grads)
+    with speaking("en"):
+        return learned_by_gradient_descent(PART, CASE, TRUTH, got, 1.0)
+
+
+HONEST = {RELEARNED: (RIGHT, RIGHT), RELEARNED_RESET: (WRONG, WRONG)}
+
+
+def test_a_model_the_graders_training_teaches_passes():
+    assert _judged(**HONEST, **{RELEARNED_REDRAWN: (WRONG, WRONG)}) is None
+
+
+def test_a_model_the_graders_training_does_not_teach_loses_the_part():
+    # 11 of 20 right is above halfway from chance (20%) to the pass mark (85%), 10 is not.
+    for right_count, refused in ((10, True), (11, False)):
+        partly = np.eye(11)[np.where(np.arange(20) < right_count, TRUTH, 0)]
+        said = _judged(**{**HONEST, RELEARNED: (partly, RIGHT)})
+        assert (said is not None) == refused
+    said = _judged(**{**HONEST, RELEARNED: (WRONG, RIGHT)})
+    assert "trained by the grader's own gradient descent" in said
+    assert "answers only 0% of the held-out tokens right" in said
+
+
+def test_an_attention_the_graders_training_does_not_teach_loses_the_part():
+    """A decoy: the answers learn, the attention (fitted apart by the student) does not."""
+    said = _judged(**{**HONEST, RELEARNED: (RIGHT, WRONG)})
+    assert "fails the check “looks”: the attention looks elsewhere" in said
+
+
+@pytest.mark.parametrize(
+    ("stage", "how"),
+    [(RELEARNED_RESET, "put back"), (RELEARNED_REDRAWN, "moved as far in other directions")],
+)
+def test_what_the_graders_training_did_not_put_in_the_weights_loses_the_part(stage, how):
+    said = _judged(**{**HONEST, stage: (RIGHT, WRONG)})
+    assert f"with the weights that training changed {how}" in said
+    said = _judged(**{**HONEST, stage: (WRONG, RIGHT)})  # the gate alone holds
+    assert said is not None
+
+
+def test_why_the_graders_training_failed_is_shown_on_one_line():
+    got = CaseOutput(
+        CaseStatus.OK,
+        output=RIGHT,
+        grads={RELEARN_FAILED: np.frombuffer(b"Boom: one\nTotal: 10 / 10", dtype=np.uint8)},
+    )
+    with speaking("en"):
+        said = learned_by_gradient_descent(PART, CASE, TRUTH, got, 1.0)
+    assert "could not train a fresh copy of the model" in said
+    assert "\n" not in said and "Boom: one\\nTotal: 10 / 10" in said
+    # Not bytes: not read.
+    got.grads[RELEARN_FAILED] = np.array([1.5, 2.5])
+    with speaking("en"):
+        assert ": ?." in learned_by_gradient_descent(PART, CASE, TRUTH, got, 1.0)
