@@ -51,9 +51,34 @@ def _classes():
     }
 
 
+# The modules whose functions the loop's calls go through besides the classes' own: the
+# stateless scope a weight reads its value from, Keras's global state, the TensorFlow backend.
+MODULES = (
+    "keras.src.backend.common.stateless_scope",
+    "keras.src.backend.common.global_state",
+    "keras.src.backend.common.variables",
+    "keras.src.backend.tensorflow.core",
+    "keras.src.layers.layer",
+    "keras.src.ops.operation",
+)
+# The TensorFlow functions the loop calls itself.
+TF_FUNCTIONS = (
+    "cast clip_by_value constant convert_to_tensor cos gather minimum reduce_sum size sqrt "
+    "square zeros zeros_like"
+).split()
+
+
+def _identity(value) -> tuple:
+    """A function or a class by what it is and the code it runs: replacing either shows."""
+    return (id(value), id(getattr(value, "__code__", None)))
+
+
 def _fingerprint() -> dict:
-    """What the loop relies on: each class's own attributes (and those of its bases), by
-    identity; and the functions of TensorFlow it calls."""
+    """What the loop relies on: each class's own attributes (and those of its bases), the
+    functions and classes of the modules it goes through, and the TensorFlow functions it
+    calls, each by identity and code."""
+    import sys
+
     import tensorflow as tf
 
     seen = {}
@@ -65,13 +90,18 @@ def _fingerprint() -> dict:
                 for attribute, value in vars(klass).items():
                     if attribute in LAZY:
                         continue
-                    seen[(klass.__module__, klass.__qualname__, attribute)] = id(value)
+                    seen[(klass.__module__, klass.__qualname__, attribute)] = _identity(value)
         else:
-            seen[(name,)] = id(thing)
-    for name in ("gather", "reduce_sum", "math", "sqrt", "cast", "stop_gradient"):
-        seen[("tf", name)] = id(getattr(tf, name))
-    for name in ("log", "sqrt", "cos"):
-        seen[("tf.math", name)] = id(getattr(tf.math, name))
+            seen[(name,)] = _identity(thing)
+    for module_name in MODULES:
+        module = sys.modules.get(module_name)
+        for attribute, value in vars(module or object).items():
+            if callable(value) and not attribute.startswith("__"):
+                seen[(module_name, attribute)] = _identity(value)
+    for name in TF_FUNCTIONS:
+        seen[("tf", name)] = _identity(getattr(tf, name))
+    for name in ("log",):
+        seen[("tf.math", name)] = _identity(getattr(tf.math, name))
     return seen
 
 

@@ -143,6 +143,16 @@ def test_a_patched_piece_of_the_training_is_refused(monkeypatch, owner, name):
         relearn.relearn(_code_model(), inputs, answers, RECIPE, seed=0)
 
 
+def test_a_patched_function_of_a_module_the_training_goes_through_is_refused(monkeypatch):
+    """Out of the stateless scope, a weight would read its own value: what a call assigned."""
+    from keras.src.backend.common import stateless_scope
+
+    monkeypatch.setattr(stateless_scope, "in_stateless_scope", lambda: False)
+    inputs, answers, _code = _task()
+    with pytest.raises(relearn.RelearnError, match="in_stateless_scope"):
+        relearn.relearn(_code_model(), inputs, answers, RECIPE, seed=0)
+
+
 def test_a_model_without_trainable_weights_is_refused():
     inputs, answers, _code = _task()
     model = _code_model()
