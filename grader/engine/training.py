@@ -28,6 +28,7 @@ from grader.vocabulary.spec import (
     REDRAWN,
     RELEARN_FAILED,
     RELEARNED,
+    RELEARNED_ALONE,
     RELEARNED_REDRAWN,
     RELEARNED_RESET,
     RESET,
@@ -102,6 +103,7 @@ STAGES = (
     RELEARNED,
     RELEARNED_RESET,
     RELEARNED_REDRAWN,
+    RELEARNED_ALONE,
 )
 
 
@@ -435,6 +437,12 @@ RELEARNED_GATE_SLACK = 0.1
 # The most of a child's reason a failed training of the grader's is shown with.
 RELEARN_TEXT = 300
 
+RELEARN_FORM = N_(
+    "The grader trains the model in the form build_model returns it, without train_model: a "
+    "mode or a frozen layer that your train_model switches (a linear start, say) must be built "
+    "in the form the training ends in"
+)
+
 RELEARN_RECIPE = N_(
     "Adam, the learning rate and epochs of the lab's reference, from the same first weights"
 )
@@ -470,7 +478,7 @@ def learned_by_gradient_descent(
     if isinstance(found, str):
         return found
     if found <= bar:
-        return _(
+        said = _(
             "your training reached {trained:.0%}, but a fresh copy of the model trained by the "
             "grader's own gradient descent on the same data ({recipe}) answers only {found:.0%} "
             "of the held-out tokens right (chance is {chance:.0%}): what the model answers must "
@@ -482,6 +490,10 @@ def learned_by_gradient_descent(
             found=found,
             chance=base,
         )
+        return f"{said}. {_(RELEARN_FORM)}"
+    alone = _answered_alone(truth, got, relearned=True)
+    if alone is not None:
+        return alone
     probes = [name for name, _function, _source in case.training.get("probes", [])]
     relearned = {name: got.grads.get(f"{RELEARNED}/{name}") for name in probes}
     for gate in part.training.gates:
@@ -493,7 +505,7 @@ def learned_by_gradient_descent(
         finally:
             LEARNED_SLACK.reset(slack)
         if broken is not None:
-            return _(
+            said = _(
                 "a fresh copy of the model trained by the grader's own gradient descent on the "
                 "same data ({recipe}) answers {found:.0%} of the held-out tokens right but fails "
                 "the check “{gate}”: {why}. What the check sees must be learned with the "
@@ -504,6 +516,7 @@ def learned_by_gradient_descent(
                 gate=tr(gate.name),
                 why=broken.message,
             )
+            return f"{said}. {_(RELEARN_FORM)}"
     for stage in (RELEARNED_RESET, RELEARNED_REDRAWN):
         answers = {name: got.grads.get(f"{stage}/{name}") for name in probes}
         if any(value is None for value in answers.values()):
@@ -526,16 +539,23 @@ def learned_by_gradient_descent(
     return None
 
 
-def _answered_alone(truth: np.ndarray, got: CaseOutput) -> str | None:
+def _answered_alone(truth: np.ndarray, got: CaseOutput, relearned: bool = False) -> str | None:
     """None unless the trained model's weights (the model passes), asked one example at a time
     in a process of their own (`ALONE`), answer otherwise than the trained model did for those
     examples in the batch: then what it answers for an example comes from the other examples
-    (in a task whose inputs hold earlier answers, the code can be counted from a batch)."""
-    alone = got.grads.get(ALONE)
+    (in a task whose inputs hold earlier answers, the code can be counted from a batch). With
+    `relearned`, the same of the copy the grader trained itself (`RELEARNED_ALONE`)."""
+    alone = got.grads.get(RELEARNED_ALONE if relearned else ALONE)
     rows = min(ALONE_ROWS, len(truth))
-    batch = predicted_tokens(np.asarray(got.output)[:rows], truth[:rows])
+    in_batch = got.grads.get(RELEARNED) if relearned else got.output
+    batch = predicted_tokens(np.asarray(in_batch)[:rows], truth[:rows])
     found = None if alone is None else predicted_tokens(np.asarray(alone), truth[:rows])
-    if found is None or isinstance(found, str):
+    if found is None or isinstance(found, str) or isinstance(batch, str):
+        if relearned:
+            return _(
+                "the copy of the model the grader trained itself gave no answer when asked "
+                "one example at a time: a model must answer any number of examples, one too"
+            )
         return _(
             "the trained model's weights, given to a model build_model made afresh, gave no "
             "answer when asked one example at a time: a model must answer any number of "
@@ -546,6 +566,15 @@ def _answered_alone(truth: np.ndarray, got: CaseOutput) -> str | None:
     if differ <= max(1, int(ALONE_DIFFER * scored.sum())):
         return None
     agree = 1.0 - differ / scored.sum()
+    if relearned:
+        return _(
+            "asked one example at a time, the copy of the model the grader trained itself "
+            "gives the answer it gives in the batch for only {agree:.0%} of the held-out tokens: "
+            "what the model answers for an example comes from the other examples it is asked "
+            "with, not from what it learned. A model's answer must depend on its own example "
+            "alone",
+            agree=agree,
+        )
     return _(
         "asked one example at a time, in a process of its own, the trained model's weights "
         "give the answer they give in the batch for only {agree:.0%} of the held-out tokens: "

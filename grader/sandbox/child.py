@@ -40,6 +40,7 @@ from grader.vocabulary.spec import (
     REDRAWN,
     RELEARN_FAILED,
     RELEARNED,
+    RELEARNED_ALONE,
     RELEARNED_REDRAWN,
     RELEARNED_RESET,
     RESET,
@@ -680,7 +681,8 @@ def _ask_fresh_model(case, seeded, built, probe_if_it_answers, answers):
 def _relearn_fresh(case, seeded, built, probe_if_it_answers, answers) -> None:
     """The grader's own training (grader.sandbox.relearn) of a model built afresh with the
     case's seed, from the first weights the student's training started from: its answers
-    (`RELEARNED`), with its trainable weights put back (`RELEARNED_RESET`), and with the change
+    (`RELEARNED`; its first ones asked one example at a time, `RELEARNED_ALONE`), with its
+    trainable weights put back (`RELEARNED_RESET`), and with the change
     its training made shuffled among each weight's elements (`RELEARNED_REDRAWN`). Where the
     training fails, why (`RELEARN_FAILED`, one line the engine reads as text)."""
     plan = case.training
@@ -698,6 +700,13 @@ def _relearn_fresh(case, seeded, built, probe_if_it_answers, answers) -> None:
         return
     relearned = _all_values(model)
     probe_if_it_answers(model, RELEARNED)
+    probed = case.inputs[plan["probes"][0][2]]
+    try:  # as `ALONE`: an answer counted from the other examples of a batch changes
+        rows = range(min(ALONE_ROWS, len(probed)))
+        alone = [_model_outputs(model, probed[row : row + 1])[0] for row in rows]
+        answers[RELEARNED_ALONE] = _asarray(np.concatenate(alone))
+    except Exception:  # noqa: BLE001 - no answer: the engine says so
+        pass
     _put_back(model, initial)
     probe_if_it_answers(model, RELEARNED_RESET)
     _redraw(model, relearned, seed)

@@ -102,7 +102,19 @@ def _fingerprint() -> dict:
         seen[("tf", name)] = _identity(getattr(tf, name))
     for name in ("log",):
         seen[("tf.math", name)] = _identity(getattr(tf.math, name))
+    # The gradient TensorFlow's tape takes for each op: a submission that registers another (a
+    # straight-through gradient for Relu, say) steers the grader's descent.
+    for op_type, entry in _gradients().items():
+        seen[("gradient", op_type)] = _identity(
+            entry.get("type") if isinstance(entry, dict) else entry
+        )
     return seen
+
+
+def _gradients() -> dict:
+    from tensorflow.python.framework import ops as tf_ops
+
+    return dict(getattr(tf_ops._gradient_registry, "_registry", {}))  # noqa: SLF001
 
 
 def remember_machinery() -> None:
@@ -112,14 +124,56 @@ def remember_machinery() -> None:
     _machinery = _fingerprint()
 
 
+def remembered() -> bool:
+    """Whether the fingerprint of the training's machinery was taken in this process."""
+    return _machinery is not None
+
+
 def machinery_changed() -> list[str]:
     """The attributes of the loop's machinery that differ from when the child started (a
     submission patched them), or ["not remembered"] where nothing was taken."""
     if _machinery is None:
         return ["not remembered"]
     now = _fingerprint()
-    changed = [key for key in set(_machinery) | set(now) if _machinery.get(key) != now.get(key)]
+    # A gradient registered since is a new op's (TensorFlow registers some as they load); one
+    # of a custom gradient shows in the training's graph (`graph_refusals`).
+    keys = set(_machinery) | {key for key in now if key[0] != "gradient"}
+    changed = [key for key in keys if _machinery.get(key) != now.get(key)]
     return sorted(".".join(key) for key in changed)
+
+
+# Ops that TensorFlow calls stateful but that keep nothing a model could learn in: the
+# containers whose bodies are read too, printing and assertions, random draws.
+HARMLESS_STATEFUL = frozenset(
+    "While If Case StatefulPartitionedCall Print PrintV2 Assert RandomUniform RandomUniformInt "
+    "RandomStandardNormal TruncatedNormal RandomShuffle Multinomial RandomGamma RandomPoisson "
+    "RandomPoissonV2".split()
+)
+PYTHON_FUNCTIONS = frozenset({"PyFunc", "PyFuncStateless", "EagerPyFunc"})
+
+
+def graph_refusals(graph_def) -> list[str]:
+    """What in the graph of the grader's training step (and every function it calls) lets the
+    model learn otherwise than by the grader's gradient descent: a Python function (state kept
+    in the process), a custom gradient, or an op that keeps state of its own (a variable read or
+    written outside the weights the grader passes in, a table). In an honest model every value
+    that lasts from one step to the next is one the grader passes in and gets back."""
+    from tensorflow.python.framework import op_def_registry
+
+    nodes = list(graph_def.node)
+    for function in graph_def.library.function:
+        nodes += list(function.node_def)
+    found = set()
+    for node in nodes:
+        if node.op in PYTHON_FUNCTIONS:
+            found.add(f"a Python function in the model ({node.op}: tf.py_function, numpy_function)")
+        elif "_gradient_op_type" in node.attr:
+            found.add("a custom gradient (tf.custom_gradient or a gradient override)")
+        elif node.op not in HARMLESS_STATEFUL:
+            definition = op_def_registry.get(node.op)
+            if definition is not None and definition.is_stateful:
+                found.add(f"an op that keeps state of its own ({node.op})")
+    return sorted(found)
 
 
 class RelearnError(Exception):
@@ -186,6 +240,12 @@ def relearn(model, inputs: np.ndarray, targets: np.ndarray, recipe: dict, seed: 
             best = (scored, state)
         if scored >= float(recipe.get("retry_below", 0.0)):
             break
+    changed = machinery_changed()  # a patch the model's own calls made while it trained
+    if changed:
+        raise RelearnError(
+            "what the grader's training calls was changed while it trained: "
+            + ", ".join(changed[:5])
+        )
     if best is None:
         raise RelearnError("the loss became NaN or infinite")
     values, others = best[1]
@@ -302,9 +362,17 @@ def _train(model, trainable, non_trainable, start, inputs, targets, weights, rec
             w = weights[rows].copy()
             if begin + batch > count:
                 w[count - begin :] = 0.0
-            values, others, firsts, seconds, loss = traced(
-                values, others, firsts, seconds, tf.constant(number), inputs[rows], targets[rows], w
-            )
+            arguments = (values, others, firsts, seconds, tf.constant(number))
+            arguments += (inputs[rows], targets[rows], w)
+            values, others, firsts, seconds, loss = traced(*arguments)
+            if number == 0:  # traced now: what the step holds, before it trains any further
+                graph = traced.get_concrete_function(*arguments).graph.as_graph_def()
+                refused = graph_refusals(graph)
+                if refused:
+                    raise RelearnError(
+                        "the model's training step holds what gradient descent does not: "
+                        + "; ".join(refused)
+                    )
             number += 1
     if not np.isfinite(float(loss)):
         return None  # diverged: the next attempt, if any

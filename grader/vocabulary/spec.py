@@ -52,6 +52,8 @@ RELEARNED, RELEARNED_RESET = "grader_trained", "grader_trained_reset"
 # ... with the change its training made shuffled among each weight's elements (as REDRAWN), and,
 # where the grader's training could not run, why (UTF-8 bytes, read as one line of text).
 RELEARNED_REDRAWN, RELEARN_FAILED = "grader_trained_redrawn", "grader_training_failed"
+# ... and its first ALONE_ROWS held-out inputs asked one example at a time, as ALONE.
+RELEARNED_ALONE = "grader_trained_alone"
 # The loss of each epoch of the real training, as the child recorded it (for the diagnosis).
 RUN_LOSS = "run_loss"
 # The probes asked of the trained model alone, for the run's diagnosis (a case's

@@ -13,8 +13,10 @@ from grader.i18n import speaking
 from grader.sandbox import relearn
 from grader.vocabulary.protocol import CaseOutput
 from grader.vocabulary.spec import (
+    ALONE_ROWS,
     RELEARN_FAILED,
     RELEARNED,
+    RELEARNED_ALONE,
     RELEARNED_REDRAWN,
     RELEARNED_RESET,
     TRAIN,
@@ -196,12 +198,14 @@ CASE = Case(
 )
 
 
-def _judged(**stages):
+def _judged(alone=(), **stages):
     grads = {}
     for stage, (answer, attention) in stages.items():
         grads[f"{stage}/held_out"], grads[f"{stage}/attention"] = answer, attention
     if RELEARNED in stages:
         grads[RELEARNED] = stages[RELEARNED][0]
+        grads[RELEARNED_ALONE] = np.asarray(stages[RELEARNED][0])[:ALONE_ROWS]
+    grads.update(dict(alone))
     got = CaseOutput(CaseStatus.OK, output=RIGHT, grads=grads)
     with speaking("en"):
         return learned_by_gradient_descent(PART, CASE, TRUTH, got, 1.0)
@@ -229,6 +233,18 @@ def test_an_attention_the_graders_training_does_not_teach_loses_the_part():
     """A decoy: the answers learn, the attention (fitted apart by the student) does not."""
     said = _judged(**{**HONEST, RELEARNED: (RIGHT, WRONG)})
     assert "fails the check “looks”: the attention looks elsewhere" in said
+
+
+def test_a_copy_that_answers_from_the_other_examples_of_its_batch_loses_the_part():
+    """Asked one example at a time, a copy that counts the code across the examples of a batch
+    (their inputs hold earlier answers) answers otherwise."""
+    alone = RIGHT[:ALONE_ROWS].copy()
+    alone[:3] = WRONG[:3]
+    said = _judged(alone={RELEARNED_ALONE: alone}, **HONEST)
+    assert "gives the answer it gives in the batch for only 62%" in said
+    assert "gave no answer when asked one example at a time" in _judged(
+        alone={RELEARNED_ALONE: None}, **HONEST
+    )
 
 
 @pytest.mark.parametrize(
