@@ -21,6 +21,8 @@ probabilities), `relearn` raises and the grader's stage has no answers: the engi
 
 from __future__ import annotations
 
+import contextlib
+
 import numpy as np
 
 # Adam's constants (Kingma and Ba 2015), as Keras's defaults.
@@ -176,6 +178,26 @@ def graph_refusals(graph_def) -> list[str]:
     return sorted(found)
 
 
+@contextlib.contextmanager
+def _true_gradients():
+    """While in it, a function made with `tf.custom_gradient` runs as it computes, and its
+    gradient is TensorFlow's own of what it computes: the gradient function a model gives is
+    never called. So the grader's descent follows the loss, not a pull the model chose (toward
+    weights it counted, or a push of its own); an honest clipping of gradients only goes."""
+    from tensorflow.python.ops import custom_gradient
+
+    def computed(function, args, kwargs):
+        result, _gradient = function(*args, **kwargs)
+        return result
+
+    saved = custom_gradient._graph_mode_decorator, custom_gradient._eager_mode_decorator  # noqa: SLF001
+    custom_gradient._graph_mode_decorator = custom_gradient._eager_mode_decorator = computed  # noqa: SLF001
+    try:
+        yield
+    finally:
+        custom_gradient._graph_mode_decorator, custom_gradient._eager_mode_decorator = saved  # noqa: SLF001
+
+
 class RelearnError(Exception):
     """The grader's training could not run on this model; the message says why."""
 
@@ -228,9 +250,10 @@ def relearn(model, inputs: np.ndarray, targets: np.ndarray, recipe: dict, seed: 
     best, tried = None, 0
     for attempt in attempts(recipe):
         tried += 1
-        state = _train(
-            model, trainable, non_trainable, start, inputs, targets, weights, attempt, seed
-        )
+        with _true_gradients():
+            state = _train(
+                model, trainable, non_trainable, start, inputs, targets, weights, attempt, seed
+            )
         if state is None:
             continue
         scored = _training_accuracy(

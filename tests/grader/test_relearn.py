@@ -4,6 +4,8 @@ whose state a submission cannot reach, and the judgement of what it learns.
 The models here are tiny (a token's code learned by an embedding), so each training takes well
 under a second; what they learn is checked against the code drawn here, not against the loop."""
 
+import contextlib
+
 import keras
 import numpy as np
 import pytest
@@ -128,6 +130,91 @@ def test_a_layer_that_writes_its_own_weights_in_its_call_gains_nothing():
     relearn.relearn(model, inputs, answers, dict(RECIPE, epochs=1, rate=1e-6), seed=0)
     assert _accuracy(model, inputs, answers) < 0.3
     assert not np.any(np.asarray(model.weights[0]) > 1)
+
+
+class PushedTheWrongWay(keras.layers.Layer):
+    """The answers' scores times a scale whose custom gradient pushes it down whatever the
+    loss says: trained by that gradient the model answers nothing right; by the loss's own,
+    everything."""
+
+    def __init__(self, code, **kwargs):
+        super().__init__(**kwargs)
+        self.code = code
+
+    def build(self, shape):
+        self.scale = self.add_weight(shape=(), initializer="zeros")
+
+    def call(self, tokens):
+        import tensorflow as tf
+
+        @tf.custom_gradient
+        def pushed(scale):
+            return tf.identity(scale), lambda upstream: tf.ones_like(upstream)
+
+        table = np.eye(VOCABULARY, dtype="float32")[self.code]
+        return pushed(tf.convert_to_tensor(self.scale)) * keras.ops.take(
+            table, tokens[:, 0], axis=0
+        )
+
+
+def test_a_custom_gradient_is_not_what_the_graders_training_follows(monkeypatch):
+    inputs, answers, code = _task()
+
+    def trained():
+        keras.utils.set_random_seed(0)
+        tokens = keras.Input((1,), dtype="int32")
+        probabilities = keras.layers.Softmax()(PushedTheWrongWay(code)(tokens))
+        model = keras.Model(tokens, [probabilities, probabilities])
+        relearn.relearn(model, inputs, answers, dict(RECIPE, epochs=2), seed=0)
+        return float(model.weights[0].numpy()), _accuracy(model, inputs, answers)
+
+    scale, right = trained()
+    assert scale > 0.3 and right == 1.0  # the loss raises the scale
+    # The same training following the model's own gradient: the push lowers it.
+    monkeypatch.setattr(relearn, "_true_gradients", contextlib.nullcontext)
+    monkeypatch.setattr(relearn, "graph_refusals", lambda graph: [])
+    scale, right = trained()
+    assert scale < 0 and right == 0.0
+
+
+class KeepsItsOwnState(keras.layers.Layer):
+    """An embedding whose call also keeps something of its own between steps: a Python function
+    (state in the process) or a variable outside the model's weights (a count)."""
+
+    def __init__(self, how, **kwargs):
+        super().__init__(**kwargs)
+        self.how = how
+
+    def build(self, shape):
+        import tensorflow as tf
+
+        self.table = self.add_weight(shape=(VOCABULARY, VOCABULARY), initializer="zeros")
+        self.count = tf.Variable(0.0, trainable=False)
+
+    def call(self, tokens):
+        import tensorflow as tf
+
+        scores = keras.ops.take(self.table, tokens[:, 0], axis=0)
+        if self.how == "python":
+            seen = tf.py_function(lambda x: x, [scores], tf.float32)
+            return scores + 0.0 * tf.reshape(seen, tf.shape(scores))
+        self.count.assign_add(1.0)
+        return scores + 0.0 * self.count
+
+
+@pytest.mark.parametrize(
+    ("how", "said"), [("python", "a Python function"), ("variable", "keeps state of its own")]
+)
+def test_a_step_that_keeps_state_outside_the_graders_values_is_refused(how, said):
+    inputs, answers, _code = _task()
+    keras.utils.set_random_seed(0)
+    tokens = keras.Input((1,), dtype="int32")
+    probabilities = keras.layers.Softmax()(KeepsItsOwnState(how)(tokens))
+    model = keras.Model(tokens, [probabilities, probabilities])
+    with pytest.raises(relearn.RelearnError, match=said):
+        relearn.relearn(model, inputs, answers, RECIPE, seed=0)
+    # An honest model's step keeps nothing: every value that lasts is one the grader passes.
+    relearn.relearn(_code_model(), inputs, answers, RECIPE, seed=0)
 
 
 @pytest.mark.parametrize(
