@@ -43,12 +43,11 @@ def main():
     )
     from grader.i18n import speaking
     from grader.records import EXERCISES
+    from grader.sandbox import relearn
     from grader.sandbox.child import _run_training, load_submission
     from grader.vocabulary.protocol import CaseOutput
     from grader.vocabulary.spec import RELEARNED, RELEARNED_REDRAWN, RELEARNED_RESET
     from grader.vocabulary.status import CaseStatus
-
-    from grader.sandbox import relearn
 
     relearn.remember_machinery()  # before the file is imported, as in a child
     record = EXERCISES[options.lab]
