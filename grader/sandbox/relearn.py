@@ -272,11 +272,39 @@ def relearn(model, inputs: np.ndarray, targets: np.ndarray, recipe: dict, seed: 
     if best is None:
         raise RelearnError("the loss became NaN or infinite")
     values, others = best[1]
+    seeds = _seed_states(model)
     for variable, value in zip(trainable, values, strict=True):
         variable.assign(value)
-    for variable, value in zip(non_trainable, others, strict=True):
-        variable.assign(value)
+    for variable, value, first in zip(non_trainable, others, start[1], strict=True):
+        # A random seed goes back to where it was built: it only drew the training's noise.
+        variable.assign(first if id(variable) in seeds else value)
     return tried
+
+
+def _seed_states(model) -> set[int]:
+    """The ids of the states of the model's random seed generators, Keras's own class."""
+    import keras
+
+    found = set()
+    for layer in model._flatten_layers(include_self=True, recursive=True):  # noqa: SLF001
+        for generator in getattr(layer, "_seed_generators", []):
+            if type(generator) is keras.random.SeedGenerator:
+                found.add(id(generator.state))
+    return found
+
+
+def _kept_updates(model, non_trainable) -> list[bool]:
+    """For each non-trainable weight, whether what the model's calls write into it during the
+    grader's training is kept: the moving statistics of Keras's own BatchNormalization (of that
+    very class) and the states of its seed generators; nothing else."""
+    import keras
+
+    statistics = set()
+    for layer in model._flatten_layers(include_self=True, recursive=True):  # noqa: SLF001
+        if type(layer) is keras.layers.BatchNormalization:
+            statistics |= {id(variable) for variable in layer.non_trainable_variables}
+    allowed = statistics | _seed_states(model)
+    return [id(variable) in allowed for variable in non_trainable]
 
 
 def _first_output(outputs):
@@ -349,10 +377,17 @@ def _train(model, trainable, non_trainable, start, inputs, targets, weights, rec
             now = now * tf.minimum((step + 1) / warmup, 1.0)
         return now
 
+    kept = _kept_updates(model, non_trainable)
+
     def step(values, others, firsts, seconds, number, x, y, w):
         with tf.GradientTape() as tape:
             tape.watch(values)
-            loss, others = loss_of(values, others, x, y, w)
+            loss, updated = loss_of(values, others, x, y, w)
+        # Only Keras's own statistics and seeds change as the model is called; what else a call
+        # writes into a weight (a count, a table) is dropped, step after step.
+        others = [
+            new if keep else old for new, old, keep in zip(updated, others, kept, strict=True)
+        ]
         grads = tape.gradient(loss, values)
         t = tf.cast(number + 1, "float32")
         corrected = rate_at(number) * tf.sqrt(1 - BETA_2**t) / (1 - BETA_1**t)

@@ -217,6 +217,53 @@ def test_a_step_that_keeps_state_outside_the_graders_values_is_refused(how, said
     relearn.relearn(_code_model(), inputs, answers, RECIPE, seed=0)
 
 
+class CountsInItsCall(keras.layers.Layer):
+    """Answers by a table its own calls fill while training (as BatchNormalization updates its
+    statistics): a non-trainable weight that counts each token's answer, read as the scores."""
+
+    def build(self, shape):
+        self.counts = self.add_weight(
+            shape=(VOCABULARY, VOCABULARY), initializer="zeros", trainable=False
+        )
+        self.bias = self.add_weight(shape=(VOCABULARY,), initializer="zeros")
+
+    def call(self, pairs, training=False):
+        tokens, answers = pairs[:, 0], pairs[:, 1]
+        if training:
+            seen = keras.ops.einsum(
+                "bi,bj->ij",
+                keras.ops.one_hot(tokens, VOCABULARY),
+                keras.ops.one_hot(answers, VOCABULARY),
+            )
+            self.counts.assign(self.counts + seen)
+        return 10.0 * keras.ops.take(keras.ops.sign(self.counts), tokens, axis=0) + self.bias
+
+
+def test_what_a_call_writes_into_its_own_weights_while_training_is_dropped():
+    """The inputs hold the answers (as teacher forcing does): a layer that counts them in its
+    call would answer everything; the grader keeps only BatchNormalization's statistics and
+    the seeds' states, so the counts stay empty."""
+    inputs, answers, _code = _task()
+    pairs = np.stack([inputs[:, 0], answers], axis=1).astype("int32")
+    keras.utils.set_random_seed(0)
+    given = keras.Input((2,), dtype="int32")
+    probabilities = keras.layers.Softmax()(CountsInItsCall()(given))
+    model = keras.Model(given, [probabilities, probabilities])
+    relearn.relearn(model, pairs, answers, dict(RECIPE, epochs=1, rate=1e-6), seed=0)
+    assert not np.any(model.non_trainable_weights[0].numpy())
+    assert np.mean(np.asarray(model(pairs)[0]).argmax(-1) == answers) < 0.3
+    # Keras's own BatchNormalization keeps its moving statistics.
+    keras.utils.set_random_seed(0)
+    tokens = keras.Input((1,), dtype="int32")
+    hidden = keras.layers.BatchNormalization()(keras.layers.Embedding(VOCABULARY, 8)(tokens)[:, 0])
+    scores = keras.layers.Dense(VOCABULARY, activation="softmax")(hidden)
+    normalised = keras.Model(tokens, [scores, scores])
+    relearn.relearn(normalised, inputs, answers, RECIPE, seed=0)
+    moving_mean = normalised.layers[-2].moving_mean.numpy()
+    assert np.any(moving_mean != 0)
+    assert _accuracy(normalised, inputs, answers) == 1.0
+
+
 @pytest.mark.parametrize(
     ("owner", "name"),
     [("Layer", "stateless_call"), ("Variable", "assign"), ("GradientTape", "gradient")],
