@@ -32,6 +32,7 @@ from grader.vocabulary.spec import (
     MOVED,
     NUDGED,
     REDRAWN,
+    RELEARN_CHANGES,
     RELEARN_FAILED,
     RELEARNED,
     RELEARNED_ALONE,
@@ -58,6 +59,7 @@ FRESH_STAGES = (
     RELEARNED_RESET,
     RELEARNED_REDRAWN,
     RELEARN_FAILED,
+    RELEARN_CHANGES,
 )
 _WEIGHT_NAME = re.compile(r"^\d{4}$")
 

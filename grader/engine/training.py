@@ -26,6 +26,7 @@ from grader.vocabulary.spec import (
     NUDGE,
     NUDGED,
     REDRAWN,
+    RELEARN_CHANGES,
     RELEARN_FAILED,
     RELEARNED,
     RELEARNED_ALONE,
@@ -536,7 +537,41 @@ def learned_by_gradient_descent(
                 if stage == RELEARNED_RESET
                 else _("moved as far in other directions"),
             )
-    return None
+    return _left_where_they_were(got)
+
+
+# A weight the student's training moved by less than this share of what the grader's training
+# moved it was left where it was; the grader's change may lie there at most up to
+# UNTRAINED_SHARE of it (squared), as in an honest model, whose training moves every weight.
+LEFT_AT, UNTRAINED_SHARE = 0.01, 0.5
+
+
+def _left_where_they_were(got: CaseOutput) -> str | None:
+    """None unless most of what the grader's training changed (`RELEARN_CHANGES`) lies in
+    weights the student's training left where they were: then the model graded answers by a
+    path its own training never trained (a rule beside a network only the grader trains)."""
+    changes = got.grads.get(RELEARN_CHANGES)
+    changes = None if changes is None else np.asarray(changes)
+    if (
+        changes is None
+        or changes.ndim != 2
+        or changes.shape[1] != 3
+        or changes.dtype.kind != "f"
+        or not np.all(np.isfinite(changes))
+        or np.any(changes < 0)
+    ):
+        return _(NO_ANSWER, name=RELEARN_CHANGES)
+    _first, theirs, ours = changes.T
+    total = float((ours**2).sum())
+    left = float((ours[theirs < LEFT_AT * ours] ** 2).sum())
+    if total <= 0 or left <= UNTRAINED_SHARE * total:
+        return None
+    return _(
+        "{share:.0%} of what the grader's own training changed in a fresh copy of the model lies "
+        "in weights your training left where they were: the model you trained answers by "
+        "something its training did not learn, beside a part only the grader's training taught",
+        share=left / total,
+    )
 
 
 def _answered_alone(truth: np.ndarray, got: CaseOutput, relearned: bool = False) -> str | None:

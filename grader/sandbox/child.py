@@ -38,6 +38,7 @@ from grader.vocabulary.spec import (
     NUDGE,
     NUDGED,
     REDRAWN,
+    RELEARN_CHANGES,
     RELEARN_FAILED,
     RELEARNED,
     RELEARNED_ALONE,
@@ -691,6 +692,7 @@ def _relearn_fresh(case, seeded, built, probe_if_it_answers, answers) -> None:
     model = built()
     _build_weights(model, case.inputs[plan["probes"][0][2]])
     initial = _trainable_values(model)
+    first = _all_values(model)
     inputs, targets = (_copy(case.inputs[name], copy=True) for name in ("inputs", "targets"))
     try:
         relearn.relearn(model, inputs, targets, plan["relearn"], seed)
@@ -699,6 +701,9 @@ def _relearn_fresh(case, seeded, built, probe_if_it_answers, answers) -> None:
         answers[RELEARN_FAILED] = np.frombuffer(text.encode("utf-8", "replace"), dtype=np.uint8)
         return
     relearned = _all_values(model)
+    changes = _changes(model, first, [case.weights[name] for name in sorted(case.weights)])
+    if changes is not None:
+        answers[RELEARN_CHANGES] = changes
     probe_if_it_answers(model, RELEARNED)
     probed = case.inputs[plan["probes"][0][2]]
     try:  # as `ALONE`: an answer counted from the other examples of a batch changes
@@ -711,6 +716,31 @@ def _relearn_fresh(case, seeded, built, probe_if_it_answers, answers) -> None:
     probe_if_it_answers(model, RELEARNED_RESET)
     _redraw(model, relearned, seed)
     probe_if_it_answers(model, RELEARNED_REDRAWN)
+
+
+def _changes(model, first: list, trained: list) -> np.ndarray | None:
+    """For each trainable weight of `model` (just trained by the grader), the norms of its
+    first value, of the student's training's change (`trained`, the trained model's weights in
+    the same order) and of the grader's training's change: rows (first, student's, grader's);
+    None where the two models' weights do not match."""
+    weights = _weights(model)
+    if len(trained) != len(weights) or len(first) != len(weights):
+        return None
+    trainable = {id(variable) for variable in getattr(model, "trainable_variables", None) or []}
+    rows = []
+    for variable, start, theirs in zip(weights, first, trained, strict=True):
+        if id(variable) not in trainable or np.shape(theirs) != start.shape:
+            continue
+        start64 = start.astype("float64")
+        ours = _asarray(variable.numpy(), dtype="float64") - start64
+        rows.append(
+            [
+                float(np.sqrt((start64**2).sum())),
+                float(np.sqrt(((np.asarray(theirs, dtype="float64") - start64) ** 2).sum())),
+                float(np.sqrt((ours**2).sum())),
+            ]
+        )
+    return _asarray(rows, dtype="float64") if rows else None
 
 
 def _nudge(model, seed: int) -> None:

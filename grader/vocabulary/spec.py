@@ -54,6 +54,10 @@ RELEARNED, RELEARNED_RESET = "grader_trained", "grader_trained_reset"
 RELEARNED_REDRAWN, RELEARN_FAILED = "grader_trained_redrawn", "grader_training_failed"
 # ... and its first ALONE_ROWS held-out inputs asked one example at a time, as ALONE.
 RELEARNED_ALONE = "grader_trained_alone"
+# For each trainable weight, the norms of its first value, of the student's training's change and
+# of the grader's (rows of three): the weights the grader's training moves must be ones the
+# student's moved too, or the model graded answers by a path its training never trained.
+RELEARN_CHANGES = "grader_trained_changes"
 # The loss of each epoch of the real training, as the child recorded it (for the diagnosis).
 RUN_LOSS = "run_loss"
 # The probes asked of the trained model alone, for the run's diagnosis (a case's

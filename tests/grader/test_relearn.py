@@ -16,6 +16,7 @@ from grader.sandbox import relearn
 from grader.vocabulary.protocol import CaseOutput
 from grader.vocabulary.spec import (
     ALONE_ROWS,
+    RELEARN_CHANGES,
     RELEARN_FAILED,
     RELEARNED,
     RELEARNED_ALONE,
@@ -339,6 +340,8 @@ def _judged(alone=(), **stages):
     if RELEARNED in stages:
         grads[RELEARNED] = stages[RELEARNED][0]
         grads[RELEARNED_ALONE] = np.asarray(stages[RELEARNED][0])[:ALONE_ROWS]
+    # Every weight moved by both trainings, as an honest model's.
+    grads[RELEARN_CHANGES] = np.array([[1.0, 2.0, 1.5], [1.0, 0.5, 0.7]])
     grads.update(dict(alone))
     got = CaseOutput(CaseStatus.OK, output=RIGHT, grads=grads)
     with speaking("en"):
@@ -367,6 +370,22 @@ def test_an_attention_the_graders_training_does_not_teach_loses_the_part():
     """A decoy: the answers learn, the attention (fitted apart by the student) does not."""
     said = _judged(**{**HONEST, RELEARNED: (RIGHT, WRONG)})
     assert "fails the check “looks”: the attention looks elsewhere" in said
+
+
+def test_a_path_only_the_graders_training_teaches_loses_the_part():
+    """A rule beside a network: the student's training writes the rule and leaves the network
+    where it was; the grader's training teaches the network. Most of the grader's change then
+    lies in weights the student's training never moved."""
+    # The rule's weight moved by the student (2.0), the network's two not at all (0.0).
+    rule_beside = np.array([[1.0, 2.0, 0.1], [1.0, 0.0, 3.0], [1.0, 0.0, 2.0]])
+    said = _judged(alone={RELEARN_CHANGES: rule_beside}, **HONEST)
+    assert "100% of what the grader's own training changed" in said
+    # A weight the student moved less but still some (5% of the grader's change) was trained.
+    some = np.array([[1.0, 2.0, 0.1], [1.0, 0.15, 3.0], [1.0, 0.1, 2.0]])
+    assert _judged(alone={RELEARN_CHANGES: some}, **HONEST) is None
+    # Not rows of three non-negative numbers: not read, and refused.
+    said = _judged(alone={RELEARN_CHANGES: np.array([[1.0, -1.0, 1.0]])}, **HONEST)
+    assert f"no answer came back for {RELEARN_CHANGES}" in said
 
 
 def test_a_copy_that_answers_from_the_other_examples_of_its_batch_loses_the_part():
