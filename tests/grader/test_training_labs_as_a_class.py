@@ -29,10 +29,11 @@ def test_only_a_child_that_trains_gets_room_for_its_report():
         assert cap == (4 + TRAINING_RESULT_MB if record.trains else 4), record.id
 
 
-def test_a_class_batch_gives_the_reference_transformer_full_marks(tmp_path):
-    record = get_exercise("train-transformer")
+def _graded_alone(tmp_path, record, source: bytes):
+    """(the gradebook's row, the feedback) of a class of one student, ada, whose file for
+    `record` is `source`, graded by `grader batch` at seed 2026."""
     (tmp_path / "class" / "ada").mkdir(parents=True)
-    (tmp_path / "class" / "ada" / record.file).write_bytes((SOLUTIONS / record.file).read_bytes())
+    (tmp_path / "class" / "ada" / record.file).write_bytes(source)
     out = tmp_path / "out"
     run_batch(
         tmp_path / "class",
@@ -40,7 +41,12 @@ def test_a_class_batch_gives_the_reference_transformer_full_marks(tmp_path):
     )
     with open(out / "grades.csv", newline="", encoding="utf-8") as handle:
         row = next(csv.DictReader(handle))
-    feedback = (out / "feedback" / "ada.md").read_text(encoding="utf-8")
+    return row, (out / "feedback" / "ada.md").read_text(encoding="utf-8")
+
+
+def test_a_class_batch_gives_the_reference_transformer_full_marks(tmp_path):
+    record = get_exercise("train-transformer")
+    row, feedback = _graded_alone(tmp_path, record, (SOLUTIONS / record.file).read_bytes())
     assert row[record.id] == "10", feedback
     assert "output cap" not in feedback
     # Nothing the grader's own training does in the child is counted as the student's attempt
@@ -54,17 +60,8 @@ def test_an_attention_the_answers_never_read_loses_the_part(tmp_path):
     student's own training passes it (10/10 before the grader trained a copy itself); the copy
     the grader trains never trains the decoy, which stays at chance."""
     record = get_exercise("train-memn2n")
-    (tmp_path / "class" / "ada").mkdir(parents=True)
     decoy = Path(__file__).parents[1] / "support" / "submissions" / "lab_train_memn2n_decoy.py"
-    (tmp_path / "class" / "ada" / record.file).write_bytes(decoy.read_bytes())
-    out = tmp_path / "out"
-    run_batch(
-        tmp_path / "class",
-        BatchOptions([record.id], out, jobs=1, seed=2026, pictures=False, similarity=False),
-    )
-    with open(out / "grades.csv", newline="", encoding="utf-8") as handle:
-        row = next(csv.DictReader(handle))
-    feedback = (out / "feedback" / "ada.md").read_text(encoding="utf-8")
+    row, feedback = _graded_alone(tmp_path, record, decoy.read_bytes())
     assert row[record.id] == "0", feedback
     assert "trained by the grader's own gradient descent" in feedback
     assert "fails the check “attention on the supporting fact”" in feedback
