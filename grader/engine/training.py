@@ -497,8 +497,13 @@ def learned_by_gradient_descent(
         return alone
     probes = [name for name, _function, _source in case.training.get("probes", [])]
     relearned = {name: got.grads.get(f"{RELEARNED}/{name}") for name in probes}
+    missing = [name for name, value in relearned.items() if value is None]
+    if missing:
+        return _(NO_ANSWER, name=f"{RELEARNED}/{missing[0]}")
+    trained_answers = {name: got.grads.get(name) for name in probes}
     for gate in part.training.gates:
-        if not gate.learned or any(value is None for value in relearned.values()):
+        # A gate the student's trained model fails tells its own mistake, in its own line.
+        if not gate.learned or gate.check(case, trained_answers) is not None:
             continue
         slack = LEARNED_SLACK.set(RELEARNED_GATE_SLACK)
         try:

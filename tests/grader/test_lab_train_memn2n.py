@@ -157,7 +157,7 @@ def test_reordering_the_facts_changes_the_right_answer_and_keeps_the_facts():
 def _first_problem(case, answers):
     """The check a student reads first when the part is graded on these answers."""
     part = get_exercise(LAB).part("train")
-    answers = {**untrained_evidence(answers["held_out"]), **answers}
+    answers = {**untrained_evidence(answers["held_out"], answers), **answers}
     got = CaseOutput(CaseStatus.OK, output=answers["held_out"], grads=answers)
     checks = judge_case(part, case, expected_output(part, case), got)
     return problems(PartResult("train", 10, FAILED, checks))[0], checks

@@ -190,7 +190,7 @@ def test_attention_on_the_diagonal_fails_the_attention_gate():
 def _first_problem(case, answers):
     """The check a student reads first when the part is graded on these answers."""
     part = get_exercise(LAB).part("train")
-    answers = {**untrained_evidence(answers["held_out"]), **answers}
+    answers = {**untrained_evidence(answers["held_out"], answers), **answers}
     got = CaseOutput(CaseStatus.OK, output=answers["held_out"], grads=answers)
     checks = judge_case(part, case, expected_output(part, case), got)
     return problems(PartResult("train", 10, FAILED, checks))[0], checks

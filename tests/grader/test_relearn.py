@@ -333,8 +333,8 @@ CASE = Case(
 )
 
 
-def _judged(alone=(), **stages):
-    grads = {}
+def _judged(alone=(), trained_attention=RIGHT, **stages):
+    grads = {"held_out": RIGHT, "attention": trained_attention}  # the student's trained model
     for stage, (answer, attention) in stages.items():
         grads[f"{stage}/held_out"], grads[f"{stage}/attention"] = answer, attention
     if RELEARNED in stages:
@@ -370,6 +370,8 @@ def test_an_attention_the_graders_training_does_not_teach_loses_the_part():
     """A decoy: the answers learn, the attention (fitted apart by the student) does not."""
     said = _judged(**{**HONEST, RELEARNED: (RIGHT, WRONG)})
     assert "fails the check “looks”: the attention looks elsewhere" in said
+    # A gate the student's trained model fails is told by its own line, not as this one's.
+    assert _judged(trained_attention=WRONG, **{**HONEST, RELEARNED: (RIGHT, WRONG)}) is None
 
 
 def test_a_path_only_the_graders_training_teaches_loses_the_part():

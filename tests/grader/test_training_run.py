@@ -156,7 +156,7 @@ def test_a_loss_that_is_not_numbers_is_not_read():
     truth = get_exercise(lab).part("train").training.answers(case)
     answers = _answers(lab, case, _wrong(truth))
     part = get_exercise(lab).part("train")
-    grads = {**untrained_evidence(answers["held_out"]), **answers}
+    grads = {**untrained_evidence(answers["held_out"], answers), **answers}
     grads.update(moved=answers["held_out"], reordered=answers["held_out"])
     grads[RUN_LOSS] = np.array([[1.0, 2.0]])  # not one loss per epoch
     got = CaseOutput(CaseStatus.OK, output=answers["held_out"], grads=grads)
@@ -172,7 +172,7 @@ def test_the_diagnosis_speaks_chinese_too():
     part = get_exercise(lab).part("train")
     truth = part.training.answers(case)
     answers = _answers(lab, case, _wrong(truth))
-    grads = {**untrained_evidence(answers["held_out"]), **answers}
+    grads = {**untrained_evidence(answers["held_out"], answers), **answers}
     grads.update(moved=answers["held_out"], reordered=answers["held_out"])
     grads[RUN_LOSS] = np.array([2.3, 1.9, 1.5])
     answers = _answers(lab, case, _partly(truth))
@@ -294,7 +294,7 @@ def test_a_training_that_diverged_names_no_gate_mistake():
     truth = part.training.answers(case)
     answers = _answers(lab, case, _wrong(truth))
     count, length = case.inputs["held_out"].shape
-    grads = {**untrained_evidence(answers["held_out"]), **answers}
+    grads = {**untrained_evidence(answers["held_out"], answers), **answers}
     grads.update(later_changed=answers["held_out"], reordered=answers["held_out"])
     grads["attention"] = np.zeros((count, 1, length, length))
     grads[RUN_LOSS] = np.array([2.4, float("inf")])
@@ -332,7 +332,7 @@ def test_a_loss_that_grew_says_the_training_diverged_and_names_no_gate():
     truth = part.training.answers(case)
     answers = _answers(lab, case, _wrong(truth))
     count, length = case.inputs["held_out"].shape
-    grads = {**untrained_evidence(answers["held_out"]), **answers}
+    grads = {**untrained_evidence(answers["held_out"], answers), **answers}
     grads.update(later_changed=answers["held_out"], reordered=answers["held_out"])
     grads["attention"] = np.zeros((count, 1, length, length))
     grads[RUN_LOSS] = np.array([2.4, 9.0, 14.5])

@@ -10,7 +10,15 @@ from grader.engine.references import LiveReference
 from grader.engine.training import COUNTERFACTUAL, MOVED, NUDGED, REDRAWN, RESET, UNTRAINED
 from grader.records import EXERCISES, get_exercise
 from grader.reference import tasks
-from grader.vocabulary.spec import ALONE, ALONE_ROWS
+from grader.vocabulary.spec import (
+    ALONE,
+    ALONE_ROWS,
+    RELEARN_CHANGES,
+    RELEARNED,
+    RELEARNED_ALONE,
+    RELEARNED_REDRAWN,
+    RELEARNED_RESET,
+)
 
 
 @contextlib.contextmanager
@@ -51,17 +59,31 @@ def plain_case(exercise_id: str):
         return make_cases(get_exercise(exercise_id), 0)["train"][0]
 
 
-def untrained_evidence(held_out_answer) -> dict:
+def untrained_evidence(held_out_answer, answers=None) -> dict:
     """What an honest model answers before its training, after training on shuffled answers,
     with its weights put back and built afresh with its weights drawn again: the same token
     (0, which no answer of these labs is) for every input, as scores of the held-out answer's
-    shape; and, given the trained weights (nudged or not), what the trained model answers."""
+    shape; and, given the trained weights (nudged or not), what the trained model answers. The
+    copy the grader trains itself answers every probe as the trained model does (`answers`, by
+    probe; the held-out one alone where not given), and each of its weights moved by both
+    trainings."""
     scores = np.zeros(np.shape(held_out_answer))
     scores[..., 0] = 1.0
-    stages = (COUNTERFACTUAL, UNTRAINED, RESET, REDRAWN)
+    stages = (COUNTERFACTUAL, UNTRAINED, RESET, REDRAWN, RELEARNED_RESET, RELEARNED_REDRAWN)
     trained = np.asarray(held_out_answer)
     alone = trained[:ALONE_ROWS]
-    return {**dict.fromkeys(stages, scores), MOVED: trained, NUDGED: trained, ALONE: alone}
+    probes = answers if answers is not None else {"held_out": held_out_answer}
+    relearned = {f"{RELEARNED}/{name}": value for name, value in probes.items()}
+    return {
+        **dict.fromkeys(stages, scores),
+        MOVED: trained,
+        NUDGED: trained,
+        ALONE: alone,
+        RELEARNED: trained,
+        RELEARNED_ALONE: alone,
+        RELEARN_CHANGES: np.array([[1.0, 1.0, 1.0]]),
+        **relearned,
+    }
 
 
 # The mistake a model gets when its answers do not come from its training, and what each of the
