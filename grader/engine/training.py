@@ -330,15 +330,32 @@ def learned_without_training(part: Part, case: Case, got: CaseOutput) -> str | N
     """None unless a gate of what only a trained model does (`Gate.learned`) already holds on
     a model that was not trained on the grader's data (the same three as `from_training`);
     else what was seen."""
-    probes = [answer for answer, _function, _source in case.training.get("probes", [])]
     for stage in (UNTRAINED, COUNTERFACTUAL, RESET, REDRAWN):
-        answers = {name: got.grads.get(f"{stage}/{name}") for name in probes}
-        if not probes or any(answer is None for answer in answers.values()):
+        answers = stage_answers(case, got, stage)
+        if answers is None:
             continue  # the untrained model may answer nothing: no evidence either way
-        for gate in part.training.gates:
-            if gate.learned and gate.check(case, answers) is None:
-                return _(ALREADY[stage], gate=tr(gate.name))
+        gate = learned_gate_holding(part, case, answers)
+        if gate is not None:
+            return _(ALREADY[stage], gate=tr(gate.name))
     return None
+
+
+def stage_answers(case: Case, got: CaseOutput, stage: str = "") -> dict | None:
+    """A stage's answers to every probe of `case`, by probe (the trained model's without a
+    stage); None where any is missing."""
+    probes = [answer for answer, _function, _source in case.training.get("probes", [])]
+    prefix = f"{stage}/" if stage else ""
+    answers = {name: got.grads.get(prefix + name) for name in probes}
+    if not probes or any(answer is None for answer in answers.values()):
+        return None
+    return answers
+
+
+def learned_gate_holding(part: Part, case: Case, answers: dict):
+    """The first gate of what only a trained model does (`Gate.learned`) that holds on
+    `answers`, or None."""
+    learned = (gate for gate in part.training.gates if gate.learned)
+    return next((gate for gate in learned if gate.check(case, answers) is None), None)
 
 
 def from_training(
@@ -454,12 +471,14 @@ def learned_by_gradient_descent(
 ) -> str | None:
     """None when a copy of the model built afresh and trained by the grader's own gradient
     descent on the same data (`RELEARNED`, grader.sandbox.relearn) learns too: it answers better
-    than halfway from chance to the pass mark, and every learned gate holds on it (within
-    `RELEARNED_GATE_SLACK` of its mark); and when,
-    with its trainable weights put back or its change shuffled (`RELEARNED_RESET`,
-    `RELEARNED_REDRAWN`), neither holds. Else what was seen: what a lab credits must be learned
-    by gradient descent on the grader's data, which no train_model (a rule, counts written into
-    the weights, a callback, an optimizer or a gradient of the student's) can stand in for."""
+    than halfway from chance to the pass mark, as it does in the batch when asked one example at
+    a time, and every learned gate the student's model passes holds on it (within
+    `RELEARNED_GATE_SLACK` of its mark); with its trainable weights put back or its change
+    shuffled (`RELEARNED_RESET`, `RELEARNED_REDRAWN`) neither holds; and most of its change lies
+    in weights the student's training moved too (`_left_where_they_were`). Else what was seen:
+    what a lab credits must be learned by gradient descent on the grader's data, which no
+    train_model (a rule, counts written into the weights, a callback, an optimizer or a
+    gradient of the student's) can stand in for."""
     recipe = _(RELEARN_RECIPE)
     failed = got.grads.get(RELEARN_FAILED)
     if failed is not None:
@@ -495,12 +514,10 @@ def learned_by_gradient_descent(
     alone = _answered_alone(truth, got, relearned=True)
     if alone is not None:
         return alone
-    probes = [name for name, _function, _source in case.training.get("probes", [])]
-    relearned = {name: got.grads.get(f"{RELEARNED}/{name}") for name in probes}
-    missing = [name for name, value in relearned.items() if value is None]
-    if missing:
-        return _(NO_ANSWER, name=f"{RELEARNED}/{missing[0]}")
-    trained_answers = {name: got.grads.get(name) for name in probes}
+    relearned = stage_answers(case, got, RELEARNED)
+    if relearned is None:
+        return _(NO_ANSWER, name=RELEARNED)
+    trained_answers = stage_answers(case, got) or {}
     for gate in part.training.gates:
         # A gate the student's trained model fails tells its own mistake, in its own line.
         if not gate.learned or gate.check(case, trained_answers) is not None:
@@ -524,12 +541,12 @@ def learned_by_gradient_descent(
             )
             return f"{said}. {_(RELEARN_FORM)}"
     for stage in (RELEARNED_RESET, RELEARNED_REDRAWN):
-        answers = {name: got.grads.get(f"{stage}/{name}") for name in probes}
-        if any(value is None for value in answers.values()):
+        answers = stage_answers(case, got, stage)
+        if answers is None:
             continue  # a model that cannot answer without its training: no evidence either way
-        again = accuracy(answers[probes[0]], truth)
-        held = [g for g in part.training.gates if g.learned and g.check(case, answers) is None]
-        if (not isinstance(again, str) and again > bar) or held:
+        again = accuracy(next(iter(answers.values())), truth)  # the first probe's
+        held = learned_gate_holding(part, case, answers)
+        if (not isinstance(again, str) and again > bar) or held is not None:
             return _(
                 "a fresh copy of the model trained by the grader's own gradient descent still "
                 "answers {found:.0%} of the held-out tokens right (chance is {chance:.0%}) with "

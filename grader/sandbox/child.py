@@ -658,12 +658,7 @@ def _ask_fresh_model(case, seeded, built, probe_if_it_answers, answers):
     # First of all in this process, with nothing asked before that a model could keep: the
     # trained weights asked one example at a time (`ALONE`).
     if _load_all(fresh, trained):
-        try:
-            rows = range(min(ALONE_ROWS, len(probed)))
-            alone = [_model_outputs(fresh, probed[row : row + 1])[0] for row in rows]
-            answers[ALONE] = _asarray(np.concatenate(alone))
-        except Exception:  # noqa: BLE001 - no answer: the engine says so
-            pass
+        _ask_alone(fresh, probed, answers, ALONE)
         _load_all(fresh, first)
     _redraw(fresh, trained, int(plan["seed"]))
     probe_if_it_answers(fresh, REDRAWN)
@@ -688,9 +683,10 @@ def _relearn_fresh(case, seeded, built, probe_if_it_answers, answers) -> None:
     training fails, why (`RELEARN_FAILED`, one line the engine reads as text)."""
     plan = case.training
     seed = int(plan["seed"])
+    probed = case.inputs[plan["probes"][0][2]]
     seeded()
     model = built()
-    _build_weights(model, case.inputs[plan["probes"][0][2]])
+    _build_weights(model, probed)
     initial = _trainable_values(model)
     first = _all_values(model)
     inputs, targets = (_copy(case.inputs[name], copy=True) for name in ("inputs", "targets"))
@@ -701,45 +697,49 @@ def _relearn_fresh(case, seeded, built, probe_if_it_answers, answers) -> None:
         answers[RELEARN_FAILED] = np.frombuffer(text.encode("utf-8", "replace"), dtype=np.uint8)
         return
     relearned = _all_values(model)
-    changes = _changes(model, first, [case.weights[name] for name in sorted(case.weights)])
+    student = [case.weights[name] for name in sorted(case.weights)]
+    changes = _changes(model, first, student, relearned)
     if changes is not None:
         answers[RELEARN_CHANGES] = changes
     probe_if_it_answers(model, RELEARNED)
-    probed = case.inputs[plan["probes"][0][2]]
-    try:  # as `ALONE`: an answer counted from the other examples of a batch changes
-        rows = range(min(ALONE_ROWS, len(probed)))
-        alone = [_model_outputs(model, probed[row : row + 1])[0] for row in rows]
-        answers[RELEARNED_ALONE] = _asarray(np.concatenate(alone))
-    except Exception:  # noqa: BLE001 - no answer: the engine says so
-        pass
+    # As `ALONE`: an answer counted from the other examples of a batch changes.
+    _ask_alone(model, probed, answers, RELEARNED_ALONE)
     _put_back(model, initial)
     probe_if_it_answers(model, RELEARNED_RESET)
     _redraw(model, relearned, seed)
     probe_if_it_answers(model, RELEARNED_REDRAWN)
 
 
-def _changes(model, first: list, trained: list) -> np.ndarray | None:
-    """For each trainable weight of `model` (just trained by the grader), the norms of its
-    first value, of the student's training's change (`trained`, the trained model's weights in
-    the same order) and of the grader's training's change: rows (first, student's, grader's);
-    None where the two models' weights do not match."""
+def _ask_alone(model, probed, answers: dict, stage: str) -> None:
+    """`model`'s answers (model output 0) to the first ALONE_ROWS of `probed`, each asked in a
+    batch of its own, under `stage`; none where it cannot answer (the engine says so)."""
+    try:
+        rows = range(min(ALONE_ROWS, len(probed)))
+        alone = [_model_outputs(model, probed[row : row + 1])[0] for row in rows]
+        answers[stage] = _asarray(np.concatenate(alone))
+    except Exception:  # noqa: BLE001 - no answer: the engine says so
+        pass
+
+
+def _changes(model, first: list, student: list, grader: list) -> np.ndarray | None:
+    """For each trainable weight of `model`, the norms of its first value (`first`), of the
+    student's training's change (`student`: the trained model's weights) and of the grader's
+    (`grader`: the weights its training left), all lists in the order of the model's weights:
+    rows (first, student's, grader's); None where the lists do not match the model's weights."""
     weights = _weights(model)
-    if len(trained) != len(weights) or len(first) != len(weights):
+    if not len(weights) == len(first) == len(student) == len(grader):
         return None
     trainable = {id(variable) for variable in getattr(model, "trainable_variables", None) or []}
+
+    def norm(array) -> float:
+        return float(np.sqrt((np.asarray(array, dtype="float64") ** 2).sum()))
+
     rows = []
-    for variable, start, theirs in zip(weights, first, trained, strict=True):
+    for variable, start, theirs, ours in zip(weights, first, student, grader, strict=True):
         if id(variable) not in trainable or np.shape(theirs) != start.shape:
             continue
         start64 = start.astype("float64")
-        ours = _asarray(variable.numpy(), dtype="float64") - start64
-        rows.append(
-            [
-                float(np.sqrt((start64**2).sum())),
-                float(np.sqrt(((np.asarray(theirs, dtype="float64") - start64) ** 2).sum())),
-                float(np.sqrt((ours**2).sum())),
-            ]
-        )
+        rows.append([norm(start64), norm(theirs - start64), norm(ours - start64)])
     return _asarray(rows, dtype="float64") if rows else None
 
 

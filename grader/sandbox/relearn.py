@@ -8,15 +8,19 @@ the same first weights, by a recipe it owns (`training["relearn"]` of the case: 
 learning rate and epochs, the cross-entropy of the first output on the answers); what it
 learns there is judged as the student's training is (grader.engine.training).
 
-What the model computes is the student's (its call, its layers, its gradients); the state of the
-training is the grader's: the weights are tensors held here and given to the model through
-`stateless_call`, so a layer that assigns its own weights in its call changes nothing; the
-optimiser is a few lines of TensorFlow here, not a Keras object a submission can replace; and the
-classes the loop calls are checked, before it runs, to be those the child had before the
-submission was imported (`remember_machinery`, `machinery_changed`).
+What the model computes is the student's (its call, its layers); the training is the grader's:
+the weights are tensors held here and given to the model inside a `StatelessScope` (a call that
+assigns a weight changes nothing, and of what a call writes into a non-trainable weight only
+Keras's own BatchNormalization statistics and seed states are kept); the optimiser is a few lines
+of TensorFlow here, not a Keras object a submission can replace; a `tf.custom_gradient` gives way
+to TensorFlow's own gradient of what it computes (`_true_gradients`); the traced step may hold no
+Python function, gradient override or op with state of its own (`graph_refusals`); and what the
+loop calls is checked, before and after it runs, to be what the child had before the submission
+was imported (`remember_machinery`, `machinery_changed`).
 
 Where the training cannot run (a model that is not a Keras model, outputs that are not
-probabilities), `relearn` raises and the grader's stage has no answers: the engine says so.
+probabilities, anything refused above), `relearn` raises `RelearnError` and the grader's stage
+has no answers but the reason: the engine says so.
 """
 
 from __future__ import annotations
@@ -102,8 +106,7 @@ def _fingerprint() -> dict:
                 seen[(module_name, attribute)] = _identity(value)
     for name in TF_FUNCTIONS:
         seen[("tf", name)] = _identity(getattr(tf, name))
-    for name in ("log",):
-        seen[("tf.math", name)] = _identity(getattr(tf.math, name))
+    seen[("tf.math", "log")] = _identity(tf.math.log)
     # The gradient TensorFlow's tape takes for each op: a submission that registers another (a
     # straight-through gradient for Relu, say) steers the grader's descent.
     for op_type, entry in _gradients().items():
@@ -129,6 +132,15 @@ def remember_machinery() -> None:
 def remembered() -> bool:
     """Whether the fingerprint of the training's machinery was taken in this process."""
     return _machinery is not None
+
+
+def _refuse_if_changed(when: str) -> None:
+    """Raise where what the loop calls is no longer what the child had at its start."""
+    changed = machinery_changed()
+    if changed:
+        raise RelearnError(
+            f"what the grader's training calls was changed {when}: " + ", ".join(changed[:5])
+        )
 
 
 def machinery_changed() -> list[str]:
@@ -223,20 +235,14 @@ GENTLER_RATE = 0.3
 SCORED_ROWS = 1000
 
 
-def relearn(model, inputs: np.ndarray, targets: np.ndarray, recipe: dict, seed: int) -> int:
+def relearn(model, inputs: np.ndarray, targets: np.ndarray, recipe: dict, seed: int) -> None:
     """Train `model` (built, its weights made) on (`inputs`, `targets`) by the grader's own
     Adam, per `recipe` (`_train`); where that leaves the answers of the training rows below
     the recipe's "retry_below", train it again from the same first weights by the gentler
-    recipe (`attempts`), and keep the attempt that answers more of them. Returns the number of
-    attempts run."""
+    recipe (`attempts`), and keep the attempt that answers more of them."""
     import keras
 
-    changed = machinery_changed()
-    if changed:
-        raise RelearnError(
-            "what the grader's training calls was changed by the submission: "
-            + ", ".join(changed[:5])
-        )
+    _refuse_if_changed("by the submission")
     if not isinstance(model, keras.Model):
         raise RelearnError(f"build_model returned a {type(model).__name__}, not a keras.Model")
     trainable = list(model.trainable_variables)
@@ -247,12 +253,20 @@ def relearn(model, inputs: np.ndarray, targets: np.ndarray, recipe: dict, seed: 
     if recipe.get("answers_from") is not None and targets.ndim > 1:
         weights[:, : int(recipe["answers_from"])] = 0.0
     start = ([variable.value for variable in trainable], [v.value for v in non_trainable])
-    best, tried = None, 0
+    seeds = _seed_states(model)
+    kept = _kept_updates(model, non_trainable, seeds)
+    best = None
     for attempt in attempts(recipe):
-        tried += 1
         with _true_gradients():
             state = _train(
-                model, trainable, non_trainable, start, inputs, targets, weights, attempt, seed
+                model,
+                (trainable, non_trainable, kept),
+                start,
+                inputs,
+                targets,
+                weights,
+                attempt,
+                seed,
             )
         if state is None:
             continue
@@ -263,22 +277,15 @@ def relearn(model, inputs: np.ndarray, targets: np.ndarray, recipe: dict, seed: 
             best = (scored, state)
         if scored >= float(recipe.get("retry_below", 0.0)):
             break
-    changed = machinery_changed()  # a patch the model's own calls made while it trained
-    if changed:
-        raise RelearnError(
-            "what the grader's training calls was changed while it trained: "
-            + ", ".join(changed[:5])
-        )
+    _refuse_if_changed("while it trained")  # a patch the model's own calls made
     if best is None:
         raise RelearnError("the loss became NaN or infinite")
     values, others = best[1]
-    seeds = _seed_states(model)
     for variable, value in zip(trainable, values, strict=True):
         variable.assign(value)
     for variable, value, first in zip(non_trainable, others, start[1], strict=True):
         # A random seed goes back to where it was built: it only drew the training's noise.
         variable.assign(first if id(variable) in seeds else value)
-    return tried
 
 
 def _seed_states(model) -> set[int]:
@@ -293,17 +300,17 @@ def _seed_states(model) -> set[int]:
     return found
 
 
-def _kept_updates(model, non_trainable) -> list[bool]:
+def _kept_updates(model, non_trainable, seeds: set[int]) -> list[bool]:
     """For each non-trainable weight, whether what the model's calls write into it during the
     grader's training is kept: the moving statistics of Keras's own BatchNormalization (of that
-    very class) and the states of its seed generators; nothing else."""
+    very class) and the states of its seed generators (`seeds`); nothing else."""
     import keras
 
     statistics = set()
     for layer in model._flatten_layers(include_self=True, recursive=True):  # noqa: SLF001
         if type(layer) is keras.layers.BatchNormalization:
             statistics |= {id(variable) for variable in layer.non_trainable_variables}
-    allowed = statistics | _seed_states(model)
+    allowed = statistics | seeds
     return [id(variable) in allowed for variable in non_trainable]
 
 
@@ -347,12 +354,16 @@ def _training_accuracy(model, trainable, non_trainable, state, inputs, targets, 
     return float(np.mean(predicted[counted] == targets[rows][counted])) if counted.any() else 0.0
 
 
-def _train(model, trainable, non_trainable, start, inputs, targets, weights, recipe, seed):
-    """(trainable values, non-trainable values) after the grader's Adam, per `recipe`:
-    "epochs", "batch_size", "rate", "cosine" (a cosine decay over the whole run),
-    "warmup_epochs" (a linear warm-up first). The batches are drawn from `seed`; the last one
+def _train(model, variables, start, inputs, targets, weights, recipe, seed):
+    """(trainable values, non-trainable values) after the grader's Adam from `start`, per
+    `recipe`: "epochs", "batch_size", "rate", "cosine" (a cosine decay over the whole run),
+    "warmup_epochs" (a linear warm-up first); None where the loss diverged. `variables`: the
+    model's trainable and non-trainable weights, and for each of the latter whether what a call
+    writes into it is kept (`_kept_updates`). The batches are drawn from `seed`; the last one
     is filled up with rows of weight zero, so that every step has the same shape (one trace)."""
     import tensorflow as tf
+
+    trainable, non_trainable, kept = variables
 
     count = len(inputs)
     batch = int(recipe["batch_size"])
@@ -376,8 +387,6 @@ def _train(model, trainable, non_trainable, start, inputs, targets, weights, rec
         if warmup:
             now = now * tf.minimum((step + 1) / warmup, 1.0)
         return now
-
-    kept = _kept_updates(model, non_trainable)
 
     def step(values, others, firsts, seconds, number, x, y, w):
         with tf.GradientTape() as tape:
