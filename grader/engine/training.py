@@ -456,9 +456,10 @@ RELEARNED_GATE_SLACK = 0.1
 RELEARN_TEXT = 300
 
 RELEARN_FORM = N_(
-    "The grader trains the model in the form build_model returns it, without train_model: a "
-    "mode or a frozen layer that your train_model switches (a linear start, say) must be built "
-    "in the form the training ends in"
+    "The grader trains the model build_model returns, without train_model, from its first "
+    "weights: only a switch your train_model flips (a weight that is not trainable and 0 or 1, "
+    "at most two of them, such as a linear start's mode) is taken as your training left it; any "
+    "other mode or frozen layer must be built in the form the training ends in"
 )
 
 RELEARN_RECIPE = N_(

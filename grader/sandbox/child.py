@@ -689,6 +689,8 @@ def _relearn_fresh(case, seeded, built, probe_if_it_answers, answers) -> None:
     _build_weights(model, probed)
     initial = _trainable_values(model)
     first = _all_values(model)
+    student = [case.weights[name] for name in sorted(case.weights)]
+    _switch_as_trained(model, first, student)
     inputs, targets = (_copy(case.inputs[name], copy=True) for name in ("inputs", "targets"))
     try:
         relearn.relearn(model, inputs, targets, plan["relearn"], seed)
@@ -697,7 +699,6 @@ def _relearn_fresh(case, seeded, built, probe_if_it_answers, answers) -> None:
         answers[RELEARN_FAILED] = np.frombuffer(text.encode("utf-8", "replace"), dtype=np.uint8)
         return
     relearned = _all_values(model)
-    student = [case.weights[name] for name in sorted(case.weights)]
     changes = _changes(model, first, student, relearned)
     if changes is not None:
         answers[RELEARN_CHANGES] = changes
@@ -708,6 +709,33 @@ def _relearn_fresh(case, seeded, built, probe_if_it_answers, answers) -> None:
     probe_if_it_answers(model, RELEARNED_RESET)
     _redraw(model, relearned, seed)
     probe_if_it_answers(model, RELEARNED_REDRAWN)
+
+
+# The most switches the grader's training takes as the student's training left them: one bit
+# each, too few to carry an answer code or a count, enough for a training's modes.
+MOST_SWITCHES = 2
+
+
+def _switch_as_trained(model, first: list, student: list) -> None:
+    """Set each switch of `model` as the student's training left it: a weight that is not
+    trainable, of one element, 0 or 1 as built and the other once trained (a linear start's
+    mode, put back to the softmax after its first epochs). The grader trains the model in the
+    form its training ends in, from the first weights otherwise. More than MOST_SWITCHES such
+    weights are no switches: then none is set (every other non-trainable value is as built)."""
+    matched = _matching(model, student)
+    if not matched or len(first) != len(matched):
+        return
+    trainable = {id(variable) for variable in getattr(model, "trainable_variables", None) or []}
+    switched = []
+    for (variable, trained), start in zip(matched, first, strict=True):
+        if id(variable) in trainable or np.size(start) != 1 or np.size(trained) != 1:
+            continue
+        before, after = float(np.ravel(start)[0]), float(np.ravel(trained)[0])
+        if {before, after} == {0.0, 1.0}:
+            switched.append((variable, trained))
+    if len(switched) <= MOST_SWITCHES:
+        for variable, trained in switched:
+            variable.assign(trained)
 
 
 def _ask_alone(model, probed, answers: dict, stage: str) -> None:

@@ -299,6 +299,65 @@ def test_a_model_without_trainable_weights_is_refused():
         relearn.relearn(model, inputs, answers, RECIPE, seed=0)
 
 
+class Switches(keras.layers.Layer):
+    """`count` non-trainable 0-or-1 modes, built on: the hidden values pass only once every
+    mode is off (a linear start's mode, its softmax put back, is one such switch)."""
+
+    def __init__(self, count=1, **kwargs):
+        super().__init__(**kwargs)
+        self.count = count
+
+    def build(self, shape):
+        self.modes = [
+            self.add_weight(shape=(), initializer="ones", trainable=False, name=f"mode{number}")
+            for number in range(self.count)
+        ]
+
+    def call(self, hidden):
+        off = 1.0
+        for mode in self.modes:
+            off = off * (1.0 - mode)
+        return hidden * off
+
+
+def _switched_model(count):
+    keras.utils.set_random_seed(0)
+    inputs = keras.Input((1,), dtype="int32")
+    hidden = Switches(count)(keras.layers.Embedding(VOCABULARY, 8)(inputs)[:, 0])
+    probabilities = keras.layers.Dense(VOCABULARY, activation="softmax")(hidden)
+    return keras.Model(inputs, [probabilities, probabilities])
+
+
+@pytest.mark.parametrize("count, learns", [(1, True), (2, True), (3, False)])
+def test_the_graders_training_takes_the_switches_as_the_students_training_left_them(count, learns):
+    """A mode the student's training switched (0 or 1, one element, not trainable) is the
+    grader's too, up to MOST_SWITCHES of them: one bit each, no room for a code or a count.
+    Past that, none is taken, and a model that needs them switched learns nothing."""
+    from grader.sandbox.child import MOST_SWITCHES, _all_values, _switch_as_trained
+
+    assert MOST_SWITCHES == 2
+    inputs, answers, _code = _task()
+    model = _switched_model(count)
+    first = _all_values(model)
+    trained = [np.zeros_like(value) if value.ndim == 0 else value for value in first]
+    _switch_as_trained(model, first, trained)
+    relearn.relearn(model, inputs, answers, RECIPE, seed=0)
+    assert (_accuracy(model, inputs, answers) == 1.0) is learns
+
+
+def test_only_a_switch_from_0_to_1_or_back_is_taken_as_the_student_left_it():
+    """A non-trainable value the student's training moved anywhere else (a count, a scale) is
+    the grader's as built."""
+    from grader.sandbox.child import _all_values, _switch_as_trained
+
+    model = _switched_model(1)
+    first = _all_values(model)
+    for value in (0.5, 2.0, -1.0):
+        trained = [np.full_like(v, value) if v.ndim == 0 else v for v in first]
+        _switch_as_trained(model, first, trained)
+        assert [float(mode.numpy()) for mode in model.layers[2].modes] == [1.0]
+
+
 # The judgement, on answers made here: truth (20,), five answer tokens 5 … 9, chance 20%.
 TRUTH = np.arange(20) % 5 + 5
 RIGHT, WRONG = np.eye(11)[TRUTH], np.eye(11)[np.zeros_like(TRUTH)]
