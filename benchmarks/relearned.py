@@ -37,6 +37,7 @@ def main():
     from grader.engine.training import (
         accuracy,
         expected_output,
+        first_values_kept,
         learned_by_gradient_descent,
         plain_view,
         read_back,
@@ -46,7 +47,12 @@ def main():
     from grader.sandbox import relearn
     from grader.sandbox.child import _run_training, load_submission
     from grader.vocabulary.protocol import CaseOutput
-    from grader.vocabulary.spec import RELEARNED, RELEARNED_REDRAWN, RELEARNED_RESET
+    from grader.vocabulary.spec import (
+        RELEARN_CHANGES,
+        RELEARNED,
+        RELEARNED_REDRAWN,
+        RELEARNED_RESET,
+    )
     from grader.vocabulary.status import CaseStatus
 
     relearn.remember_machinery()  # before the file is imported, as in a child
@@ -70,7 +76,10 @@ def main():
         line = " ".join(f"{stage} {share(got.grads.get(stage))}" for stage in stages)
         with speaking("en"):
             said = learned_by_gradient_descent(part, plain_view(case), truth, got, 1.0)
-        print(f"seed {seed}: trained {share(got.output)} {line} cpu_s {seconds:.1f}")
+        changes = got.grads.get(RELEARN_CHANGES)
+        kept = None if changes is None else first_values_kept(changes)
+        kept = "-" if kept is None else f"{kept:.3f}"
+        print(f"seed {seed}: trained {share(got.output)} {line} kept {kept} cpu_s {seconds:.1f}")
         print(f"    {said or 'the grader-trained copy learns: passes'}", flush=True)
 
 

@@ -560,7 +560,44 @@ def learned_by_gradient_descent(
                 if stage == RELEARNED_RESET
                 else _("moved as far in other directions"),
             )
-    return _left_where_they_were(got)
+    return _left_where_they_were(got) or _written_over_their_first_values(got)
+
+
+# Gradient descent moves weights from their first random values: over every honest training
+# file of the held-out sets the trained weights' cosine with their first values was 0.29 or more
+# (benchmarks/results/first_values_kept_2026-11-30.md); weights written by a rule or from counts
+# over them keep almost none (0.03 or less).
+KEPT_AT = 0.1
+
+
+def first_values_kept(changes) -> float | None:
+    """The cosine of the student's trained weights with their first values, over every weight
+    whose first value was drawn (not zeros) together, from `RELEARN_CHANGES`' rows (first
+    value's norm, the student's change's norm, the grader's, the first value's inner product
+    with the student's change); None where no weight was drawn."""
+    first, theirs, _ours, along = np.asarray(changes, dtype="float64").T
+    drawn = first > 0
+    first, theirs, along = first[drawn], theirs[drawn], along[drawn]
+    # |first + change|^2, summed: the trained weights' squared norm.
+    trained = float(np.maximum(first**2 + 2 * along + theirs**2, 0.0).sum())
+    scale = float(np.sqrt((first**2).sum() * trained))
+    return float(((first**2).sum() + along.sum()) / scale) if scale > 0 else None
+
+
+def _written_over_their_first_values(got: CaseOutput) -> str | None:
+    """None unless the student's trained weights, those whose first values were drawn, keep
+    almost nothing of those values (`first_values_kept` below KEPT_AT): then they were written
+    over, not learned from where they began. Weights that start at zeros say nothing."""
+    kept = first_values_kept(got.grads.get(RELEARN_CHANGES))  # checked before this runs
+    if kept is None or kept >= KEPT_AT:
+        return None
+    return _(
+        "the weights your training left keep almost nothing of the random values they started "
+        "from (their cosine with them is {kept:.2f}): gradient descent moves weights from where "
+        "they start, and these were written over them, by a rule, from counts or by an "
+        "optimizer of your own, not learned",
+        kept=kept,
+    )
 
 
 # A weight the student's training moved by less than this share of what the grader's training
@@ -578,13 +615,13 @@ def _left_where_they_were(got: CaseOutput) -> str | None:
     if (
         changes is None
         or changes.ndim != 2
-        or changes.shape[1] != 3
+        or changes.shape[1] != 4
         or changes.dtype.kind != "f"
         or not np.all(np.isfinite(changes))
-        or np.any(changes < 0)
+        or np.any(changes[:, :3] < 0)
     ):
         return _(NO_ANSWER, name=RELEARN_CHANGES)
-    _first, theirs, ours = changes.T
+    _first, theirs, ours, _kept = changes.T
     total = float((ours**2).sum())
     left = float((ours[theirs < LEFT_AT * ours] ** 2).sum())
     if total <= 0 or left <= UNTRAINED_SHARE * total:

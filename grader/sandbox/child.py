@@ -752,8 +752,10 @@ def _ask_alone(model, probed, answers: dict, stage: str) -> None:
 def _changes(model, first: list, student: list, grader: list) -> np.ndarray | None:
     """For each trainable weight of `model`, the norms of its first value (`first`), of the
     student's training's change (`student`: the trained model's weights) and of the grader's
-    (`grader`: the weights its training left), all lists in the order of the model's weights:
-    rows (first, student's, grader's); None where the lists do not match the model's weights."""
+    (`grader`: the weights its training left), and the inner product of the first value with
+    the student's change, all lists in the order of the model's weights: rows (first,
+    student's, grader's, inner product); None where the lists do not match the model's
+    weights."""
     weights = _weights(model)
     if not len(weights) == len(first) == len(student) == len(grader):
         return None
@@ -767,7 +769,9 @@ def _changes(model, first: list, student: list, grader: list) -> np.ndarray | No
         if id(variable) not in trainable or np.shape(theirs) != start.shape:
             continue
         start64 = start.astype("float64")
-        rows.append([norm(start64), norm(theirs - start64), norm(ours - start64)])
+        change = np.asarray(theirs, dtype="float64") - start64
+        kept = float((start64 * change).sum())
+        rows.append([norm(start64), norm(change), norm(ours - start64), kept])
     return _asarray(rows, dtype="float64") if rows else None
 
 

@@ -55,8 +55,10 @@ RELEARNED_REDRAWN, RELEARN_FAILED = "grader_trained_redrawn", "grader_training_f
 # ... and its first ALONE_ROWS held-out inputs asked one example at a time, as ALONE.
 RELEARNED_ALONE = "grader_trained_alone"
 # For each trainable weight, the norms of its first value, of the student's training's change and
-# of the grader's (rows of three): the weights the grader's training moves must be ones the
-# student's moved too, or the model graded answers by a path its training never trained.
+# of the grader's, and the inner product of the first value with the student's change (rows of
+# four): the weights the grader's training moves must be ones the student's moved too, or the
+# model graded answers by a path its training never trained; and the student's trained weights
+# must keep their first random values as gradient descent does, not be written over them.
 RELEARN_CHANGES = "grader_trained_changes"
 # The loss of each epoch of the real training, as the child recorded it (for the diagnosis).
 RUN_LOSS = "run_loss"

@@ -400,7 +400,7 @@ def _judged(alone=(), trained_attention=RIGHT, **stages):
         grads[RELEARNED] = stages[RELEARNED][0]
         grads[RELEARNED_ALONE] = np.asarray(stages[RELEARNED][0])[:ALONE_ROWS]
     # Every weight moved by both trainings, as an honest model's.
-    grads[RELEARN_CHANGES] = np.array([[1.0, 2.0, 1.5], [1.0, 0.5, 0.7]])
+    grads[RELEARN_CHANGES] = np.array([[1.0, 2.0, 1.5, 0.0], [1.0, 0.5, 0.7, 0.0]])
     grads.update(dict(alone))
     got = CaseOutput(CaseStatus.OK, output=RIGHT, grads=grads)
     with speaking("en"):
@@ -438,15 +438,74 @@ def test_a_path_only_the_graders_training_teaches_loses_the_part():
     where it was; the grader's training teaches the network. Most of the grader's change then
     lies in weights the student's training never moved."""
     # The rule's weight moved by the student (2.0), the network's two not at all (0.0).
-    rule_beside = np.array([[1.0, 2.0, 0.1], [1.0, 0.0, 3.0], [1.0, 0.0, 2.0]])
+    rule_beside = np.array([[1.0, 2.0, 0.1, 0.0], [1.0, 0.0, 3.0, 0.0], [1.0, 0.0, 2.0, 0.0]])
     said = _judged(alone={RELEARN_CHANGES: rule_beside}, **HONEST)
     assert "100% of what the grader's own training changed" in said
     # A weight the student moved less but still some (5% of the grader's change) was trained.
-    some = np.array([[1.0, 2.0, 0.1], [1.0, 0.15, 3.0], [1.0, 0.1, 2.0]])
+    some = np.array([[1.0, 2.0, 0.1, 0.0], [1.0, 0.15, 3.0, 0.0], [1.0, 0.1, 2.0, 0.0]])
     assert _judged(alone={RELEARN_CHANGES: some}, **HONEST) is None
-    # Not rows of three non-negative numbers: not read, and refused.
-    said = _judged(alone={RELEARN_CHANGES: np.array([[1.0, -1.0, 1.0]])}, **HONEST)
+    # Not rows of four whose three norms are not negative: not read, and refused.
+    said = _judged(alone={RELEARN_CHANGES: np.array([[1.0, -1.0, 1.0, 0.0]])}, **HONEST)
     assert f"no answer came back for {RELEARN_CHANGES}" in said
+
+
+def test_weights_written_over_their_first_values_lose_the_part():
+    """Gradient descent moves a weight from its random first value; a weight written by a rule
+    or from counts replaces it. Rows: first value's norm, the student's change's, the grader's,
+    and the first value's inner product with the student's change."""
+    # Written over: the trained value (first + change) is orthogonal to the first one.
+    written = np.array([[1.0, 1.5, 1.0, -1.0], [2.0, 2.5, 1.0, -4.0]])
+    said = _judged(alone={RELEARN_CHANGES: written}, **HONEST)
+    assert "keep almost nothing of the random values they started from" in said
+    assert "their cosine with them is 0.00" in said
+    # Moved from there, the change unrelated to the first value: kept.
+    moved = np.array([[1.0, 1.5, 1.0, 0.0], [2.0, 2.5, 1.0, 0.0]])
+    assert _judged(alone={RELEARN_CHANGES: moved}, **HONEST) is None
+    # A weight that started at zeros says nothing either way.
+    zeros = np.array([[0.0, 3.0, 1.0, 0.0]])
+    assert _judged(alone={RELEARN_CHANGES: zeros}, **HONEST) is None
+
+
+def test_the_cosine_kept_is_read_from_the_rows_as_numpy_computes_it():
+    from grader.engine.training import first_values_kept
+
+    rng = np.random.default_rng(3)
+    firsts = [rng.standard_normal(5), rng.standard_normal((2, 3)), np.zeros(4)]
+    trained = [first * 0.5 + rng.standard_normal(first.shape) for first in firsts]
+    rows = [
+        [np.linalg.norm(f), np.linalg.norm(t - f), 1.0, float((f * (t - f)).sum())]
+        for f, t in zip(firsts, trained, strict=True)
+    ]
+    drawn_first = np.concatenate([f.ravel() for f in firsts[:2]])
+    drawn_trained = np.concatenate([t.ravel() for t in trained[:2]])
+    cosine = (
+        drawn_first @ drawn_trained / np.linalg.norm(drawn_first) / np.linalg.norm(drawn_trained)
+    )
+    assert first_values_kept(np.array(rows)) == pytest.approx(cosine)
+    assert first_values_kept(np.array([[0.0, 1.0, 1.0, 0.0]])) is None
+
+
+def test_the_child_reports_each_weights_first_value_inner_product_with_the_students_change():
+    from grader.sandbox.child import _all_values, _changes
+
+    inputs, _answers, _code = _task()
+    model = _code_model()
+    model(inputs[:1])
+    first = _all_values(model)
+    rng = np.random.default_rng(4)
+    student = [value + rng.standard_normal(value.shape).astype(value.dtype) for value in first]
+    grader = [value * 2 for value in first]
+    rows = _changes(model, first, student, grader)
+    expected = [
+        [
+            np.linalg.norm(f.astype("float64")),
+            np.linalg.norm(s.astype("float64") - f),
+            np.linalg.norm(g.astype("float64") - f),
+            float((f.astype("float64") * (s.astype("float64") - f)).sum()),
+        ]
+        for f, s, g in zip(first, student, grader, strict=True)
+    ]
+    np.testing.assert_allclose(rows, expected, rtol=1e-6)
 
 
 def test_a_copy_that_answers_from_the_other_examples_of_its_batch_loses_the_part():

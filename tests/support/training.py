@@ -81,7 +81,7 @@ def untrained_evidence(held_out_answer, answers=None) -> dict:
         ALONE: alone,
         RELEARNED: trained,
         RELEARNED_ALONE: alone,
-        RELEARN_CHANGES: np.array([[1.0, 1.0, 1.0]]),
+        RELEARN_CHANGES: np.array([[1.0, 1.0, 1.0, 0.0]]),
         **relearned,
     }
 
