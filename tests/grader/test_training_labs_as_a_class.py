@@ -67,6 +67,20 @@ def test_an_attention_the_answers_never_read_loses_the_part(tmp_path):
     assert "fails the check “attention on the supporting fact”" in feedback
 
 
+@pytest.mark.long
+def test_weights_trained_in_another_model_and_copied_in_lose_the_part(tmp_path):
+    """The reference whose train_model trains a model built from other first weights and copies
+    its weights in (tests/support/submissions/trained_elsewhere.py, appended to the reference):
+    the grader's copy learns, and the answers are the reference's, but the weights graded keep
+    nothing of the first values the model was built with."""
+    record = get_exercise("train-memn2n")
+    elsewhere = Path(__file__).parents[1] / "support" / "submissions" / "trained_elsewhere.py"
+    source = (SOLUTIONS / record.file).read_bytes() + b"\n\n" + elsewhere.read_bytes()
+    row, feedback = _graded_alone(tmp_path, record, source)
+    assert row[record.id] == "0", feedback
+    assert "keep almost nothing of the random values they started from" in feedback
+
+
 def test_gradescope_gives_the_reference_seq2seq_full_marks(tmp_path):
     record = get_exercise("train-seq2seq")
     (tmp_path / "submission").mkdir()
