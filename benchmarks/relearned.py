@@ -52,6 +52,7 @@ def main():
         RELEARNED,
         RELEARNED_REDRAWN,
         RELEARNED_RESET,
+        TRAINING_MODE,
     )
     from grader.vocabulary.status import CaseStatus
 
@@ -72,7 +73,7 @@ def main():
             found = accuracy(answer, truth) if answer is not None else None
             return "-" if found is None or isinstance(found, str) else f"{found:.3f}"
 
-        stages = (RELEARNED, RELEARNED_RESET, RELEARNED_REDRAWN)
+        stages = (RELEARNED, RELEARNED_RESET, RELEARNED_REDRAWN, TRAINING_MODE)
         line = " ".join(f"{stage} {share(got.grads.get(stage))}" for stage in stages)
         with speaking("en"):
             said = learned_by_gradient_descent(part, plain_view(case), truth, got, 1.0)

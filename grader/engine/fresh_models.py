@@ -40,6 +40,7 @@ from grader.vocabulary.spec import (
     RELEARNED_RESET,
     TRAIN,
     TRAINED,
+    TRAINING_MODE,
     Case,
 )
 from grader.vocabulary.status import CaseStatus, RunState
@@ -54,6 +55,7 @@ FRESH_STAGES = (
     REDRAWN,
     MOVED,
     NUDGED,
+    TRAINING_MODE,
     RELEARNED,
     RELEARNED_ALONE,
     RELEARNED_RESET,

@@ -33,6 +33,7 @@ from grader.vocabulary.spec import (
     RELEARNED_REDRAWN,
     RELEARNED_RESET,
     RESET,
+    TRAINING_MODE,
     UNTRAINED,
     Case,
     GateFailure,
@@ -101,6 +102,7 @@ STAGES = (
     REDRAWN,
     MOVED,
     NUDGED,
+    TRAINING_MODE,
     RELEARNED,
     RELEARNED_RESET,
     RELEARNED_REDRAWN,
@@ -721,7 +723,32 @@ def _held_in_weights(part: Part, trained: float, truth: np.ndarray, got: CaseOut
             nudge=NUDGE,
             found=0.0 if found is None or isinstance(found, str) else found,
         )
-    return None
+    return _answers_only_at_inference(part, trained, truth, got)
+
+
+def _answers_only_at_inference(
+    part: Part, trained: float, truth: np.ndarray, got: CaseOutput
+) -> str | None:
+    """None unless the trained weights, called as in training (`TRAINING_MODE`: dropout on,
+    batch statistics), answer no better than halfway from chance to the pass mark: then what
+    the model answers at inference comes from a path that is off while it trains. A model that
+    cannot be called so says nothing (the grader's own training would not run either)."""
+    answer = got.grads.get(TRAINING_MODE)
+    found = None if answer is None else accuracy(answer, truth)
+    if found is None or isinstance(found, str):
+        return None
+    base = chance(truth)
+    if found > base + (part.training.pass_at - base) / 2:
+        return None
+    return _(
+        "the trained model answers {trained:.0%} of the held-out tokens right, but called as in "
+        "training (training=True: dropout on, batch statistics) it answers {found:.0%} (chance "
+        "is {chance:.0%}): what it answers at inference comes from a path that is off while it "
+        "trains, which gradient descent never trained",
+        trained=trained,
+        found=found,
+        chance=base,
+    )
 
 
 def checks(part: Part, case: Case, want: CaseOutput, got: CaseOutput, prefix: str, label: str):

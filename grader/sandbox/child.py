@@ -51,6 +51,7 @@ from grader.vocabulary.spec import (
     RUN_MOVED,
     TRAIN,
     TRAINED,
+    TRAINING_MODE,
     UNTRAINED,
 )
 from grader.vocabulary.status import CaseStatus
@@ -668,6 +669,8 @@ def _ask_fresh_model(case, seeded, built, probe_if_it_answers, answers):
         probe_if_it_answers(fresh, MOVED)
         _nudge(fresh, int(plan["seed"]))
         probe_if_it_answers(fresh, NUDGED)
+        if _load_all(fresh, trained):  # last of these: a call in training may change statistics
+            _ask_in_training(fresh, probed, answers)
     if plan.get("relearn"):
         _relearn_fresh(case, seeded, built, probe_if_it_answers, answers)
     stage = next((name for name in (MOVED, REDRAWN) if name in answers), None)
@@ -736,6 +739,18 @@ def _switch_as_trained(model, first: list, student: list) -> None:
     if len(switched) <= MOST_SWITCHES:
         for variable, trained in switched:
             variable.assign(trained)
+
+
+def _ask_in_training(model, probed, answers: dict) -> None:
+    """`model`'s answers (model output 0) to `probed` when called as in training
+    (`TRAINING_MODE`); none where it cannot answer so (no evidence either way)."""
+    try:
+        outputs = model(_copy(probed, copy=True), training=True)
+        if isinstance(outputs, dict):
+            outputs = list(outputs.values())
+        answers[TRAINING_MODE] = _to_numpy(outputs[0], "the model")
+    except Exception:  # noqa: BLE001 - no answer: no evidence either way
+        pass
 
 
 def _ask_alone(model, probed, answers: dict, stage: str) -> None:

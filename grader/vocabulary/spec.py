@@ -38,6 +38,10 @@ REDRAWN, MOVED, NUDGED = "fresh_redrawn", "weights_moved", "weights_nudged"
 # answers for an example must not come from the other examples it is asked with. Eight: each is
 # a call of its own (64 ms of CPU for the reference seq2seq, whose recurrences run eagerly).
 ALONE, ALONE_ROWS = "asked_alone", 8
+# The fresh model with the trained weights called as in training (`training=True`: dropout on,
+# batch statistics) on the first probe (model output 0): an honest model answers as it learned;
+# a path that answers only at inference is one gradient descent never trained.
+TRAINING_MODE = "called_as_in_training"
 # The trained model's weights, as the child reports them (`<TRAINED>/<number>`), and the stage
 # of a training case that asks a model built afresh in another process with them (`training`'s
 # "stage"): grader.engine.fresh_models.

@@ -25,7 +25,7 @@ from grader.i18n import speaking
 from grader.records import EXERCISES, get_exercise
 from grader.sandbox.child import _answers_shuffled, _put_back, _trainable_values
 from grader.vocabulary.protocol import CaseOutput
-from grader.vocabulary.spec import ALONE, ALONE_ROWS, TRAIN, Case
+from grader.vocabulary.spec import ALONE, ALONE_ROWS, TRAIN, TRAINING_MODE, Case
 from grader.vocabulary.status import CaseStatus
 from tests.support.grading import failures
 from tests.support.planting import grade_many
@@ -141,6 +141,51 @@ def test_trained_weights_that_answer_nothing_in_a_fresh_model_refuse_the_answers
     assert "could not ask a model built afresh, in a process of its own" in no_fresh_model
     # A model that has not learned is told by its accuracy, not by where its weights went.
     assert from_training(part, truth, _got(at_chance, **honest)) is None
+
+
+def test_trained_weights_that_answer_only_at_inference_refuse_the_answers():
+    """Called as in training (dropout on, batch statistics), the trained weights must still
+    answer: a path that is off while the model trains (a rule keyed by weights train_model
+    wrote) was never trained by gradient descent. A model that cannot be called so says
+    nothing."""
+    part = get_exercise("train-transformer").part("train")
+    truth = np.array([[-1, -1, 1, 2], [-1, -1, 3, 4]] * 10)
+    right = np.eye(6)[np.maximum(truth, 0)]
+    at_chance = np.eye(6)[np.zeros_like(truth)]
+    honest = dict.fromkeys((UNTRAINED, COUNTERFACTUAL, RESET, REDRAWN), at_chance)
+    fresh = {MOVED: right, NUDGED: right, ALONE: right[:ALONE_ROWS]}
+    with speaking("en"):
+        only_at_inference = from_training(
+            part, truth, _got(right, **honest, **fresh, **{TRAINING_MODE: at_chance})
+        )
+        in_training_too = from_training(
+            part, truth, _got(right, **honest, **fresh, **{TRAINING_MODE: right})
+        )
+        not_asked = from_training(part, truth, _got(right, **honest, **fresh))
+    assert "called as in training (training=True: dropout on, batch statistics)" in (
+        only_at_inference
+    )
+    assert "it answers 0% (chance is" in only_at_inference
+    assert in_training_too is None
+    assert not_asked is None
+
+
+class OnlyAtInference(keras.layers.Layer):
+    def call(self, inputs, training=None):
+        return inputs * 0.0 if training else inputs
+
+
+def test_the_fresh_child_asks_the_trained_weights_as_in_training():
+    from grader.sandbox.child import _ask_in_training
+
+    inputs = keras.Input((3,))
+    outputs = OnlyAtInference()(inputs)
+    model = keras.Model(inputs, [outputs, outputs])
+    asked = np.arange(6, dtype="float32").reshape(2, 3)
+    answers = {}
+    _ask_in_training(model, asked, answers)
+    np.testing.assert_array_equal(answers[TRAINING_MODE], np.zeros((2, 3)))
+    np.testing.assert_array_equal(np.asarray(model(asked)[0]), asked)
 
 
 def test_a_model_that_answers_only_once_trained_is_judged_on_the_rest():
@@ -265,3 +310,14 @@ def test_attention_the_same_for_every_input_is_refused_unless_spread_evenly():
     rotated = np.broadcast_to(causal[:, [1, 2, 0, 3, 4, 5]], (50, 1, 6, 6))
     assert not_from_the_inputs(rotated) is None
     assert not_from_the_inputs(varied(table)) is None
+
+
+def test_every_stage_of_answers_the_fresh_child_reports_is_read_back_from_the_code():
+    """A stage whose answers stay in the grader's answer code is judged against the task's
+    plain tokens and looks wrong (the stage asked as in training read 0% for honest models
+    until it was listed)."""
+    from grader.engine.fresh_models import FRESH_STAGES
+    from grader.engine.training import STAGES
+    from grader.vocabulary.spec import RELEARN_CHANGES, RELEARN_FAILED
+
+    assert set(FRESH_STAGES) - {RELEARN_CHANGES, RELEARN_FAILED} <= set(STAGES)
