@@ -50,10 +50,11 @@ by gradient descent, which no `train_model` can stand in for (weights written by
 counts, a callback, an optimizer or a gradient of your own). Your own training must also move
 the weights from their random first values, as gradient descent does: weights written over them
 (by `set_weights`, a rule or counts) keep almost nothing of those values, and the part scores 0.
-Keep your model one that such a recipe trains, built in the form its training ends in (a switch
-your `train_model` flips, a weight that is not trainable and 0 or 1, at most two of them, such
-as a linear start's mode, is taken there as your training left it; any other mode, or a layer
-frozen at first, is not switched there).
+The trained model must also answer when called with `training=True` (dropout on), as it learned
+to. Keep your model one that such a recipe trains, built in the form its training ends in (a
+switch your `train_model` flips, a weight that is not trainable and 0 or 1, at most two of them,
+such as a linear start's mode, is taken there as your training left it; any other mode, or a
+layer frozen at first, is not switched there).
 
 Each attention check first asks that the weights be computed from the input: weights the same
 for every input (a table, queries and keys made from the positions alone) are refused.
