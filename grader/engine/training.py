@@ -328,6 +328,12 @@ ALREADY = {
 }
 
 
+def halfway(part: Part, base: float) -> float:
+    """Halfway from chance (`base`) to the part's pass mark: what a model that did not learn
+    must not answer better than."""
+    return base + (part.training.pass_at - base) / 2
+
+
 def learned_without_training(part: Part, case: Case, got: CaseOutput) -> str | None:
     """None unless a gate of what only a trained model does (`Gate.learned`) already holds on
     a model that was not trained on the grader's data (the same three as `from_training`);
@@ -374,7 +380,7 @@ def from_training(
     without looking at the data, fail (2); what the trained weights do not hold, (3) takes
     away."""
     base = chance(truth)
-    bar = base + (part.training.pass_at - base) / 2
+    bar = halfway(part, base)
     evidence = (
         (
             UNTRAINED,
@@ -496,7 +502,7 @@ def learned_by_gradient_descent(
     if answer is None:
         return _(NO_ANSWER, name=RELEARNED)
     base = chance(truth)
-    bar = base + (part.training.pass_at - base) / 2
+    bar = halfway(part, base)
     found = accuracy(answer, truth)
     if isinstance(found, str):
         return found
@@ -738,7 +744,7 @@ def _answers_only_at_inference(
     if found is None or isinstance(found, str):
         return None
     base = chance(truth)
-    if found > base + (part.training.pass_at - base) / 2:
+    if found > halfway(part, base):
         return None
     return _(
         "the trained model answers {trained:.0%} of the held-out tokens right, but called as in "

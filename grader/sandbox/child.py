@@ -745,10 +745,7 @@ def _ask_in_training(model, probed, answers: dict) -> None:
     """`model`'s answers (model output 0) to `probed` when called as in training
     (`TRAINING_MODE`); none where it cannot answer so (no evidence either way)."""
     try:
-        outputs = model(_copy(probed, copy=True), training=True)
-        if isinstance(outputs, dict):
-            outputs = list(outputs.values())
-        answers[TRAINING_MODE] = _to_numpy(outputs[0], "the model")
+        answers[TRAINING_MODE] = _model_outputs(model, probed, training=True)[0]
     except Exception:  # noqa: BLE001 - no answer: no evidence either way
         pass
 
@@ -809,15 +806,16 @@ def _nudge(model, seed: int) -> None:
 COUNTERFACTUAL_ROWS = 256
 
 
-def _model_outputs(model, inputs) -> list[np.ndarray]:
+def _model_outputs(model, inputs, training: bool = False) -> list[np.ndarray]:
     """The outputs of the model `build_model` returned, for `inputs`, as plain arrays: what the
-    model itself answers, whatever the submission's own functions would say of it."""
+    model itself answers, whatever the submission's own functions would say of it; called as in
+    training (dropout on, batch statistics) with `training`."""
     if not callable(getattr(model, "predict", None)) or not callable(model):
         raise SubmissionError(NOT_A_MODEL.format(kind=type(model).__name__))
     # The model called on the whole probe at once, as `predict` would in one batch (the labs'
     # probes are 500 rows), but eagerly: `predict` traces a function for each model and each
     # shape of probe, which cost more than the predicting (1.8 of a transformer check's 12 s).
-    outputs = model(_copy(inputs, copy=True), training=False)
+    outputs = model(_copy(inputs, copy=True), training=training)
     if isinstance(outputs, dict):
         outputs = list(outputs.values())
     if not isinstance(outputs, list | tuple) or len(outputs) < 2:
